@@ -1,0 +1,299 @@
+/*
+ * ssmjit: Mamba state-space-model kernels for NVIDIA GPUs, compiled at run
+ * time through NVRTC, cached as CUBIN on disk, launched through the CUDA
+ * driver API.  Neither the driver nor NVRTC is linked: both are opened with
+ * dlopen the first time they are needed.
+ *
+ * Conventions for every function in this header:
+ *  - Functions return an ssmjit_status.  SSMJIT_OK is 0.  On failure,
+ *    ssmjit_last_error() gives a message for the calling thread.
+ *  - Handles are opaque.  A context may be used from several threads at once.
+ *  - Device memory is passed as the CUdeviceptr value cast to a pointer, and
+ *    streams as the CUstream value cast to void * (NULL = the legacy default
+ *    stream of the context).
+ *  - The library never prints, except one warning on stderr when the cache
+ *    directory cannot be written (suppressible, see ssmjit_context_options).
+ */
+#ifndef SSMJIT_H
+#define SSMJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SSMJIT_BUILDING_LIBRARY)
+#define SSMJIT_API __attribute__((visibility("default")))
+#else
+#define SSMJIT_API
+#endif
+
+#define SSMJIT_VERSION_MAJOR 0
+#define SSMJIT_VERSION_MINOR 1
+#define SSMJIT_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Status and errors                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef enum ssmjit_status {
+    SSMJIT_OK = 0,
+    SSMJIT_ERR_INVALID_ARG = 1,     /* a NULL, out-of-range or malformed argument */
+    SSMJIT_ERR_UNSUPPORTED = 2,     /* valid request this build, driver or device cannot do */
+    SSMJIT_ERR_NO_MEMORY = 3,       /* host allocation failed */
+    SSMJIT_ERR_NVRTC_NOT_FOUND = 4, /* no usable NVRTC library (message lists what was tried) */
+    SSMJIT_ERR_DRIVER_NOT_FOUND = 5,/* libcuda.so.1 could not be opened or initialised */
+    SSMJIT_ERR_NO_DEVICE = 6,       /* no CUDA device, or the ordinal does not exist */
+    SSMJIT_ERR_COMPILE = 7,         /* NVRTC rejected a module (message holds the full log) */
+    SSMJIT_ERR_DRIVER = 8,          /* a driver call failed (message names the call and error) */
+    SSMJIT_ERR_IO = 9,              /* a file operation failed where it cannot be degraded */
+    SSMJIT_ERR_INTERNAL = 10        /* a bug in ssmjit */
+} ssmjit_status;
+
+/* Name of a status, e.g. "SSMJIT_ERR_INVALID_ARG"; "SSMJIT_UNKNOWN_STATUS" for
+ * values outside the enum.  Never NULL; the string is static. */
+SSMJIT_API const char *ssmjit_status_string(ssmjit_status status);
+
+/* Detail of the last failure on the calling thread: the message set by the
+ * most recent call that did not return SSMJIT_OK ("" if none).  Includes the
+ * full NVRTC log after SSMJIT_ERR_COMPILE and the driver's error name after
+ * SSMJIT_ERR_DRIVER.  Valid until the next ssmjit call on the same thread. */
+SSMJIT_API const char *ssmjit_last_error(void);
+
+/* Library version as "MAJOR.MINOR.PATCH". */
+SSMJIT_API const char *ssmjit_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct ssmjit_context ssmjit_context;
+
+typedef enum ssmjit_cache_mode {
+    SSMJIT_CACHE_DEFAULT = 0, /* SSMJIT_CACHE env var, else read-write */
+    SSMJIT_CACHE_RW = 1,      /* read entries, write new ones */
+    SSMJIT_CACHE_RO = 2,      /* read entries, never write */
+    SSMJIT_CACHE_OFF = 3      /* compile in memory every process */
+} ssmjit_cache_mode;
+
+typedef enum ssmjit_fast_math {
+    SSMJIT_FAST_MATH_DEFAULT = 0, /* per kernel: on for forward/decode, off for backward */
+    SSMJIT_FAST_MATH_ON = 1,      /* every kernel with --use_fast_math */
+    SSMJIT_FAST_MATH_OFF = 2      /* no kernel with --use_fast_math */
+} ssmjit_fast_math;
+
+/* Options for ssmjit_context_create.  Always fill with
+ * ssmjit_context_options_init() first, then change fields: new fields added
+ * in later versions then keep their defaults. */
+typedef struct ssmjit_context_options {
+    size_t struct_size;          /* set by _init; lets the library tell versions apart */
+    int device;                  /* device ordinal, default 0 (ignored if cu_context is set) */
+    void *cu_context;            /* a CUcontext of the application, or NULL for the
+                                    device's primary context; not destroyed by ssmjit */
+    ssmjit_fast_math fast_math;  /* SSMJIT_FAST_MATH=0|1 in the environment overrides it */
+    int lineinfo;                /* nonzero: compile with -lineinfo (for profilers) */
+    const char *const *defines;  /* extra "NAME" or "NAME=VALUE" macros for every module */
+    size_t num_defines;
+    const char *cache_dir;       /* NULL: SSMJIT_CACHE_DIR, $XDG_CACHE_HOME/ssmjit, ~/.cache/ssmjit */
+    ssmjit_cache_mode cache_mode;
+    int quiet;                   /* nonzero: no warning when the cache cannot be written */
+    int deterministic;           /* nonzero (or SSMJIT_DETERMINISTIC=1): backward ops
+                                    reproduce bit for bit, at some cost in speed */
+} ssmjit_context_options;
+
+/* Fills *opts with defaults.  opts must not be NULL. */
+SSMJIT_API void ssmjit_context_options_init(ssmjit_context_options *opts);
+
+/* Creates a context on a device.  opts may be NULL for all defaults.  Opens
+ * the driver (not NVRTC: modules are compiled when first used).  The target
+ * architecture is the device's, capped to the newest one NVRTC supports;
+ * SSMJIT_ARCH=sm_XY overrides the device's for testing.
+ * Errors: SSMJIT_ERR_INVALID_ARG (out NULL, bad options, bad SSMJIT_ARCH),
+ * SSMJIT_ERR_DRIVER_NOT_FOUND, SSMJIT_ERR_NO_DEVICE, SSMJIT_ERR_DRIVER. */
+SSMJIT_API ssmjit_status ssmjit_context_create(const ssmjit_context_options *opts,
+                                               ssmjit_context **out);
+
+/* Unloads the context's modules and releases the primary context if the
+ * library retained it.  Must not run while another thread uses ctx.  NULL is
+ * a no-op. */
+SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx);
+
+typedef struct ssmjit_context_info {
+    int device;              /* ordinal */
+    int cc_major, cc_minor;  /* device compute capability */
+    char target[16];         /* what modules are compiled for, e.g. "sm_90" or "compute_120" */
+    int target_is_ptx;       /* 1: PTX that the driver JIT-compiles (GPU newer than NVRTC) */
+    int sm_count;
+    ssmjit_cache_mode cache_mode; /* effective mode after env and fallbacks */
+    char cache_dir[4096];    /* effective cache directory ("" when off) */
+    int deterministic;       /* effective setting */
+} ssmjit_context_info;
+
+/* Describes a context.  Resolves the target architecture, which needs NVRTC's
+ * list of supported architectures (read from the cache's probe record when
+ * there is one, else by opening NVRTC). */
+SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_context_info *out);
+
+/* Loads (compiling or reading from the cache as needed) every embedded module
+ * in the variants the ops use, so that later calls pay no compile or load
+ * time.  Optional: modules otherwise load on first use. */
+SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Environment queries (no context needed)                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Version of the CUDA driver, e.g. 13000 for 13.0.  Opens the driver. */
+SSMJIT_API ssmjit_status ssmjit_driver_version(int *version);
+
+/* Number of CUDA devices (0 is not an error).  Opens the driver. */
+SSMJIT_API ssmjit_status ssmjit_device_count(int *count);
+
+typedef struct ssmjit_device_info {
+    char name[256];
+    int cc_major, cc_minor;
+    int sm_count;
+    size_t total_memory;
+} ssmjit_device_info;
+
+/* Describes device `ordinal`.  Opens the driver. */
+SSMJIT_API ssmjit_status ssmjit_device_get_info(int ordinal, ssmjit_device_info *out);
+
+/* Version of the NVRTC library that would be used, and the path it was
+ * loaded from (path may be NULL; *path stays valid for the process).
+ * Opens NVRTC: SSMJIT_NVRTC_PATH, then libnvrtc.so.13, .12, .11.2, ...,
+ * then libnvrtc.so. */
+SSMJIT_API ssmjit_status ssmjit_nvrtc_version(int *major, int *minor, const char **path);
+
+/* Architectures NVRTC can compile for, as 75, 80, ...  Writes at most `cap`
+ * entries to archs and the total number to *count. */
+SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, size_t *count);
+
+/* ------------------------------------------------------------------------ */
+/* Embedded modules, prewarming and the on-disk cache                       */
+/* ------------------------------------------------------------------------ */
+
+/* Number of embedded kernel modules (one per .cu file of kernels_src). */
+SSMJIT_API size_t ssmjit_module_count(void);
+
+/* Name of module i ("elementwise", "scan", ...), NULL if i is out of range. */
+SSMJIT_API const char *ssmjit_module_name(size_t i);
+
+typedef struct ssmjit_prewarm_options {
+    size_t struct_size;          /* set by _init */
+    const char *arch;            /* "sm_80", "sm_90", ... (required) */
+    int fast_math;               /* 0 or 1: which variant to compile */
+    int lineinfo;
+    const char *const *defines;
+    size_t num_defines;
+    const char *cache_dir;       /* NULL: the default directory (see context options) */
+} ssmjit_prewarm_options;
+
+/* Fills *opts with defaults (arch NULL, fast_math 1). */
+SSMJIT_API void ssmjit_prewarm_options_init(ssmjit_prewarm_options *opts);
+
+/* Compiles module `module` for opts->arch into the cache, unless a valid
+ * entry is already there (*was_cached = 1).  Needs NVRTC, not a GPU.  The
+ * entry is the one a context on a device of that architecture with the same
+ * options will look up.  Errors: SSMJIT_ERR_INVALID_ARG (bad arch string or
+ * module index), SSMJIT_ERR_UNSUPPORTED (arch unknown to this NVRTC),
+ * SSMJIT_ERR_NVRTC_NOT_FOUND, SSMJIT_ERR_COMPILE, SSMJIT_ERR_IO (the entry
+ * could not be written). */
+SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opts, size_t module,
+                                               int *was_cached);
+
+/* The cache directory in effect for `dir` (NULL: from the environment).
+ * Writes a NUL-terminated path; SSMJIT_ERR_INVALID_ARG if cap is too small
+ * or no directory can be derived (no HOME). */
+SSMJIT_API ssmjit_status ssmjit_cache_resolve_dir(const char *dir, char *buf, size_t cap);
+
+typedef struct ssmjit_cache_stats {
+    size_t entries;      /* valid entries */
+    uint64_t bytes;      /* bytes in valid entries */
+    size_t bad_entries;  /* files that fail the header, checksum or name check */
+    size_t removed;      /* bad entries removed (when asked to) */
+} ssmjit_cache_stats;
+
+/* Walks the cache under dir (NULL: default) and checks every entry's header,
+ * key and payload checksum.  remove_bad nonzero deletes the bad ones.
+ * A directory that does not exist gives zero counts and SSMJIT_OK. */
+SSMJIT_API ssmjit_status ssmjit_cache_verify(const char *dir, int remove_bad,
+                                             ssmjit_cache_stats *out);
+
+/* Deletes every cache entry (and leftover temporary file) under dir (NULL:
+ * default); *removed (may be NULL) counts the files deleted.  Files that are
+ * not ssmjit's are left alone. */
+SSMJIT_API ssmjit_status ssmjit_cache_clear(const char *dir, size_t *removed);
+
+/* ------------------------------------------------------------------------ */
+/* Data types of activations                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef enum ssmjit_dtype {
+    SSMJIT_F32 = 0,
+    SSMJIT_F16 = 1,
+    SSMJIT_BF16 = 2
+} ssmjit_dtype;
+
+/* Size in bytes of one element of dtype, 0 for an unknown dtype. */
+SSMJIT_API size_t ssmjit_dtype_size(ssmjit_dtype dtype);
+
+/* ------------------------------------------------------------------------ */
+/* Elementwise ops (module "elementwise")                                   */
+/* ------------------------------------------------------------------------ */
+/*
+ * Every elementwise op works on a [rows, cols] matrix whose rows are `stride`
+ * elements apart (0 means contiguous: stride = cols), so the halves of a
+ * wider activation can be used in place.  Arithmetic is in f32.  rows or
+ * cols of 0 is a no-op.  The output may alias an input only if both have the
+ * same stride (in place).
+ */
+
+typedef enum ssmjit_activation {
+    SSMJIT_ACT_SILU = 0,     /* x * sigmoid(x) */
+    SSMJIT_ACT_SOFTPLUS = 1  /* x <= 20 ? log1p(exp(x)) : x */
+} ssmjit_activation;
+
+typedef struct ssmjit_matrix {
+    void *data;        /* device pointer */
+    int64_t stride;    /* elements between rows; 0 = cols */
+} ssmjit_matrix;
+
+typedef struct ssmjit_unary_desc {
+    ssmjit_dtype dtype;
+    int64_t rows, cols;
+} ssmjit_unary_desc;
+
+/* y = act(x).  Errors: SSMJIT_ERR_INVALID_ARG naming the field. */
+SSMJIT_API ssmjit_status ssmjit_activation_fwd(ssmjit_context *ctx, ssmjit_activation act,
+                                               const ssmjit_unary_desc *desc, ssmjit_matrix x,
+                                               ssmjit_matrix y, void *stream);
+
+/* dx = dy * act'(x). */
+SSMJIT_API ssmjit_status ssmjit_activation_bwd(ssmjit_context *ctx, ssmjit_activation act,
+                                               const ssmjit_unary_desc *desc, ssmjit_matrix x,
+                                               ssmjit_matrix dy, ssmjit_matrix dx, void *stream);
+
+/* out = y * silu(z). */
+SSMJIT_API ssmjit_status ssmjit_gate_fwd(ssmjit_context *ctx, const ssmjit_unary_desc *desc,
+                                         ssmjit_matrix y, ssmjit_matrix z, ssmjit_matrix out,
+                                         void *stream);
+
+/* dy = dout * silu(z); dz = dout * y * silu'(z). */
+SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_unary_desc *desc,
+                                         ssmjit_matrix y, ssmjit_matrix z, ssmjit_matrix dout,
+                                         ssmjit_matrix dy, ssmjit_matrix dz, void *stream);
+
+/* @@OPS_SCAN@@ */
+
+/* @@OPS_CONV@@ */
+
+/* @@OPS_NORM@@ */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SSMJIT_H */

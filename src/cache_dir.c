@@ -1,0 +1,70 @@
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "error.h"
+#include "sha256.h"
+
+ssmjit_status sj_cache_dir_resolve(const char *dir, char *out, size_t cap)
+{
+    const char *env = getenv("SSMJIT_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME");
+    int n;
+    if (dir && *dir)
+        n = snprintf(out, cap, "%s", dir);
+    else if (env && *env)
+        n = snprintf(out, cap, "%s", env);
+    else if (xdg && *xdg)
+        n = snprintf(out, cap, "%s/ssmjit", xdg);
+    else if (home && *home)
+        n = snprintf(out, cap, "%s/.cache/ssmjit", home);
+    else
+        return sj_error(SSMJIT_ERR_INVALID_ARG,
+                        "no cache directory: set SSMJIT_CACHE_DIR, XDG_CACHE_HOME or HOME");
+    if (n < 0 || (size_t)n >= cap)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "cache directory path is longer than %zu bytes", cap);
+    return SSMJIT_OK;
+}
+
+ssmjit_status sj_cache_mode_resolve(ssmjit_cache_mode requested, ssmjit_cache_mode *out)
+{
+    const char *env = getenv("SSMJIT_CACHE");
+    if (env && *env) {
+        if (!strcmp(env, "rw"))
+            *out = SSMJIT_CACHE_RW;
+        else if (!strcmp(env, "ro"))
+            *out = SSMJIT_CACHE_RO;
+        else if (!strcmp(env, "off"))
+            *out = SSMJIT_CACHE_OFF;
+        else
+            return sj_error(SSMJIT_ERR_INVALID_ARG, "SSMJIT_CACHE='%s' is not rw, ro or off", env);
+        return SSMJIT_OK;
+    }
+    if (requested < SSMJIT_CACHE_DEFAULT || requested > SSMJIT_CACHE_OFF)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "cache_mode = %d is not a ssmjit_cache_mode",
+                        (int)requested);
+    *out = requested == SSMJIT_CACHE_DEFAULT ? SSMJIT_CACHE_RW : requested;
+    return SSMJIT_OK;
+}
+
+int sj_cache_entry_path(const char *dir, const uint8_t key[32], const char *target, int nvrtc_major,
+                        int nvrtc_minor, int ptx, char *out, size_t cap)
+{
+    char hex[65];
+    sj_hex(key, 32, hex);
+    int n = snprintf(out, cap, "%s/%.2s/%.2s/%s-%s-nvrtc%d.%d.%s", dir, hex, hex + 2, hex, target,
+                     nvrtc_major, nvrtc_minor, ptx ? "ptx" : "cubin");
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+void sj_cache_warn_once(int quiet, const char *why)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    const char *env = getenv("SSMJIT_QUIET");
+    if (quiet || (env && !strcmp(env, "1")) || atomic_flag_test_and_set(&warned))
+        return;
+    fprintf(stderr, "ssmjit: warning: kernel cache not writable, compiled modules stay in memory only: %s\n",
+            why);
+}

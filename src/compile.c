@@ -1,0 +1,120 @@
+#include "compile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "sha256.h"
+
+#define SJ_MAX_OPTIONS 72
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+ssmjit_status sj_defines_normalize(const char *const *defines, size_t n, char ***out, size_t *out_n)
+{
+    *out = NULL;
+    *out_n = 0;
+    if (n && !defines)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "defines is NULL but num_defines is %zu", n);
+    if (n > SJ_MAX_OPTIONS - 8)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%zu defines is more than the %d supported", n,
+                        SJ_MAX_OPTIONS - 8);
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!defines[i] || !defines[i][0] || strpbrk(defines[i], " \t\r\n") || defines[i][0] == '=')
+            return sj_error(SSMJIT_ERR_INVALID_ARG,
+                            "defines[%zu] must be a non-empty NAME or NAME=VALUE without spaces", i);
+        bytes += strlen(defines[i]) + 1;
+    }
+    char **list = malloc((n ? n : 1) * sizeof *list + bytes);
+    if (!list)
+        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory copying defines");
+    char *p = (char *)(list + (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+        list[i] = p;
+        p = stpcpy(p, defines[i]) + 1;
+    }
+    qsort(list, n, sizeof *list, compare_strings);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (kept == 0 || strcmp(list[kept - 1], list[i]))
+            list[kept++] = list[i];
+    *out = list;
+    *out_n = kept;
+    return SSMJIT_OK;
+}
+
+int sj_compile_options(const sj_compile_spec *spec, const char **opts, int cap, char *buf,
+                       size_t buf_len)
+{
+    int n = 0;
+    size_t used = 0;
+    int w = snprintf(buf, buf_len, "--gpu-architecture=%s_%d", spec->ptx ? "compute" : "sm", spec->arch);
+    opts[n++] = buf;
+    used = (size_t)w + 1;
+    opts[n++] = "--std=c++17";
+    if (spec->fast_math)
+        opts[n++] = "--use_fast_math";
+    if (spec->lineinfo)
+        opts[n++] = "--generate-line-info";
+    for (size_t i = 0; i < spec->num_defines && n < cap && used < buf_len; i++) {
+        w = snprintf(buf + used, buf_len - used, "-D%s", spec->defines[i]);
+        opts[n++] = buf + used;
+        used += (size_t)w + 1;
+    }
+    return n;
+}
+
+void sj_compile_key(const sj_embedded_module *m, const sj_compile_spec *spec,
+                    const sj_toolchain *tc, uint8_t key[32])
+{
+    sj_compile_key_versions(m, spec, tc, SJ_CACHE_FORMAT_VERSION, ssmjit_version_string(), key);
+}
+
+void sj_compile_key_versions(const sj_embedded_module *m, const sj_compile_spec *spec,
+                             const sj_toolchain *tc, unsigned format, const char *library,
+                             uint8_t key[32])
+{
+    sj_sha256 h;
+    char buf[8192];
+    const char *opts[SJ_MAX_OPTIONS];
+    int n = sj_compile_options(spec, opts, SJ_MAX_OPTIONS, buf, sizeof buf);
+    char text[256];
+    sj_sha256_init(&h);
+    int len = snprintf(text, sizeof text, "ssmjit cache format %u, library %s", format, library);
+    sj_sha256_field(&h, text, (size_t)len);
+    sj_sha256_field(&h, m->name, strlen(m->name));
+    sj_sha256_field(&h, m->source->data, m->source->size);
+    for (size_t i = 0; i < m->num_headers; i++) {
+        sj_sha256_field(&h, m->headers[i]->name, strlen(m->headers[i]->name));
+        sj_sha256_field(&h, m->headers[i]->data, m->headers[i]->size);
+    }
+    for (int i = 0; i < n; i++)
+        sj_sha256_field(&h, opts[i], strlen(opts[i]));
+    len = snprintf(text, sizeof text, "target %d %s; nvrtc %d.%d build %ld probe %s", spec->arch,
+                   spec->ptx ? "ptx" : "cubin", tc->major, tc->minor, tc->build, tc->probe_hash);
+    sj_sha256_field(&h, text, (size_t)len);
+    sj_sha256_final(&h, key);
+}
+
+ssmjit_status sj_compile_module(const sj_embedded_module *m, const sj_compile_spec *spec,
+                                void **image, size_t *size)
+{
+    char buf[8192], file[256];
+    const char *opts[SJ_MAX_OPTIONS];
+    const char *headers[16], *names[16];
+    if (m->num_headers > 16)
+        return sj_error(SSMJIT_ERR_INTERNAL, "module %s includes too many headers", m->name);
+    for (size_t i = 0; i < m->num_headers; i++) {
+        headers[i] = (const char *)m->headers[i]->data;
+        names[i] = m->headers[i]->name;
+    }
+    int n = sj_compile_options(spec, opts, SJ_MAX_OPTIONS, buf, sizeof buf);
+    snprintf(file, sizeof file, "%s.cu", m->name);
+    return sj_nvrtc_compile((const char *)m->source->data, file, (int)m->num_headers, headers, names,
+                            n, opts, spec->ptx, image, size);
+}

@@ -1,0 +1,50 @@
+/* From an embedded module and a target to NVRTC options, a cache key, and a
+ * compiled image. */
+#ifndef SSMJIT_COMPILE_H
+#define SSMJIT_COMPILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels_embedded.h"
+#include "nvrtc_loader.h"
+#include "ssmjit.h"
+
+#define SJ_CACHE_FORMAT_VERSION 1u
+
+typedef struct sj_compile_spec {
+    int arch;      /* 75, 80, 90, ... */
+    int ptx;       /* 1: PTX for compute_<arch>, 0: CUBIN for sm_<arch> */
+    int fast_math;
+    int lineinfo;
+    const char *const *defines; /* normalised: sorted, no duplicates (sj_defines_normalize) */
+    size_t num_defines;
+} sj_compile_spec;
+
+/* Copies defines, sorted and without duplicates, into one malloc'd block
+ * (*out, free with free()).  Rejects NULL, empty and whitespace-containing
+ * entries with SSMJIT_ERR_INVALID_ARG. */
+ssmjit_status sj_defines_normalize(const char *const *defines, size_t n, char ***out, size_t *out_n);
+
+/* The NVRTC options for spec, in the order they are hashed and passed.
+ * Writes at most `cap` pointers into opts (to static strings or into buf). */
+int sj_compile_options(const sj_compile_spec *spec, const char **opts, int cap, char *buf,
+                       size_t buf_len);
+
+/* SHA-256 over the cache format version, library version, module source and
+ * every header it includes, every option, target arch and kind, and the
+ * NVRTC version and build probe. */
+void sj_compile_key(const sj_embedded_module *m, const sj_compile_spec *spec,
+                    const sj_toolchain *tc, uint8_t key[32]);
+
+/* sj_compile_key with the cache format and library versions given, so
+ * tests can show that each of them changes the key. */
+void sj_compile_key_versions(const sj_embedded_module *m, const sj_compile_spec *spec,
+                             const sj_toolchain *tc, unsigned format, const char *library,
+                             uint8_t key[32]);
+
+/* Compiles module m for spec (NVRTC needed). *image is malloc'd. */
+ssmjit_status sj_compile_module(const sj_embedded_module *m, const sj_compile_spec *spec,
+                                void **image, size_t *size);
+
+#endif

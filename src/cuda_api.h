@@ -1,0 +1,45 @@
+/* Types of the CUDA driver and NVRTC APIs.  With the toolkit's headers found
+ * at build time (SSMJIT_HAVE_CUDA_H) they come from there, so the compiler
+ * checks our use against the real declarations; otherwise from the minimal
+ * copies below, which follow the same ABI.  Functions are never declared
+ * here: they are reached only through the pointers in driver.h / nvrtc.h. */
+#ifndef SSMJIT_CUDA_API_H
+#define SSMJIT_CUDA_API_H
+
+#include <stddef.h>
+
+#if defined(SSMJIT_HAVE_CUDA_H)
+#include <cuda.h>
+#include <nvrtc.h>
+#else
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+typedef int CUdevice_attribute;
+typedef int CUfunction_attribute;
+typedef int CUjit_option;
+typedef unsigned long long cuuint64_t;
+typedef int CUdriverProcAddressQueryResult;
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_NOT_FOUND 500
+#define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR 39
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_EVENT_DEFAULT 0
+#define CU_STREAM_NON_BLOCKING 1
+
+typedef struct _nvrtcProgram *nvrtcProgram;
+typedef int nvrtcResult;
+#define NVRTC_SUCCESS 0
+#endif
+
+#endif

@@ -1,0 +1,51 @@
+/* What op implementations use from the engine: look up a kernel of an
+ * embedded module (compiling and caching the module on first use) and
+ * launch it on the caller's stream. */
+#ifndef SSMJIT_KERNEL_H
+#define SSMJIT_KERNEL_H
+
+#include "cuda_api.h"
+#include "kernels_embedded.h"
+#include "ssmjit.h"
+
+/* Which fast-math default a kernel takes when neither the context option nor
+ * SSMJIT_FAST_MATH decides: forward and decode kernels are fast, backward
+ * kernels are exact because flushed denormals and approximate exp break
+ * gradients through long scans. */
+typedef enum sj_kernel_role {
+    SJ_ROLE_FORWARD = 0,
+    SJ_ROLE_BACKWARD = 1
+} sj_kernel_role;
+
+typedef struct sj_dim3 {
+    unsigned x, y, z;
+} sj_dim3;
+
+typedef struct sj_device_props {
+    int cc_major, cc_minor;
+    int sm_count;
+    int max_threads_per_sm;
+    int max_smem_per_block_optin; /* bytes a block can get after opting in */
+    int l2_bytes;
+} sj_device_props;
+
+/* The extern "C" kernel `name` of module `mod`, in the fast-math variant
+ * that `role` resolves to for this context.  The first call for a module
+ * compiles or loads it; later calls are a lock-free table lookup. */
+ssmjit_status sj_kernel_get(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
+                            const char *name, CUfunction *fn);
+
+/* cuLaunchKernel with the context made current if it is not, every error
+ * checked and reported with the kernel's name.  smem above 48 KiB is allowed
+ * (the function's dynamic shared-memory limit is raised first). */
+ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                        unsigned smem_bytes, void *stream, void **args);
+
+/* Properties of the context's device, read once at context creation. */
+const sj_device_props *sj_context_props(const ssmjit_context *ctx);
+
+/* Nonzero when backward ops must be bit-reproducible (option or
+ * SSMJIT_DETERMINISTIC=1). */
+int sj_context_deterministic(const ssmjit_context *ctx);
+
+#endif

@@ -1,0 +1,96 @@
+/* Environment queries that need no context. */
+#include <stdio.h>
+#include <string.h>
+
+#include "driver.h"
+#include "error.h"
+#include "kernels_embedded.h"
+#include "nvrtc_loader.h"
+
+SSMJIT_API ssmjit_status ssmjit_driver_version(int *version)
+{
+    const sj_driver *d;
+    if (!version)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_driver_version: version is NULL");
+    ssmjit_status st = sj_driver_get(&d);
+    return st == SSMJIT_OK ? SJ_CU(d, DriverGetVersion, version) : st;
+}
+
+SSMJIT_API ssmjit_status ssmjit_device_count(int *count)
+{
+    const sj_driver *d;
+    if (!count)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_device_count: count is NULL");
+    *count = 0;
+    ssmjit_status st = sj_driver_get(&d);
+    if (st == SSMJIT_ERR_NO_DEVICE) {
+        sj_error_clear();
+        return SSMJIT_OK;
+    }
+    return st == SSMJIT_OK ? SJ_CU(d, DeviceGetCount, count) : st;
+}
+
+SSMJIT_API ssmjit_status ssmjit_device_get_info(int ordinal, ssmjit_device_info *out)
+{
+    const sj_driver *d;
+    if (!out)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_device_get_info: out is NULL");
+    memset(out, 0, sizeof *out);
+    int count = 0;
+    ssmjit_status st = ssmjit_device_count(&count);
+    if (st != SSMJIT_OK)
+        return st;
+    if (ordinal < 0 || ordinal >= count)
+        return sj_error(SSMJIT_ERR_NO_DEVICE, "device %d requested, but there are %d", ordinal, count);
+    st = sj_driver_get(&d);
+    CUdevice dev;
+    if (st == SSMJIT_OK)
+        st = SJ_CU(d, DeviceGet, &dev, ordinal);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(d, DeviceGetName, out->name, (int)sizeof out->name, dev);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(d, DeviceGetAttribute, &out->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(d, DeviceGetAttribute, &out->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(d, DeviceGetAttribute, &out->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(d, DeviceTotalMem, &out->total_memory, dev);
+    return st;
+}
+
+SSMJIT_API ssmjit_status ssmjit_nvrtc_version(int *major, int *minor, const char **path)
+{
+    const sj_nvrtc *n;
+    if (!major || !minor)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_nvrtc_version: major or minor is NULL");
+    ssmjit_status st = sj_nvrtc_get(&n);
+    if (st != SSMJIT_OK)
+        return st;
+    n->Version(major, minor);
+    if (path)
+        *path = n->path;
+    return SSMJIT_OK;
+}
+
+SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, size_t *count)
+{
+    if (!count || (cap && !archs))
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_nvrtc_supported_archs: %s is NULL",
+                        count ? "archs" : "count");
+    sj_toolchain tc;
+    ssmjit_status st = sj_toolchain_get(NULL, 0, 1, &tc);
+    if (st != SSMJIT_OK)
+        return st;
+    for (size_t i = 0; i < cap && i < (size_t)tc.num_archs; i++)
+        archs[i] = tc.archs[i];
+    *count = (size_t)tc.num_archs;
+    return SSMJIT_OK;
+}
+
+SSMJIT_API size_t ssmjit_module_count(void) { return SJ_MODULE_COUNT; }
+
+SSMJIT_API const char *ssmjit_module_name(size_t i)
+{
+    return i < SJ_MODULE_COUNT ? sj_modules[i].name : NULL;
+}

@@ -1,0 +1,61 @@
+#include "validate.h"
+
+#include "error.h"
+
+ssmjit_status sj_check_context(const ssmjit_context *ctx, const char *op)
+{
+    return ctx ? SSMJIT_OK : sj_error(SSMJIT_ERR_INVALID_ARG, "%s: ctx is NULL", op);
+}
+
+ssmjit_status sj_check_ptr(const void *p, const char *op, const char *what)
+{
+    return p ? SSMJIT_OK : sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s is NULL", op, what);
+}
+
+ssmjit_status sj_check_extent(int64_t v, const char *op, const char *what)
+{
+    return v >= 0 ? SSMJIT_OK
+                  : sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s = %lld is negative", op, what,
+                             (long long)v);
+}
+
+ssmjit_status sj_check_dtype(ssmjit_dtype dtype, const char *op, const char *what)
+{
+    return ssmjit_dtype_size(dtype) ? SSMJIT_OK
+                                    : sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s = %d is not a known dtype",
+                                               op, what, (int)dtype);
+}
+
+ssmjit_status sj_resolve_stride(int64_t stride, int64_t width, const char *op, const char *what,
+                                int64_t *out)
+{
+    if (stride == 0) {
+        *out = width;
+        return SSMJIT_OK;
+    }
+    if (stride < width)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s = %lld is less than the row width %lld", op,
+                        what, (long long)stride, (long long)width);
+    *out = stride;
+    return SSMJIT_OK;
+}
+
+const char *sj_dtype_suffix(ssmjit_dtype dtype)
+{
+    switch (dtype) {
+    case SSMJIT_F32: return "f32";
+    case SSMJIT_F16: return "f16";
+    case SSMJIT_BF16: return "bf16";
+    }
+    return "unknown";
+}
+
+SSMJIT_API size_t ssmjit_dtype_size(ssmjit_dtype dtype)
+{
+    switch (dtype) {
+    case SSMJIT_F32: return 4;
+    case SSMJIT_F16:
+    case SSMJIT_BF16: return 2;
+    }
+    return 0;
+}

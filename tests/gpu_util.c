@@ -1,0 +1,197 @@
+#include "gpu_util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+static const sj_driver *drv;
+
+static void check(ssmjit_status st)
+{
+    if (st != SSMJIT_OK)
+        fail_msg("%s: %s", ssmjit_status_string(st), ssmjit_last_error());
+}
+
+ssmjit_context *gu_context(ssmjit_fast_math fast_math)
+{
+    ssmjit_context_options o;
+    ssmjit_context_options_init(&o);
+    o.fast_math = fast_math;
+    ssmjit_context *ctx = NULL;
+    ssmjit_status st = ssmjit_context_create(&o, &ctx);
+    if (st == SSMJIT_ERR_DRIVER_NOT_FOUND || st == SSMJIT_ERR_NO_DEVICE) {
+        printf("# no GPU: %s\n", ssmjit_last_error());
+        return NULL;
+    }
+    check(st);
+    check(sj_driver_get(&drv));
+    /* Later driver calls in the tests run on this thread's current context. */
+    CUcontext cu;
+    check(SJ_CU(drv, DevicePrimaryCtxRetain, &cu, 0));
+    check(SJ_CU(drv, CtxSetCurrent, cu));
+    check(SJ_CU(drv, DevicePrimaryCtxRelease, 0));
+    return ctx;
+}
+
+void *gu_alloc(size_t bytes)
+{
+    CUdeviceptr p = 0;
+    check(SJ_CU(drv, MemAlloc, &p, bytes ? bytes : 16));
+    return (void *)(uintptr_t)p;
+}
+
+void gu_free(void *dptr)
+{
+    if (dptr)
+        check(SJ_CU(drv, MemFree, (CUdeviceptr)(uintptr_t)dptr));
+}
+
+void gu_upload(void *dptr, const void *host, size_t bytes)
+{
+    if (bytes)
+        check(SJ_CU(drv, MemcpyHtoD, (CUdeviceptr)(uintptr_t)dptr, host, bytes));
+}
+
+void gu_download(void *host, const void *dptr, size_t bytes)
+{
+    if (bytes)
+        check(SJ_CU(drv, MemcpyDtoH, host, (CUdeviceptr)(uintptr_t)dptr, bytes));
+}
+
+void gu_poison(void *dptr, size_t bytes)
+{
+    if (bytes)
+        check(SJ_CU(drv, MemsetD8, (CUdeviceptr)(uintptr_t)dptr, 0xFF, bytes));
+}
+
+void gu_sync(void) { check(sj_cu_result(drv->CtxSynchronize(), "cuCtxSynchronize")); }
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* IEEE half conversions by hand (ISO C has no half type): round to
+ * nearest even, subnormals and overflow to infinity included. */
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return sign | 0x7e00u;
+    if (a >= 0x477ff000u) /* rounds to >= 65520: infinity */
+        return sign | 0x7c00u;
+    if (a < 0x38800000u) { /* below the smallest normal half: subnormal */
+        float mag;
+        memcpy(&mag, &a, 4);
+        return sign | (uint16_t)lrintf(mag * 16777216.0f); /* units of 2^-24, nearest even */
+    }
+    uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
+    return sign | (uint16_t)((r - 0x38000000u) >> 13);
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    float f;
+    if (e == 0) {
+        f = ldexpf((float)m, -24);
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u |= sign;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    uint32_t u = sign | (e == 31 ? 0x7f800000u | (m << 13) : ((e + 112) << 23) | (m << 13));
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+double gu_round(double v, ssmjit_dtype dtype)
+{
+    switch (dtype) {
+    case SSMJIT_F32: return (float)v;
+    case SSMJIT_F16: return f16_to_f32(f32_to_f16((float)v));
+    case SSMJIT_BF16: return bf16_to_f32(f32_to_bf16((float)v));
+    }
+    fail_msg("unknown dtype %d", (int)dtype);
+    return 0;
+}
+
+void gu_upload_as(void *dptr, double *host, size_t n, ssmjit_dtype dtype)
+{
+    size_t es = ssmjit_dtype_size(dtype);
+    unsigned char *buf = malloc(n * es + 1);
+    assert_non_null(buf);
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)host[i];
+        if (dtype == SSMJIT_F32) {
+            memcpy(buf + 4 * i, &f, 4);
+        } else {
+            uint16_t h = dtype == SSMJIT_F16 ? f32_to_f16(f) : f32_to_bf16(f);
+            memcpy(buf + 2 * i, &h, 2);
+        }
+        host[i] = gu_round(host[i], dtype);
+    }
+    gu_upload(dptr, buf, n * es);
+    free(buf);
+}
+
+void *gu_upload_new(double *host, size_t n, ssmjit_dtype dtype)
+{
+    void *d = gu_alloc(n * ssmjit_dtype_size(dtype));
+    gu_upload_as(d, host, n, dtype);
+    return d;
+}
+
+void gu_download_as(double *host, const void *dptr, size_t n, ssmjit_dtype dtype)
+{
+    size_t es = ssmjit_dtype_size(dtype);
+    unsigned char *buf = malloc(n * es + 1);
+    assert_non_null(buf);
+    gu_download(buf, dptr, n * es);
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == SSMJIT_F32) {
+            float f;
+            memcpy(&f, buf + 4 * i, 4);
+            host[i] = f;
+        } else {
+            uint16_t h;
+            memcpy(&h, buf + 2 * i, 2);
+            host[i] = dtype == SSMJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+    }
+    free(buf);
+}
+
+void *gu_alloc_poisoned(size_t n, ssmjit_dtype dtype)
+{
+    size_t bytes = n * ssmjit_dtype_size(dtype);
+    void *d = gu_alloc(bytes);
+    gu_poison(d, bytes);
+    return d;
+}
+
+double gu_tolerance(ssmjit_dtype dtype) { return dtype == SSMJIT_F32 ? 1e-5 : 1e-2; }

@@ -1,0 +1,53 @@
+/* Device helpers for the GPU tests.  Every GPU test starts with
+ *     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF); if (!ctx) skip();
+ * so that a machine without a driver or device skips cleanly. */
+#ifndef SSMJIT_GPU_UTIL_H
+#define SSMJIT_GPU_UTIL_H
+
+#include <stddef.h>
+
+#include "ssmjit.h"
+
+/* A context on device 0 with the given fast-math setting, or NULL when this
+ * machine has no usable GPU (the caller then skip()s).  Fails the test on
+ * any other error.  Destroy with ssmjit_context_destroy. */
+ssmjit_context *gu_context(ssmjit_fast_math fast_math);
+
+/* Device memory (asserts on failure; 0 bytes gives a valid dummy pointer). */
+void *gu_alloc(size_t bytes);
+void gu_free(void *dptr);
+
+/* Raw copies (synchronous). */
+void gu_upload(void *dptr, const void *host, size_t bytes);
+void gu_download(void *host, const void *dptr, size_t bytes);
+
+/* Fills with 0xFF bytes: NaN in f32, f16 and bf16, so an element the kernel
+ * does not write fails the comparison. */
+void gu_poison(void *dptr, size_t bytes);
+
+/* Waits for all work of the current context. */
+void gu_sync(void);
+
+/* Rounds v through dtype (what the GPU sees after conversion). */
+double gu_round(double v, ssmjit_dtype dtype);
+
+/* Allocates n elements of dtype on the device, uploads host[0..n) converted
+ * to dtype, and (in place) rounds host[] to what was stored, so a double
+ * reference computed from host[] sees exactly the GPU's inputs. */
+void *gu_upload_new(double *host, size_t n, ssmjit_dtype dtype);
+
+/* Uploads host[] converted to dtype into existing memory (rounding host[]
+ * in place as above). */
+void gu_upload_as(void *dptr, double *host, size_t n, ssmjit_dtype dtype);
+
+/* Downloads n elements of dtype and widens them to double. */
+void gu_download_as(double *host, const void *dptr, size_t n, ssmjit_dtype dtype);
+
+/* Device memory holding n NaN-poisoned elements of dtype. */
+void *gu_alloc_poisoned(size_t n, ssmjit_dtype dtype);
+
+/* Tolerance the op tests hold dtype to: 1e-5 for f32 (fast math off),
+ * 1e-2 for f16 and bf16. */
+double gu_tolerance(ssmjit_dtype dtype);
+
+#endif

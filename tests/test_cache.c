@@ -1,0 +1,360 @@
+/* The cache with NVRTC behind it (no GPU): key inputs, hits and misses,
+ * damaged entries replaced, read-only / unwritable / missing directories
+ * and the off mode.  Skipped when NVRTC is not installed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "cache.h"
+#include "compile.h"
+#include "image.h"
+#include "test_util.h"
+
+static int have_nvrtc(void)
+{
+    int major, minor;
+    if (ssmjit_nvrtc_version(&major, &minor, NULL) == SSMJIT_OK)
+        return 1;
+    printf("# NVRTC not found: %s\n", ssmjit_last_error());
+    return 0;
+}
+
+#define NEED_NVRTC()        \
+    do {                    \
+        if (!have_nvrtc())  \
+            skip();         \
+    } while (0)
+
+static const sj_embedded_module *elementwise(void) { return &sj_modules[SJ_MODULE_ELEMENTWISE]; }
+
+static sj_toolchain toolchain(void)
+{
+    sj_toolchain tc;
+    assert_int_equal(sj_toolchain_get(NULL, 0, 1, &tc), SSMJIT_OK);
+    return tc;
+}
+
+/* A define unique to this process and call, so that the in-memory image
+ * table of earlier calls never answers for a test. */
+static const char *fresh_define(void)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "SSMJIT_TEST_UNIQUE=%ld_%u", (long)getpid(), (unsigned)tu_uniform(0, 4e9));
+    return buf;
+}
+
+static void test_key_changes_with_each_input(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    sj_toolchain tc = toolchain();
+    sj_embedded_module m = *elementwise();
+    const char *defs[] = {"A=1", "B=2"};
+    sj_compile_spec spec = {.arch = 80, .ptx = 0, .fast_math = 1, .lineinfo = 0, .defines = defs, .num_defines = 1};
+    uint8_t base[32], k[32];
+    sj_compile_key(&m, &spec, &tc, base);
+    sj_compile_key(&m, &spec, &tc, k);
+    assert_memory_equal(base, k, 32); /* deterministic */
+
+#define CHANGED(stmt, undo)                            \
+    do {                                               \
+        stmt;                                          \
+        sj_compile_key(&m, &spec, &tc, k);             \
+        assert_memory_not_equal(base, k, 32);          \
+        undo;                                          \
+        sj_compile_key(&m, &spec, &tc, k);             \
+        assert_memory_equal(base, k, 32);              \
+    } while (0)
+    CHANGED(spec.arch = 86, spec.arch = 80);
+    CHANGED(spec.ptx = 1, spec.ptx = 0);
+    CHANGED(spec.fast_math = 0, spec.fast_math = 1);
+    CHANGED(spec.lineinfo = 1, spec.lineinfo = 0);
+    CHANGED(spec.num_defines = 2, spec.num_defines = 1);
+    CHANGED(defs[0] = "A=2", defs[0] = "A=1");
+    CHANGED(tc.minor++, tc.minor--);
+    CHANGED(tc.major++, tc.major--);
+    CHANGED(tc.build++, tc.build--);
+    CHANGED(tc.probe_hash[5] ^= 1, tc.probe_hash[5] ^= 1);
+
+    /* one byte of the source, of an included header */
+    sj_embedded_file src = *m.source, hdr = *m.headers[0];
+    unsigned char *copy = malloc(src.size + 1), *hcopy = malloc(hdr.size + 1);
+    memcpy(copy, src.data, src.size + 1);
+    memcpy(hcopy, hdr.data, hdr.size + 1);
+    const sj_embedded_file *headers[] = {&hdr};
+    src.data = copy;
+    hdr.data = hcopy;
+    m.source = &src;
+    m.headers = headers;
+    m.num_headers = 1;
+    sj_compile_key(&m, &spec, &tc, k);
+    assert_memory_equal(base, k, 32);
+    size_t at = (size_t)tu_uniform(0, (double)src.size);
+    CHANGED(copy[at] ^= 1, copy[at] ^= 1);
+    at = (size_t)tu_uniform(0, (double)hdr.size);
+    CHANGED(hcopy[at] ^= 1, hcopy[at] ^= 1);
+    free(copy);
+    free(hcopy);
+    m = *elementwise();
+
+    uint8_t v[32];
+    sj_compile_key_versions(&m, &spec, &tc, SJ_CACHE_FORMAT_VERSION, ssmjit_version_string(), v);
+    assert_memory_equal(base, v, 32);
+    sj_compile_key_versions(&m, &spec, &tc, SJ_CACHE_FORMAT_VERSION + 1, ssmjit_version_string(), v);
+    assert_memory_not_equal(base, v, 32);
+    sj_compile_key_versions(&m, &spec, &tc, SJ_CACHE_FORMAT_VERSION, "0.1.1", v);
+    assert_memory_not_equal(base, v, 32);
+}
+
+static void test_defines_normalised(void **state)
+{
+    (void)state;
+    const char *a[] = {"B=2", "A=1", "B=2"}, *b[] = {"A=1", "B=2"};
+    char **na, **nb;
+    size_t n_a, n_b;
+    assert_int_equal(sj_defines_normalize(a, 3, &na, &n_a), SSMJIT_OK);
+    assert_int_equal(sj_defines_normalize(b, 2, &nb, &n_b), SSMJIT_OK);
+    assert_int_equal(n_a, 2);
+    assert_int_equal(n_b, 2);
+    assert_string_equal(na[0], nb[0]);
+    assert_string_equal(na[1], nb[1]);
+    free(na);
+    free(nb);
+}
+
+/* Path of module's sm_80 fast-math entry under dir. */
+static void entry_path_for(const char *dir, const char *define, char *path, size_t cap)
+{
+    sj_toolchain tc = toolchain();
+    const char *defs[] = {define};
+    sj_compile_spec spec = {.arch = 80, .fast_math = 1, .defines = defs, .num_defines = define ? 1 : 0};
+    uint8_t key[32];
+    sj_compile_key(elementwise(), &spec, &tc, key);
+    assert_int_equal(sj_cache_entry_path(dir, key, "sm_80", tc.major, tc.minor, 0, path, cap), 0);
+}
+
+static int prewarm(const char *dir, const char *define, int *was_cached)
+{
+    ssmjit_prewarm_options o;
+    ssmjit_prewarm_options_init(&o);
+    o.arch = "sm_80";
+    o.cache_dir = dir;
+    o.defines = &define;
+    o.num_defines = 1;
+    return ssmjit_prewarm_module(&o, SJ_MODULE_ELEMENTWISE, was_cached);
+}
+
+static void damage(const char *path, int how)
+{
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    unsigned char b;
+    switch (how) {
+    case 0: assert_int_equal(ftruncate(fd, 100), 0); break;             /* truncated */
+    case 1:                                                              /* bit flip */
+        assert_int_equal(pread(fd, &b, 1, 200), 1);
+        b ^= 4;
+        assert_int_equal(pwrite(fd, &b, 1, 200), 1);
+        break;
+    case 2: assert_int_equal(pwrite(fd, "XXXX", 4, 0), 4); break;         /* magic */
+    case 3: assert_int_equal(ftruncate(fd, 0), 0); break;                /* empty */
+    case 4: assert_int_equal(pwrite(fd, "\x07", 1, 8), 1); break;         /* version */
+    }
+    close(fd);
+}
+
+static void test_hit_miss_and_damage_replaced(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    char *dir = tu_mkdtemp(), path[4200];
+    const char *def = fresh_define();
+    int cached = -1;
+    assert_int_equal(prewarm(dir, def, &cached), SSMJIT_OK);
+    assert_int_equal(cached, 0);
+    assert_int_equal(prewarm(dir, def, &cached), SSMJIT_OK);
+    assert_int_equal(cached, 1);
+    entry_path_for(dir, def, path, sizeof path);
+    assert_int_equal(sj_cache_entry_check(path, NULL), SSMJIT_OK);
+    for (int how = 0; how < 5; how++) {
+        damage(path, how);
+        assert_int_not_equal(sj_cache_entry_check(path, NULL), SSMJIT_OK);
+        ssmjit_cache_stats s;
+        assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
+        assert_int_equal(s.bad_entries, 1);
+        assert_int_equal(prewarm(dir, def, &cached), SSMJIT_OK);
+        assert_int_equal(cached, 0); /* rejected, recompiled */
+        assert_int_equal(sj_cache_entry_check(path, NULL), SSMJIT_OK);
+        assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
+        assert_int_equal(s.bad_entries, 0);
+        assert_int_equal(s.entries, 1);
+    }
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static sj_compile_spec spec_with(const char **define)
+{
+    *define = fresh_define();
+    return (sj_compile_spec){.arch = 80, .fast_math = 1, .defines = define, .num_defines = 1};
+}
+
+static void plant(const char *dir, const sj_compile_spec *spec, const char *payload)
+{
+    sj_toolchain tc = toolchain();
+    uint8_t key[32];
+    char path[4200];
+    sj_compile_key(elementwise(), spec, &tc, key);
+    assert_int_equal(sj_cache_entry_path(dir, key, "sm_80", tc.major, tc.minor, 0, path, sizeof path), 0);
+    assert_int_equal(sj_cache_entry_write(path, key, 0, payload, strlen(payload) + 1), SSMJIT_OK);
+}
+
+static size_t count_entries(const char *dir)
+{
+    ssmjit_cache_stats s;
+    assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
+    return s.entries + s.bad_entries;
+}
+
+static void test_read_only_mode(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    char *dir = tu_mkdtemp();
+    const char *define;
+    sj_compile_spec spec = spec_with(&define);
+    sj_cache_config ro = {dir, SSMJIT_CACHE_RO, 1};
+    const void *image;
+    size_t size;
+    /* miss: compiled, nothing written */
+    assert_int_equal(sj_image_get(elementwise(), &spec, &ro, &image, &size), SSMJIT_OK);
+    assert_true(size > 1000);
+    assert_int_equal(count_entries(dir), 0);
+    /* hit: the planted entry is what comes back, so nothing was compiled */
+    spec = spec_with(&define);
+    plant(dir, &spec, "planted payload");
+    assert_int_equal(sj_image_get(elementwise(), &spec, &ro, &image, &size), SSMJIT_OK);
+    assert_string_equal((const char *)image, "planted payload");
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_off_mode(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    char *dir = tu_mkdtemp();
+    const char *define;
+    sj_compile_spec spec = spec_with(&define);
+    plant(dir, &spec, "planted payload");
+    sj_cache_config off = {dir, SSMJIT_CACHE_OFF, 1};
+    const void *image;
+    size_t size;
+    assert_int_equal(sj_image_get(elementwise(), &spec, &off, &image, &size), SSMJIT_OK);
+    assert_true(size > 1000); /* compiled: the planted entry was not read */
+    assert_int_equal(count_entries(dir), 1);
+
+    ssmjit_cache_mode mode;
+    setenv("SSMJIT_CACHE", "off", 1);
+    assert_int_equal(sj_cache_mode_resolve(SSMJIT_CACHE_RW, &mode), SSMJIT_OK);
+    assert_int_equal(mode, SSMJIT_CACHE_OFF);
+    setenv("SSMJIT_CACHE", "ro", 1);
+    assert_int_equal(sj_cache_mode_resolve(SSMJIT_CACHE_DEFAULT, &mode), SSMJIT_OK);
+    assert_int_equal(mode, SSMJIT_CACHE_RO);
+    unsetenv("SSMJIT_CACHE");
+    assert_int_equal(sj_cache_mode_resolve(SSMJIT_CACHE_DEFAULT, &mode), SSMJIT_OK);
+    assert_int_equal(mode, SSMJIT_CACHE_RW);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_missing_dir_created_private(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    char *base = tu_mkdtemp(), dir[4200];
+    snprintf(dir, sizeof dir, "%s/a/b/cache", base);
+    const char *define;
+    sj_compile_spec spec = spec_with(&define);
+    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 1};
+    const void *image;
+    size_t size;
+    assert_int_equal(sj_image_get(elementwise(), &spec, &rw, &image, &size), SSMJIT_OK);
+    assert_int_equal(count_entries(dir), 1);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    tu_rmtree(base);
+    free(base);
+}
+
+/* Runs sj_image_get twice on an unwritable directory with stderr sent to
+ * a file; returns how many warning lines were printed. */
+static int warnings_for_unwritable(const char *dir)
+{
+    char *tmp = tu_mkdtemp(), log[4200];
+    snprintf(log, sizeof log, "%s/stderr", tmp);
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 0};
+    for (int i = 0; i < 2; i++) {
+        const char *define;
+        sj_compile_spec spec = spec_with(&define);
+        const void *image;
+        size_t size;
+        assert_int_equal(sj_image_get(elementwise(), &spec, &rw, &image, &size), SSMJIT_OK);
+        assert_true(size > 1000);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "grep -c 'ssmjit: warning' '%s'", log);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    assert_int_equal(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    tu_rmtree(tmp);
+    free(tmp);
+    return n;
+}
+
+static void test_unwritable_dir_degrades_to_memory(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    char *base = tu_mkdtemp(), dir[4300], file[4200];
+    /* A regular file in the path: unwritable even for root. */
+    snprintf(file, sizeof file, "%s/not-a-dir", base);
+    FILE *f = fopen(file, "w");
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/cache", file);
+    assert_int_equal(warnings_for_unwritable(dir), 1);
+    tu_rmtree(base);
+    free(base);
+}
+
+int main(void)
+{
+    tu_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_changes_with_each_input),
+        cmocka_unit_test(test_defines_normalised),
+        cmocka_unit_test(test_hit_miss_and_damage_replaced),
+        cmocka_unit_test(test_read_only_mode),
+        cmocka_unit_test(test_off_mode),
+        cmocka_unit_test(test_missing_dir_created_private),
+        cmocka_unit_test(test_unwritable_dir_degrades_to_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,140 @@
+/* The ssmjit command line: help and exit codes, prewarm into a fresh
+ * directory, then cache stats / verify / clear on what it wrote. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ssmjit.h"
+#include "test_util.h"
+
+static char out[1 << 16];
+
+/* Runs `ssmjit <args>`; returns the exit code, output (stdout+stderr) in out. */
+static int cli(const char *args)
+{
+    const char *exe = getenv("SSMJIT_CLI");
+    assert_non_null(exe);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", exe, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static int have_nvrtc(void)
+{
+    int major, minor;
+    return ssmjit_nvrtc_version(&major, &minor, NULL) == SSMJIT_OK;
+}
+
+static void test_help_and_usage_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(cli("--help"), 0);
+    assert_non_null(strstr(out, "prewarm"));
+    assert_non_null(strstr(out, "exit codes"));
+    const char *subs[] = {"info --help", "prewarm --help", "cache --help", "bench --help"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(cli(subs[i]), 0);
+        assert_non_null(strstr(out, "usage: ssmjit"));
+    }
+    assert_int_equal(cli(""), 2);
+    assert_int_equal(cli("frobnicate"), 2);
+    assert_int_equal(cli("prewarm --arch sm_9x"), 2);
+    assert_int_equal(cli("prewarm --fast-math sometimes"), 2);
+    assert_int_equal(cli("prewarm --bogus 1"), 2);
+    assert_int_equal(cli("cache"), 2);
+    assert_int_equal(cli("cache shrink"), 2);
+    assert_int_equal(cli("bench --bogus"), 2);
+}
+
+static void test_info_without_gpu_is_not_an_error(void **state)
+{
+    (void)state;
+    assert_int_equal(cli("info"), 0);
+    assert_non_null(strstr(out, "nvrtc:"));
+    assert_non_null(strstr(out, "driver:"));
+    assert_non_null(strstr(out, "cache:"));
+}
+
+static void test_prewarm_then_cache_commands(void **state)
+{
+    (void)state;
+    if (!have_nvrtc())
+        skip();
+    char *dir = tu_mkdtemp(), args[4300];
+    snprintf(args, sizeof args, "prewarm --arch sm_80 --fast-math on --jobs 2 --cache-dir '%s'", dir);
+    assert_int_equal(cli(args), 0);
+    char expect[128];
+    snprintf(expect, sizeof expect, "%zu compiled, 0 already cached, 0 failed", ssmjit_module_count());
+    if (!strstr(out, expect))
+        fail_msg("prewarm said:\n%s", out);
+    assert_int_equal(cli(args), 0);
+    snprintf(expect, sizeof expect, "0 compiled, %zu already cached, 0 failed", ssmjit_module_count());
+    assert_non_null(strstr(out, expect));
+
+    snprintf(args, sizeof args, "cache verify --cache-dir '%s'", dir);
+    assert_int_equal(cli(args), 0);
+    snprintf(expect, sizeof expect, "entries: %zu\n", ssmjit_module_count());
+    assert_non_null(strstr(out, expect));
+    assert_non_null(strstr(out, "bad entries: 0"));
+
+    /* damage one entry: verify exits 3, --remove-bad deletes it */
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "f=$(find '%s' -name '*.cubin' | head -1); printf 'JUNK' | dd of=\"$f\" bs=1 seek=100 conv=notrunc 2>/dev/null", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(cli(args), 3);
+    assert_non_null(strstr(out, "bad entries: 1"));
+    snprintf(args, sizeof args, "cache verify --remove-bad --cache-dir '%s'", dir);
+    assert_int_equal(cli(args), 3);
+    assert_non_null(strstr(out, "removed: 1"));
+    snprintf(args, sizeof args, "cache stats --cache-dir '%s'", dir);
+    assert_int_equal(cli(args), 0);
+    snprintf(expect, sizeof expect, "entries: %zu\n", ssmjit_module_count() - 1);
+    assert_non_null(strstr(out, expect));
+    assert_non_null(strstr(out, "bad entries: 0"));
+
+    snprintf(args, sizeof args, "cache clear --cache-dir '%s'", dir);
+    assert_int_equal(cli(args), 0);
+    snprintf(args, sizeof args, "cache stats --cache-dir '%s'", dir);
+    assert_int_equal(cli(args), 0);
+    assert_non_null(strstr(out, "entries: 0"));
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_prewarm_without_nvrtc_fails_cleanly(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp(), args[4300];
+    snprintf(args, sizeof args, "prewarm --arch sm_80 --cache-dir '%s'", dir);
+    setenv("SSMJIT_NVRTC_PATH", "/nonexistent/libnvrtc.so", 1);
+    int rc = cli(args);
+    unsetenv("SSMJIT_NVRTC_PATH");
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "SSMJIT_ERR_NVRTC_NOT_FOUND"));
+    tu_rmtree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_and_usage_errors),
+        cmocka_unit_test(test_info_without_gpu_is_not_an_error),
+        cmocka_unit_test(test_prewarm_then_cache_commands),
+        cmocka_unit_test(test_prewarm_without_nvrtc_fails_cleanly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,101 @@
+/* NVRTC compiles every embedded module for the architectures we ship
+ * for, with nothing but the embedded headers; failures carry the log.
+ * Skipped when NVRTC is not installed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+static sj_toolchain tc;
+
+static int setup(void **state)
+{
+    (void)state;
+    if (sj_toolchain_get(NULL, 0, 1, &tc) != SSMJIT_OK)
+        printf("# NVRTC not available: %s\n", ssmjit_last_error());
+    return 0;
+}
+
+static void compile_all(int arch, int ptx, int fast)
+{
+    if (!tc.num_archs)
+        skip();
+    for (int m = 0; m < SJ_MODULE_COUNT; m++) {
+        sj_compile_spec spec = {.arch = arch, .ptx = ptx, .fast_math = fast};
+        void *image = NULL;
+        size_t size = 0;
+        ssmjit_status st = sj_compile_module(&sj_modules[m], &spec, &image, &size);
+        if (st != SSMJIT_OK)
+            fail_msg("%s for %s_%d: %s", sj_modules[m].name, ptx ? "compute" : "sm", arch, ssmjit_last_error());
+        assert_true(size > 100);
+        if (ptx) {
+            assert_non_null(strstr(image, ".target"));
+        } else {
+            assert_memory_equal(image, "\x7f" "ELF", 4);
+        }
+        free(image);
+    }
+}
+
+static void test_sm75(void **s) { (void)s; compile_all(75, 0, 1); }
+static void test_sm80(void **s) { (void)s; compile_all(80, 0, 0); }
+static void test_sm86(void **s) { (void)s; compile_all(86, 0, 1); }
+static void test_sm89(void **s) { (void)s; compile_all(89, 0, 1); }
+static void test_sm90(void **s) { (void)s; compile_all(90, 0, 0); }
+
+static void test_newest(void **s)
+{
+    (void)s;
+    if (!tc.num_archs)
+        skip();
+    compile_all(tc.archs[tc.num_archs - 1], 0, 1);
+}
+
+static void test_ptx(void **s)
+{
+    (void)s;
+    compile_all(90, 1, 1);
+}
+
+static void test_error_carries_log(void **s)
+{
+    (void)s;
+    if (!tc.num_archs)
+        skip();
+    const char *opts[] = {"--gpu-architecture=sm_80"};
+    void *image = NULL;
+    size_t size;
+    ssmjit_status st = sj_nvrtc_compile("extern \"C\" __global__ void k() { undeclared_thing(); }\n",
+                                        "broken.cu", 0, NULL, NULL, 1, opts, 0, &image, &size);
+    assert_int_equal(st, SSMJIT_ERR_COMPILE);
+    assert_null(image);
+    assert_non_null(strstr(ssmjit_last_error(), "broken.cu"));
+    assert_non_null(strstr(ssmjit_last_error(), "undeclared_thing"));
+}
+
+static void test_toolchain_is_sane(void **s)
+{
+    (void)s;
+    if (!tc.num_archs)
+        skip();
+    assert_true(tc.major >= 11);
+    assert_int_equal(strlen(tc.probe_hash), 64);
+    for (int i = 1; i < tc.num_archs; i++)
+        assert_true(tc.archs[i] > tc.archs[i - 1]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_toolchain_is_sane), cmocka_unit_test(test_error_carries_log),
+        cmocka_unit_test(test_sm75), cmocka_unit_test(test_sm80), cmocka_unit_test(test_sm86),
+        cmocka_unit_test(test_sm89), cmocka_unit_test(test_sm90), cmocka_unit_test(test_newest),
+        cmocka_unit_test(test_ptx),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,300 @@
+/* The engine on a real GPU: contexts, cold and warm cache loads, a launch
+ * checked against a double-precision reference, an application's own
+ * context and stream, threads, and the PTX path.  Skips without a GPU. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "driver.h"
+#include "gpu_util.h"
+#include "test_util.h"
+
+static double silu(double x) { return x / (1.0 + exp(-x)); }
+
+/* Runs silu over rows x cols on ctx (and stream) and checks it. */
+static void check_silu(ssmjit_context *ctx, void *stream, int64_t rows, int64_t cols)
+{
+    size_t n = (size_t)(rows * cols);
+    double *x = tu_doubles(n), *ref = tu_doubles(n), *got = tu_doubles(n);
+    tu_fill_uniform(x, n, -8, 8);
+    void *dx = gu_upload_new(x, n, SSMJIT_F32), *dy = gu_alloc_poisoned(n, SSMJIT_F32);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = silu(x[i]);
+    ssmjit_unary_desc d = {SSMJIT_F32, rows, cols};
+    ssmjit_status st = ssmjit_activation_fwd(ctx, SSMJIT_ACT_SILU, &d, (ssmjit_matrix){dx, 0},
+                                             (ssmjit_matrix){dy, 0}, stream);
+    if (st != SSMJIT_OK)
+        fail_msg("%s: %s", ssmjit_status_string(st), ssmjit_last_error());
+    gu_sync();
+    gu_download_as(got, dy, n, SSMJIT_F32);
+    double err = tu_rel_err(got, ref, n);
+    printf("# silu %lldx%lld rel err %.2e\n", (long long)rows, (long long)cols, err);
+    assert_true(err <= 1e-6);
+    gu_free(dx);
+    gu_free(dy);
+    free(x);
+    free(ref);
+    free(got);
+}
+
+static ssmjit_context *context_in(const char *dir, ssmjit_cache_mode mode)
+{
+    ssmjit_context_options o;
+    ssmjit_context_options_init(&o);
+    o.cache_dir = dir;
+    o.cache_mode = mode;
+    o.fast_math = SSMJIT_FAST_MATH_OFF;
+    ssmjit_context *ctx = NULL;
+    ssmjit_status st = ssmjit_context_create(&o, &ctx);
+    if (st != SSMJIT_OK)
+        fail_msg("%s", ssmjit_last_error());
+    return ctx;
+}
+
+static void test_context_and_info(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    ssmjit_context_info info;
+    assert_int_equal(ssmjit_context_get_info(ctx, &info), SSMJIT_OK);
+    ssmjit_device_info dev;
+    assert_int_equal(ssmjit_device_get_info(0, &dev), SSMJIT_OK);
+    printf("# %s sm_%d%d, target %s\n", dev.name, dev.cc_major, dev.cc_minor, info.target);
+    assert_int_equal(info.cc_major, dev.cc_major);
+    assert_int_equal(info.cc_minor, dev.cc_minor);
+    assert_true(info.sm_count > 0);
+    char want[16];
+    snprintf(want, sizeof want, "sm_%d%d", dev.cc_major, dev.cc_minor);
+    if (!info.target_is_ptx)
+        assert_string_equal(info.target, want);
+    ssmjit_context_destroy(ctx);
+    ssmjit_context_options o;
+    ssmjit_context_options_init(&o);
+    o.device = 4096;
+    assert_int_equal(ssmjit_context_create(&o, &ctx), SSMJIT_ERR_NO_DEVICE);
+    assert_non_null(strstr(ssmjit_last_error(), "4096"));
+}
+
+/* In a child process (empty in-memory image table) with NVRTC made
+ * unloadable: succeeds only if every module comes from the disk cache and
+ * the toolchain record, i.e. a warm start never needs NVRTC. */
+static int warm_child(const char *dir)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("SSMJIT_NVRTC_PATH", "/nonexistent/libnvrtc.so", 1);
+        ssmjit_context_options o;
+        ssmjit_context_options_init(&o);
+        o.cache_dir = dir;
+        o.fast_math = SSMJIT_FAST_MATH_OFF;
+        ssmjit_context *ctx;
+        ssmjit_status st = ssmjit_context_create(&o, &ctx);
+        if (st == SSMJIT_OK)
+            st = ssmjit_context_load_all(ctx);
+        if (st != SSMJIT_OK)
+            fprintf(stderr, "warm child: %s\n", ssmjit_last_error());
+        _exit(st == SSMJIT_OK ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_cold_then_warm_cache(void **state)
+{
+    (void)state;
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_destroy(probe);
+    char *dir = tu_mkdtemp();
+    assert_int_not_equal(warm_child(dir), 0); /* cold: needs NVRTC */
+    ssmjit_context *ctx = context_in(dir, SSMJIT_CACHE_RW);
+    assert_int_equal(ssmjit_context_load_all(ctx), SSMJIT_OK);
+    check_silu(ctx, NULL, 3, 1000);
+    ssmjit_context_destroy(ctx);
+    ssmjit_cache_stats s;
+    assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
+    assert_int_equal(s.entries, ssmjit_module_count());
+    assert_int_equal(warm_child(dir), 0);
+    /* a damaged entry is a miss, not a crash: the child then needs NVRTC */
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "for f in $(find '%s' -name '*.cubin'); do printf X | dd of=$f bs=1 seek=300 conv=notrunc 2>/dev/null; done", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_not_equal(warm_child(dir), 0);
+    ctx = context_in(dir, SSMJIT_CACHE_RW);
+    check_silu(ctx, NULL, 2, 777);
+    assert_int_equal(ssmjit_context_load_all(ctx), SSMJIT_OK);
+    ssmjit_context_destroy(ctx);
+    assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
+    assert_int_equal(s.bad_entries, 0);
+    assert_int_equal(warm_child(dir), 0);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_cache_off_and_sizes(void **state)
+{
+    (void)state;
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_destroy(probe);
+    char *dir = tu_mkdtemp();
+    ssmjit_context *ctx = context_in(dir, SSMJIT_CACHE_OFF);
+    check_silu(ctx, NULL, 1, 1);
+    check_silu(ctx, NULL, 70000, 3); /* more rows than gridDim.y allows */
+    check_silu(ctx, NULL, 5, 100003);
+    ssmjit_context_destroy(ctx);
+    ssmjit_cache_stats s;
+    assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
+    assert_int_equal(s.entries, 0);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_application_context_and_stream(void **state)
+{
+    (void)state;
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_destroy(probe);
+    const sj_driver *d;
+    assert_int_equal(sj_driver_get(&d), SSMJIT_OK);
+    CUdevice dev;
+    CUcontext app, previous;
+    assert_int_equal(SJ_CU(d, DeviceGet, &dev, 0), SSMJIT_OK);
+    assert_int_equal(SJ_CU(d, CtxGetCurrent, &previous), SSMJIT_OK);
+    ssmjit_status st = SJ_CU(d, CtxCreate, &app, 0, dev);
+    if (st != SSMJIT_OK)
+        fail_msg("%s", ssmjit_last_error());
+    CUstream stream;
+    assert_int_equal(SJ_CU(d, StreamCreate, &stream, CU_STREAM_NON_BLOCKING), SSMJIT_OK);
+
+    ssmjit_context_options o;
+    ssmjit_context_options_init(&o);
+    o.cu_context = app;
+    o.fast_math = SSMJIT_FAST_MATH_OFF;
+    ssmjit_context *ctx;
+    assert_int_equal(ssmjit_context_create(&o, &ctx), SSMJIT_OK);
+    check_silu(ctx, stream, 4, 333); /* gu_ memory calls run in `app`, current here */
+    /* the library must not leave its context current or change ours */
+    CUcontext now;
+    assert_int_equal(SJ_CU(d, CtxGetCurrent, &now), SSMJIT_OK);
+    assert_ptr_equal(now, app);
+    ssmjit_context_destroy(ctx);
+    assert_int_equal(SJ_CU(d, StreamDestroy, stream), SSMJIT_OK);
+    assert_int_equal(SJ_CU(d, CtxDestroy, app), SSMJIT_OK);
+    assert_int_equal(SJ_CU(d, CtxSetCurrent, previous), SSMJIT_OK);
+}
+
+typedef struct {
+    ssmjit_context *ctx;
+    void *x, *y;
+    int64_t n;
+    ssmjit_status st;
+} thread_job;
+
+static void *thread_run(void *p)
+{
+    thread_job *j = p;
+    ssmjit_unary_desc d = {SSMJIT_F32, 1, j->n};
+    /* no context is current on this new thread: the library makes its own current */
+    /* softplus then silu last: the result checked is silu's */
+    for (int i = 0; i < 51 && j->st == SSMJIT_OK; i++)
+        j->st = ssmjit_activation_fwd(j->ctx, i % 2 ? SSMJIT_ACT_SOFTPLUS : SSMJIT_ACT_SILU, &d,
+                                      (ssmjit_matrix){j->x, 0}, (ssmjit_matrix){j->y, 0}, NULL);
+    return NULL;
+}
+
+static void test_threads_share_a_fresh_context(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    enum { T = 8, N = 4096 };
+    thread_job jobs[T];
+    pthread_t th[T];
+    double *x = tu_doubles(N), *got = tu_doubles(N);
+    for (int t = 0; t < T; t++) {
+        tu_fill_uniform(x, N, -5, 5);
+        jobs[t] = (thread_job){ctx, gu_upload_new(x, N, SSMJIT_F32), gu_alloc_poisoned(N, SSMJIT_F32), N, SSMJIT_OK};
+    }
+    for (int t = 0; t < T; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, thread_run, &jobs[t]), 0);
+    for (int t = 0; t < T; t++) {
+        pthread_join(th[t], NULL);
+        if (jobs[t].st != SSMJIT_OK)
+            fail_msg("thread %d: %s", t, ssmjit_status_string(jobs[t].st));
+    }
+    gu_sync();
+    for (int t = 0; t < T; t++) {
+        double *xs = tu_doubles(N), *ref = tu_doubles(N);
+        gu_download_as(xs, jobs[t].x, N, SSMJIT_F32);
+        gu_download_as(got, jobs[t].y, N, SSMJIT_F32);
+        for (int i = 0; i < N; i++)
+            ref[i] = silu(xs[i]);
+        assert_true(tu_rel_err(got, ref, N) <= 1e-6);
+        gu_free(jobs[t].x);
+        gu_free(jobs[t].y);
+        free(xs);
+        free(ref);
+    }
+    free(x);
+    free(got);
+    ssmjit_context_destroy(ctx);
+}
+
+static void test_ptx_path(void **state)
+{
+    (void)state;
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_info info;
+    assert_int_equal(ssmjit_context_get_info(probe, &info), SSMJIT_OK);
+    ssmjit_context_destroy(probe);
+    if (info.cc_major * 10 + info.cc_minor < 80)
+        skip(); /* no older major to pretend to be */
+    /* Pretending the device is an sm_75 part makes the target an older
+     * major: PTX that the driver compiles. */
+    setenv("SSMJIT_ARCH", "sm_75", 1);
+    char *dir = tu_mkdtemp();
+    ssmjit_context *ctx = context_in(dir, SSMJIT_CACHE_RW);
+    unsetenv("SSMJIT_ARCH");
+    assert_int_equal(ssmjit_context_get_info(ctx, &info), SSMJIT_OK);
+    assert_string_equal(info.target, "compute_75");
+    assert_int_equal(info.target_is_ptx, 1);
+    check_silu(ctx, NULL, 3, 5000);
+    ssmjit_context_destroy(ctx);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    tu_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_context_and_info),
+        cmocka_unit_test(test_cold_then_warm_cache),
+        cmocka_unit_test(test_cache_off_and_sizes),
+        cmocka_unit_test(test_application_context_and_stream),
+        cmocka_unit_test(test_threads_share_a_fresh_context),
+        cmocka_unit_test(test_ptx_path),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

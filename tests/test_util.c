@@ -1,0 +1,96 @@
+#include "test_util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* xoshiro256** : small, fast and good enough for test inputs. */
+static uint64_t s[4];
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t next(void)
+{
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+void tu_seed(void)
+{
+    const char *env = getenv("SSMJIT_TEST_SEED");
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed = env ? strtoull(env, NULL, 0)
+                        : (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
+    printf("# random seed %llu (set SSMJIT_TEST_SEED to replay)\n", (unsigned long long)seed);
+    for (int i = 0; i < 4; i++) {
+        seed += 0x9e3779b97f4a7c15ull;
+        uint64_t z = seed;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        s[i] = z ^ (z >> 31);
+    }
+}
+
+double tu_uniform(double lo, double hi) { return lo + (hi - lo) * ((next() >> 11) * 0x1.0p-53); }
+
+double tu_normal(void)
+{
+    double u1 = tu_uniform(1e-300, 1.0), u2 = tu_uniform(0.0, 1.0);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+void tu_fill_uniform(double *x, size_t n, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = tu_uniform(lo, hi);
+}
+
+double tu_rel_err(const double *got, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(got[i]))
+            return INFINITY;
+        num += (got[i] - ref[i]) * (got[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+char *tu_mkdtemp(void)
+{
+    const char *base = getenv("TMPDIR");
+    char *path = malloc(4096);
+    assert_non_null(path);
+    snprintf(path, 4096, "%s/ssmjit-test-XXXXXX", base && *base ? base : "/tmp");
+    assert_non_null(mkdtemp(path));
+    return path;
+}
+
+void tu_rmtree(const char *path)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    assert_int_equal(system(cmd), 0);
+}
+
+double *tu_doubles(size_t n)
+{
+    double *p = malloc((n ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    return p;
+}

@@ -1,0 +1,35 @@
+/* Helpers every test uses: fresh random inputs, error metrics, temp dirs. */
+#ifndef SSMJIT_TEST_UTIL_H
+#define SSMJIT_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Seeds the generator from the clock (or SSMJIT_TEST_SEED) and prints the
+ * seed, so every run draws fresh inputs and a failure can be replayed. */
+void tu_seed(void);
+
+/* Uniform in [lo, hi). */
+double tu_uniform(double lo, double hi);
+
+/* Standard normal. */
+double tu_normal(void);
+
+/* Fills x[0..n) uniformly from [lo, hi). */
+void tu_fill_uniform(double *x, size_t n, double lo, double hi);
+
+/* ||got - ref|| / ||ref|| over n values; INFINITY if any got is NaN or
+ * infinite (so an unwritten, poisoned output fails). ref all zero: the
+ * absolute norm of got. */
+double tu_rel_err(const double *got, const double *ref, size_t n);
+
+/* Creates a fresh directory under $TMPDIR (or /tmp); caller frees. */
+char *tu_mkdtemp(void);
+
+/* Removes a directory tree (rm -rf). */
+void tu_rmtree(const char *path);
+
+/* Allocates n doubles (asserts on failure); free with free(). */
+double *tu_doubles(size_t n);
+
+#endif

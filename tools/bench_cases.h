@@ -1,0 +1,34 @@
+/* One benchmark case per op: setup allocates `rotations` input sets (so
+ * that together they exceed L2) and says how many bytes one call must move;
+ * run launches the op on one set. */
+#ifndef SSMJIT_BENCH_CASES_H
+#define SSMJIT_BENCH_CASES_H
+
+#include <stddef.h>
+
+#include "ssmjit.h"
+
+typedef ssmjit_status (*bench_run_fn)(void *state, int rotation, void *stream);
+
+typedef struct bench_instance {
+    void *state;
+    int rotations;
+    double bytes;    /* each input read once, each output written once */
+    char shape[64];
+} bench_instance;
+
+typedef struct bench_case {
+    const char *name;
+    ssmjit_status (*setup)(ssmjit_context *ctx, ssmjit_dtype dtype, int quick, bench_instance *out);
+    bench_run_fn run;
+    void (*teardown)(void *state);
+} bench_case;
+
+/* NULL-terminated list (bench_cases.c). */
+extern const bench_case bench_cases[];
+
+/* Device memory for the cases, filled with a finite non-zero pattern. */
+ssmjit_status bench_alloc(size_t bytes, void **out);
+void bench_free(void *p);
+
+#endif

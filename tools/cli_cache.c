@@ -1,0 +1,60 @@
+/* ssmjit cache stats|verify|clear */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: ssmjit cache stats|verify|clear [--cache-dir DIR] [--remove-bad]\n"
+    "  stats   entries, bytes and bad entries in the cache\n"
+    "  verify  check every entry's header, key and checksum; --remove-bad deletes\n"
+    "          the bad ones; exit 3 when bad entries were found\n"
+    "  clear   delete every cache entry\n";
+
+int cli_cache(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : NULL, *dir = NULL;
+    int remove_bad = 0;
+    if (cmd && (!strcmp(cmd, "--help") || !strcmp(cmd, "-h"))) {
+        fputs(help, stdout);
+        return CLI_OK;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--cache-dir") && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (!strcmp(argv[i], "--remove-bad")) {
+            remove_bad = 1;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else {
+            fprintf(stderr, "ssmjit cache: unknown option '%s'\n%s", argv[i], help);
+            return CLI_USAGE;
+        }
+    }
+    if (!cmd || (strcmp(cmd, "stats") && strcmp(cmd, "verify") && strcmp(cmd, "clear"))) {
+        fputs(help, stderr);
+        return CLI_USAGE;
+    }
+    char resolved[4096];
+    ssmjit_status st = ssmjit_cache_resolve_dir(dir, resolved, sizeof resolved);
+    if (st != SSMJIT_OK)
+        return cli_fail("cache directory", st);
+    if (!strcmp(cmd, "clear")) {
+        size_t removed = 0;
+        st = ssmjit_cache_clear(dir, &removed);
+        if (st != SSMJIT_OK)
+            return cli_fail("cache clear", st);
+        printf("cache: %s\nremoved: %zu files\n", resolved, removed);
+        return CLI_OK;
+    }
+    ssmjit_cache_stats s;
+    st = ssmjit_cache_verify(dir, !strcmp(cmd, "verify") && remove_bad, &s);
+    if (st != SSMJIT_OK)
+        return cli_fail("cache scan", st);
+    printf("cache: %s\nentries: %zu\nbytes: %llu\nbad entries: %zu\n", resolved, s.entries,
+           (unsigned long long)s.bytes, s.bad_entries);
+    if (s.removed)
+        printf("removed: %zu\n", s.removed);
+    return !strcmp(cmd, "verify") && s.bad_entries ? CLI_BAD_CACHE : CLI_OK;
+}

@@ -1,0 +1,37 @@
+#!/bin/bash
+# The GPU session's one command: unpack cmocka (carried as Debian packages
+# in .device-debs), build, run every test, then the benchmark.  Logs go
+# to $OUT; the last lines are a short summary.
+#   tools/gpu-check.sh [--no-bench] [--bench-only] [meson test args...]
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/ssmjit-out}
+mkdir -p "$OUT" /tmp/cm
+for f in .device-debs/*.deb; do dpkg -x "$f" /tmp/cm; done
+export PKG_CONFIG_SYSROOT_DIR=/tmp/cm PKG_CONFIG_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu/pkgconfig
+export LD_LIBRARY_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bench=1 tests=1
+case "${1:-}" in
+    --no-bench) bench=0; shift ;;
+    --bench-only) tests=0; shift ;;
+esac
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+rm -rf build
+meson setup build > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
+ninja -C build > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
+export SSMJIT_CACHE_DIR=/tmp/ssmjit-cache
+summary=""
+if [ $tests = 1 ]; then
+    meson test -C build --print-errorlogs --num-processes 4 "$@" > "$OUT/test.log" 2>&1
+    cp build/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null
+    summary=$(grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log" | sed 's/^ *//')
+fi
+if [ $bench = 1 ]; then
+    build/ssmjit prewarm --jobs 16 > "$OUT/prewarm.log" 2>&1
+    tail -1 "$OUT/prewarm.log"
+    build/ssmjit bench > "$OUT/bench.log" 2>&1
+    cat "$OUT/bench.log"
+fi
+cat "$OUT/gpu.txt"
+echo "$summary"
+grep -E "^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" 2>/dev/null
