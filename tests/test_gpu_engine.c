@@ -86,29 +86,35 @@ static void test_context_and_info(void **state)
     assert_non_null(strstr(ssmjit_last_error(), "4096"));
 }
 
-/* In a child process (empty in-memory image table) with NVRTC made
- * unloadable: succeeds only if every module comes from the disk cache and
- * the toolchain record, i.e. a warm start never needs NVRTC. */
+/* The child's side of warm_child (this program run with --warm-child). */
+static int warm_child_main(const char *dir)
+{
+    setenv("SSMJIT_NVRTC_PATH", "/nonexistent/libnvrtc.so", 1);
+    ssmjit_context_options o;
+    ssmjit_context_options_init(&o);
+    o.cache_dir = dir;
+    o.fast_math = SSMJIT_FAST_MATH_OFF;
+    ssmjit_context *ctx;
+    ssmjit_status st = ssmjit_context_create(&o, &ctx);
+    if (st == SSMJIT_OK)
+        st = ssmjit_context_load_all(ctx);
+    if (st != SSMJIT_OK)
+        fprintf(stderr, "warm child: %s\n", ssmjit_last_error());
+    return st == SSMJIT_OK ? 0 : 1;
+}
+
+/* A fresh process (CUDA does not survive fork; its in-memory image table
+ * is empty) with NVRTC made unloadable: succeeds only if every module
+ * comes from the disk cache and the toolchain record, i.e. a warm start
+ * never needs NVRTC. */
 static int warm_child(const char *dir)
 {
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setenv("SSMJIT_NVRTC_PATH", "/nonexistent/libnvrtc.so", 1);
-        ssmjit_context_options o;
-        ssmjit_context_options_init(&o);
-        o.cache_dir = dir;
-        o.fast_math = SSMJIT_FAST_MATH_OFF;
-        ssmjit_context *ctx;
-        ssmjit_status st = ssmjit_context_create(&o, &ctx);
-        if (st == SSMJIT_OK)
-            st = ssmjit_context_load_all(ctx);
-        if (st != SSMJIT_OK)
-            fprintf(stderr, "warm child: %s\n", ssmjit_last_error());
-        _exit(st == SSMJIT_OK ? 0 : 1);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
+    char cmd[8400], exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    snprintf(cmd, sizeof cmd, "'%s' --warm-child '%s'", exe, dir);
+    int status = system(cmd);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -285,8 +291,10 @@ static void test_ptx_path(void **state)
     free(dir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--warm-child"))
+        return warm_child_main(argv[2]);
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_context_and_info),

@@ -122,6 +122,9 @@ int bench_ops(ssmjit_context *ctx, int quick)
             ssmjit_dtype dtype = (ssmjit_dtype)dt;
             double ms = 0;
             st = c->setup(ctx, dtype, quick, &in);
+            /* setup's fills and runs went to the legacy stream */
+            if (st == SSMJIT_OK)
+                st = sj_cu_result(drv->CtxSynchronize(), "cuCtxSynchronize");
             if (st == SSMJIT_OK)
                 st = time_case(c->run, in.state, in.rotations, stream, &ms);
             if (st == SSMJIT_OK) {

@@ -94,7 +94,8 @@ static int bench_engine(ssmjit_context *ctx)
     const sj_driver *d = ctx->drv;
     CUstream stream;
     CUdeviceptr buf;
-    if ((st = SJ_CU(d, StreamCreate, &stream, CU_STREAM_NON_BLOCKING)) ||
+    int pushed;
+    if ((st = sj_context_enter(ctx, &pushed)) || (st = SJ_CU(d, StreamCreate, &stream, CU_STREAM_NON_BLOCKING)) ||
         (st = SJ_CU(d, MemAlloc, &buf, 1024)))
         return cli_fail("setup", st);
     int64_t stride = 1, rows = 1, cols = 1;
@@ -126,6 +127,7 @@ static int bench_engine(ssmjit_context *ctx)
     SJ_CU(d, StreamSynchronize, stream);
     SJ_CU(d, MemFree, buf);
     SJ_CU(d, StreamDestroy, stream);
+    sj_context_leave(ctx, pushed);
     return CLI_OK;
 }
 
