@@ -292,6 +292,98 @@ SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_unary
 
 /* @@OPS_NORM@@ */
 
+/* ------------------------------------------------------------------------ */
+/* RMSNorm (module "norm")                                                  */
+/* ------------------------------------------------------------------------ */
+/*
+ * Root-mean-square normalisation of each row of a [rows, d] activation,
+ * optionally fused with the residual add of a pre-norm block:
+ *
+ *     h = x                              (no residual)
+ *     h = round(x + residual)            (desc->has_residual; rounded to
+ *                                         desc->residual_dtype)
+ *     rstd = 1 / sqrt(mean_j(h_j^2) + eps)           per row, f32
+ *     y = h * rstd * weight
+ *
+ * The normalised value is exactly what residual_out stores, which is also
+ * what the backward reads back, so forward and backward agree.  Matrices
+ * are ssmjit_matrix (row stride 0 = d); weight, rstd and dweight are
+ * contiguous f32; arithmetic is in f32.  The same descriptor serves the
+ * forward and the backward of one layer.
+ *
+ * The residual stream may be kept in f32 while activations are f16/bf16
+ * (Hugging Face's residual_in_fp32): set residual_dtype = SSMJIT_F32.
+ * Otherwise residual_dtype must equal dtype.
+ */
+
+typedef struct ssmjit_rmsnorm_desc {
+    ssmjit_dtype dtype;          /* x, y, dy, dx */
+    int64_t rows, d;
+    float eps;                   /* >= 0 and finite (eps = 0 with an all-zero row gives NaN) */
+    int has_residual;            /* nonzero: a residual is added before normalising */
+    ssmjit_dtype residual_dtype; /* residual, residual_out, and in the backward h,
+                                    d_residual_out, d_residual: dtype or SSMJIT_F32;
+                                    ignored when has_residual is 0 */
+} ssmjit_rmsnorm_desc;
+
+/* Forward.  x [rows, d] (dtype); residual [rows, d] (residual_dtype), only
+ * with desc->has_residual, where NULL data means zero (the first block of a
+ * model: residual_out = x then starts the residual stream in its type);
+ * weight [d] f32.  Writes y [rows, d] (dtype), and when their pointers are
+ * non-NULL: residual_out [rows, d] (residual_dtype, only with has_residual)
+ * = x + residual, the next block's residual; rstd [rows] f32, needed by the
+ * backward.  y may alias x, and residual_out may alias residual, with the
+ * same stride (in place); no other overlap is allowed.  Device pointers
+ * must be aligned to their element size.
+ * rows or d of 0 is a no-op (no pointer is checked).
+ * Errors: SSMJIT_ERR_INVALID_ARG naming the field (NULL or unexpected
+ * pointer, negative extent, stride < d, eps < 0 or not finite, unknown
+ * dtype); SSMJIT_ERR_UNSUPPORTED for a residual_dtype that is neither dtype
+ * nor f32. */
+SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *desc,
+                                            ssmjit_matrix x, ssmjit_matrix residual,
+                                            const void *weight, ssmjit_matrix y,
+                                            ssmjit_matrix residual_out, void *rstd,
+                                            void *stream);
+
+/* Bytes of device workspace ssmjit_rmsnorm_bwd needs for desc on ctx's
+ * device (0 when rows or d is 0).  It depends on the device, rows and d,
+ * not on the data.  Errors: SSMJIT_ERR_INVALID_ARG as for the backward. */
+SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd_workspace_size(ssmjit_context *ctx,
+                                                           const ssmjit_rmsnorm_desc *desc,
+                                                           size_t *bytes);
+
+/* Backward.  Inputs: h [rows, d], what the forward normalised: x (dtype)
+ * without a residual, residual_out (residual_dtype) with one; weight [d]
+ * f32; rstd [rows] f32 from the forward; dy [rows, d] (dtype), the gradient
+ * of y; d_residual_out [rows, d] (residual_dtype, optional, only with
+ * has_residual), the gradient reaching residual_out through the next
+ * block's residual path, added to the result.
+ * Outputs: dx [rows, d] (dtype), the gradient of h, which is that of x
+ * and of residual alike;
+ * d_residual [rows, d] (residual_dtype, optional, only with has_residual):
+ * the same gradient, since residual_out = x + residual, written in the
+ * residual stream's type (use it when that is f32 and dx is 16-bit; it
+ * becomes the previous block's d_residual_out);
+ * dweight [d] f32 (optional), the sum over rows of dy * h * rstd, which
+ * needs `workspace` of ssmjit_rmsnorm_bwd_workspace_size() bytes
+ * (workspace may be NULL when dweight is NULL).  rows = 0 writes
+ * dweight = 0; d = 0 is a no-op.
+ * dx may alias dy, and d_residual may alias d_residual_out, with the same
+ * stride (in place, e.g. to accumulate the residual gradient); no other
+ * overlap is allowed.
+ * The result is always bit-reproducible: dweight is summed per block into
+ * the workspace and then over blocks in a fixed order, with no atomics, so
+ * the context's deterministic option changes nothing here.
+ * Errors: as the forward, plus SSMJIT_ERR_INVALID_ARG when dweight is
+ * requested with a NULL or too small workspace. */
+SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *desc,
+                                            ssmjit_matrix h, const void *weight, const void *rstd,
+                                            ssmjit_matrix dy, ssmjit_matrix d_residual_out,
+                                            ssmjit_matrix dx, ssmjit_matrix d_residual,
+                                            void *dweight, void *workspace,
+                                            size_t workspace_bytes, void *stream);
+
 #ifdef __cplusplus
 }
 #endif
