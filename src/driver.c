@@ -20,15 +20,16 @@
 typedef CUresult (*get_proc_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*get_proc_v1_fn)(const char *, void **, int, cuuint64_t);
 
-/* `since`, when set, asks for an older ABI than SJ_DRIVER_ABI: the newest
- * form of cuCtxCreate at 12.0 is _v3 (11.4, execution affinity), not the
- * _v2 declared in driver.h. */
+/* `exported`, when set, is the versioned symbol to take with dlsym
+ * instead: cuGetProcAddress gives cuCtxCreate's newest form (_v4 under a
+ * 13.x driver, whatever version is asked for), not the _v2 declared in
+ * driver.h. */
 static const struct {
     const char *name;
     size_t offset;
-    int since;
+    const char *exported;
 } entries[] = {
-#define E(fn) {"cu" #fn, offsetof(sj_driver, fn), 0}
+#define E(fn) {"cu" #fn, offsetof(sj_driver, fn), NULL}
     E(Init), E(DriverGetVersion), E(GetErrorName), E(GetErrorString), E(DeviceGet),
     E(DeviceGetCount), E(DeviceGetName), E(DeviceGetAttribute), E(DeviceTotalMem),
     E(DevicePrimaryCtxRetain), E(DevicePrimaryCtxRelease), E(CtxCreate), E(CtxDestroy),
@@ -97,8 +98,8 @@ static void load(void)
     if (version > SJ_DRIVER_ABI)
         version = SJ_DRIVER_ABI;
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-        int want = entries[i].since && entries[i].since < version ? entries[i].since : version;
-        void *fn = resolve(lib, gp2, gp1, want, entries[i].name);
+        void *fn = entries[i].exported ? dlsym(lib, entries[i].exported)
+                                       : resolve(lib, gp2, gp1, version, entries[i].name);
         memcpy((char *)&driver + entries[i].offset, &fn, sizeof fn);
     }
     if (!driver.Init) {

@@ -299,6 +299,7 @@ static void write_record(const char *dir, const char *file, const sj_toolchain *
 
 static pthread_mutex_t tc_lock = PTHREAD_MUTEX_INITIALIZER;
 static sj_toolchain tc_memo;
+static lib_identity tc_identity; /* of the library tc_memo describes */
 static int tc_state; /* 0: unknown, 1: from a record, 2: probed from the loaded library */
 
 static int same_identity(const lib_identity *a, const lib_identity *b)
@@ -312,15 +313,21 @@ ssmjit_status sj_toolchain_get(const char *cache_dir, int writable, int confirme
     ssmjit_status st = SSMJIT_OK;
     char file[PATH_MAX];
     int have_file = cache_dir && *cache_dir && record_path(cache_dir, file, sizeof file) == 0;
-    pthread_mutex_lock(&tc_lock);
-    if (tc_state == 2 || (tc_state == 1 && !confirmed))
-        goto done;
     lib_identity recorded, actual;
     sj_toolchain from_record;
+    pthread_mutex_lock(&tc_lock);
     int record_ok = have_file && read_record(file, &from_record, &recorded) == 0;
+    if (tc_state == 2 || (tc_state == 1 && !confirmed)) {
+        /* Known already (from another directory, say): give this one a
+         * record too, so the next process starts warm from it. */
+        if (have_file && writable && !record_ok && tc_identity.path[0])
+            write_record(cache_dir, file, &tc_memo, &tc_identity);
+        goto done;
+    }
     if (!confirmed && record_ok && identify(recorded.path, &actual) == 0 &&
         same_identity(&recorded, &actual)) {
         tc_memo = from_record;
+        tc_identity = actual;
         tc_state = 1;
         goto done;
     }
@@ -331,10 +338,11 @@ ssmjit_status sj_toolchain_get(const char *cache_dir, int writable, int confirme
     if (st != SSMJIT_OK)
         goto done;
     tc_state = 2;
-    if (have_file && writable && identify(n->path, &actual) == 0 &&
-        !(record_ok && same_identity(&recorded, &actual) &&
-          sj_toolchain_equal(&from_record, &tc_memo)))
-        write_record(cache_dir, file, &tc_memo, &actual);
+    if (identify(n->path, &tc_identity) != 0)
+        memset(&tc_identity, 0, sizeof tc_identity);
+    if (have_file && writable && tc_identity.path[0] &&
+        !(record_ok && same_identity(&recorded, &tc_identity) && sj_toolchain_equal(&from_record, &tc_memo)))
+        write_record(cache_dir, file, &tc_memo, &tc_identity);
 done:
     if (st == SSMJIT_OK)
         *out = tc_memo;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "arch.h"
@@ -344,8 +345,60 @@ static void test_unwritable_dir_degrades_to_memory(void **state)
     free(base);
 }
 
-int main(void)
+/* Child side of test_toolchain_record: the toolchain from the record
+ * alone, NVRTC never mapped (exit 0), or NVRTC opened (2), or failure (1). */
+static int record_child(const char *dir)
 {
+    sj_toolchain tc;
+    if (sj_toolchain_get(dir, 0, 0, &tc) != SSMJIT_OK || tc.num_archs == 0)
+        return 1;
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[4096];
+    int nvrtc = 0;
+    while (maps && fgets(line, sizeof line, maps))
+        nvrtc |= strstr(line, "libnvrtc") != NULL;
+    if (maps)
+        fclose(maps);
+    return nvrtc ? 2 : 0;
+}
+
+static int run_record_child(const char *dir)
+{
+    char exe[4096], cmd[8400];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    snprintf(cmd, sizeof cmd, "'%s' --record-child '%s'", exe, dir);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_toolchain_record(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    char *dir = tu_mkdtemp();
+    assert_int_equal(run_record_child(dir), 2); /* no record: NVRTC opened */
+    int cached;
+    assert_int_equal(prewarm(dir, fresh_define(), &cached), SSMJIT_OK);
+    assert_int_equal(run_record_child(dir), 0); /* record written by prewarm: no NVRTC */
+    /* a record for another NVRTC search path is not trusted */
+    setenv("LD_LIBRARY_PATH", "/nonexistent-lib-dir", 1);
+    assert_int_equal(run_record_child(dir), 2);
+    unsetenv("LD_LIBRARY_PATH");
+    /* a damaged record is ignored, not trusted */
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "for f in '%s'/toolchain-*; do printf 'garbage' > \"$f\"; done", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_record_child(dir), 2);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--record-child"))
+        return record_child(argv[2]);
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_changes_with_each_input),
@@ -355,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_off_mode),
         cmocka_unit_test(test_missing_dir_created_private),
         cmocka_unit_test(test_unwritable_dir_degrades_to_memory),
+        cmocka_unit_test(test_toolchain_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
