@@ -137,8 +137,9 @@ typedef struct ssmjit_context_info {
 SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_context_info *out);
 
 /* Loads (compiling or reading from the cache as needed) every embedded module
- * in the variants the ops use, so that later calls pay no compile or load
- * time.  Optional: modules otherwise load on first use. */
+ * in the variant the ops use (with SSMJIT_FAST_MATH_DEFAULT: fast math for
+ * forward modules, exact for the backward ones), so that later calls pay no
+ * compile or load time.  Optional: modules otherwise load on first use. */
 SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx);
 
 /* ------------------------------------------------------------------------ */
@@ -178,8 +179,13 @@ SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, si
 /* Number of embedded kernel modules (one per .cu file of kernels_src). */
 SSMJIT_API size_t ssmjit_module_count(void);
 
-/* Name of module i ("elementwise", "scan", ...), NULL if i is out of range. */
+/* Name of module i ("elementwise", "scan_fwd", ...), NULL if i is out of range. */
 SSMJIT_API const char *ssmjit_module_name(size_t i);
+
+/* 1 if module i is built with fast math when the context leaves it to the
+ * kernels (forward and decode modules), 0 if not (backward modules, whose
+ * names end in "_bwd"), -1 if i is out of range. */
+SSMJIT_API int ssmjit_module_default_fast_math(size_t i);
 
 typedef struct ssmjit_prewarm_options {
     size_t struct_size;          /* set by _init */

@@ -69,7 +69,19 @@ __device__ __forceinline__ float sj_silu_grad(float x)
     return s * (1.0f + x * (1.0f - s));
 }
 
+/* Activation ids shared by the elementwise modules; ssmjit_activation's
+ * values. */
+enum { SJ_ACT_SILU = 0, SJ_ACT_SOFTPLUS = 1 };
+
 /* The threshold matches the reference Mamba kernels. */
 __device__ __forceinline__ float sj_softplus(float x) { return x <= 20.0f ? log1pf(expf(x)) : x; }
 
 __device__ __forceinline__ float sj_softplus_grad(float x) { return x <= 20.0f ? sj_sigmoid(x) : 1.0f; }
+
+/* Rows of a strided [rows, cols] matrix: one thread per column, grid.y
+ * walks rows so that any row count fits the 65535 limit of gridDim.y. */
+#define SJ_ROWS_LOOP(rows, cols)                                              \
+    const sj_i64 col = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x;        \
+    if (col >= (cols))                                                        \
+        return;                                                               \
+    for (sj_i64 row = blockIdx.y; row < (rows); row += gridDim.y)

@@ -213,15 +213,13 @@ SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx)
 {
     if (!ctx)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_context_load_all: ctx is NULL");
-    for (int m = 0; m < SJ_MODULE_COUNT; m++)
-        for (int fast = 0; fast < 2; fast++) {
-            if (ctx->fast_math >= 0 && fast != ctx->fast_math)
-                continue;
-            CUmodule h;
-            ssmjit_status st = sj_module_ensure(ctx, (sj_module_id)m, fast, &h);
-            if (st != SSMJIT_OK)
-                return st;
-        }
+    for (int m = 0; m < SJ_MODULE_COUNT; m++) {
+        int fast = ctx->fast_math >= 0 ? ctx->fast_math : !sj_modules[m].backward;
+        CUmodule h;
+        ssmjit_status st = sj_module_ensure(ctx, (sj_module_id)m, fast, &h);
+        if (st != SSMJIT_OK)
+            return st;
+    }
     return SSMJIT_OK;
 }
 

@@ -60,7 +60,8 @@ static ssmjit_status run(ssmjit_context *ctx, const op_ctx *o, sj_kernel_role ro
     char name[64];
     snprintf(name, sizeof name, "%s_%s", kernel, sj_dtype_suffix(o->desc->dtype));
     CUfunction fn;
-    st = sj_kernel_get(ctx, SJ_MODULE_ELEMENTWISE, role, name, &fn);
+    st = sj_kernel_get(ctx, role == SJ_ROLE_BACKWARD ? SJ_MODULE_ELEMENTWISE_BWD : SJ_MODULE_ELEMENTWISE, role,
+                       name, &fn);
     if (st != SSMJIT_OK)
         return st;
     if ((cols + THREADS - 1) / THREADS > 0x7fffffff)

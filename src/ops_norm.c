@@ -117,7 +117,7 @@ static ssmjit_status norm_kernel(ssmjit_context *ctx, const char *dir, const nor
     char name[64];
     snprintf(name, sizeof name, "rmsnorm_%s_%s_%s_%s", dir, p->path, sj_dtype_suffix(dtype),
              sj_dtype_suffix(rdtype));
-    return sj_kernel_get(ctx, SJ_MODULE_NORM, role, name, fn);
+    return sj_kernel_get(ctx, role == SJ_ROLE_BACKWARD ? SJ_MODULE_NORM_BWD : SJ_MODULE_NORM, role, name, fn);
 }
 
 static ssmjit_status norm_launch(ssmjit_context *ctx, CUfunction fn, const norm_plan *p,
@@ -187,7 +187,7 @@ static ssmjit_status reduce_dweight(ssmjit_context *ctx, const void *partial, in
                                     int64_t d, void *dweight, void *stream)
 {
     CUfunction fn;
-    NORM_TRY(sj_kernel_get(ctx, SJ_MODULE_NORM, SJ_ROLE_BACKWARD, "rmsnorm_dweight", &fn));
+    NORM_TRY(sj_kernel_get(ctx, SJ_MODULE_NORM_BWD, SJ_ROLE_BACKWARD, "rmsnorm_dweight", &fn));
     int64_t tiles = (d + 31) / 32;
     sj_dim3 grid = {(unsigned)(tiles < NORM_REDUCE_MAX_GRID ? tiles : NORM_REDUCE_MAX_GRID), 1, 1};
     sj_dim3 block = {32, 32, 1};

@@ -94,3 +94,8 @@ SSMJIT_API const char *ssmjit_module_name(size_t i)
 {
     return i < SJ_MODULE_COUNT ? sj_modules[i].name : NULL;
 }
+
+SSMJIT_API int ssmjit_module_default_fast_math(size_t i)
+{
+    return i < SJ_MODULE_COUNT ? !sj_modules[i].backward : -1;
+}

@@ -5,9 +5,12 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compile.h"
 
@@ -21,25 +24,50 @@ static int setup(void **state)
     return 0;
 }
 
+typedef struct {
+    sj_compile_spec spec;
+    atomic_int next;
+    void *image[SJ_MODULE_COUNT];
+    size_t size[SJ_MODULE_COUNT];
+    ssmjit_status st[SJ_MODULE_COUNT];
+    char error[SJ_MODULE_COUNT][512];
+} batch;
+
+/* NVRTC is thread-safe across programs: compile modules side by side. */
+static void *compile_worker(void *p)
+{
+    batch *b = p;
+    for (int m; (m = atomic_fetch_add(&b->next, 1)) < SJ_MODULE_COUNT;) {
+        b->st[m] = sj_compile_module(&sj_modules[m], &b->spec, &b->image[m], &b->size[m]);
+        snprintf(b->error[m], sizeof b->error[m], "%s", ssmjit_last_error());
+    }
+    return NULL;
+}
+
 static void compile_all(int arch, int ptx, int fast)
 {
     if (!tc.num_archs)
         skip();
+    batch *b = calloc(1, sizeof *b);
+    b->spec = (sj_compile_spec){.arch = arch, .ptx = ptx, .fast_math = fast};
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    pthread_t th[8];
+    int threads = n < 1 ? 1 : n > 8 ? 8 : (int)n;
+    for (int i = 0; i < threads; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, compile_worker, b), 0);
+    for (int i = 0; i < threads; i++)
+        pthread_join(th[i], NULL);
     for (int m = 0; m < SJ_MODULE_COUNT; m++) {
-        sj_compile_spec spec = {.arch = arch, .ptx = ptx, .fast_math = fast};
-        void *image = NULL;
-        size_t size = 0;
-        ssmjit_status st = sj_compile_module(&sj_modules[m], &spec, &image, &size);
-        if (st != SSMJIT_OK)
-            fail_msg("%s for %s_%d: %s", sj_modules[m].name, ptx ? "compute" : "sm", arch, ssmjit_last_error());
-        assert_true(size > 100);
-        if (ptx) {
-            assert_non_null(strstr(image, ".target"));
-        } else {
-            assert_memory_equal(image, "\x7f" "ELF", 4);
-        }
-        free(image);
+        if (b->st[m] != SSMJIT_OK)
+            fail_msg("%s for %s_%d: %s", sj_modules[m].name, ptx ? "compute" : "sm", arch, b->error[m]);
+        assert_true(b->size[m] > 100);
+        if (ptx)
+            assert_non_null(strstr(b->image[m], ".target"));
+        else
+            assert_memory_equal(b->image[m], "\x7f" "ELF", 4);
+        free(b->image[m]);
     }
+    free(b);
 }
 
 static void test_sm75(void **s) { (void)s; compile_all(75, 0, 1); }

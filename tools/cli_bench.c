@@ -35,19 +35,29 @@ double bench_median(double *v, int n)
 }
 
 /* Runs in a fresh process: the time from a created context to every module
- * loaded, which is what a program pays at start-up with a warm cache. */
-static int startup_child(void)
+ * loaded, which is what a program pays at start-up with a warm cache.
+ * With `detail`, loads module by module instead and prints each time. */
+static int startup_child(int detail)
 {
     ssmjit_context *ctx;
     ssmjit_status st = ssmjit_context_create(NULL, &ctx);
     if (st != SSMJIT_OK)
         return cli_fail("context", st);
     double t0 = cli_now();
-    st = ssmjit_context_load_all(ctx);
-    double ms = (cli_now() - t0) * 1e3;
+    if (!detail) {
+        st = ssmjit_context_load_all(ctx);
+        printf("%.4f\n", (cli_now() - t0) * 1e3);
+    }
+    for (int m = 0; detail && m < SJ_MODULE_COUNT && st == SSMJIT_OK; m++)
+        for (int fast = 0; fast < 2 && st == SSMJIT_OK; fast++) {
+            CUmodule h;
+            double t = cli_now();
+            st = sj_module_ensure(ctx, (sj_module_id)m, fast, &h);
+            printf("engine    %-14s %-9s %.3f ms\n", sj_modules[m].name, fast ? "fast-math" : "exact",
+                   (cli_now() - t) * 1e3);
+        }
     if (st != SSMJIT_OK)
-        return cli_fail("load_all", st);
-    printf("%.4f\n", ms);
+        return cli_fail("loading modules", st);
     ssmjit_context_destroy(ctx);
     return CLI_OK;
 }
@@ -82,6 +92,15 @@ static int bench_engine(ssmjit_context *ctx)
         }
     printf("engine  warm start, all %zu modules x variants: %.3f ms (median of 7 fresh processes)\n",
            ssmjit_module_count(), bench_median(loads, 7));
+    char cmd[4200], exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(cmd, sizeof cmd, "'%s' bench --startup-detail", exe);
+        fflush(stdout);
+        if (system(cmd) != 0)
+            fprintf(stderr, "ssmjit bench: the per-module start-up probe failed\n");
+    }
 
     CUfunction fn;
     const int lookups = 1000000;
@@ -136,7 +155,9 @@ int cli_bench(int argc, char **argv)
     int engine = 0, ops = 0, quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--startup-child"))
-            return startup_child();
+            return startup_child(0);
+        else if (!strcmp(argv[i], "--startup-detail"))
+            return startup_child(1);
         else if (!strcmp(argv[i], "--engine"))
             engine = 1;
         else if (!strcmp(argv[i], "--ops"))

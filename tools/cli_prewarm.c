@@ -10,14 +10,17 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: ssmjit prewarm [--arch sm_80,sm_90|all] [--fast-math on|off|both]\n"
+    "usage: ssmjit prewarm [--arch sm_80,sm_90|all] [--fast-math default|on|off|both]\n"
     "                      [--jobs N] [--cache-dir DIR] [--lineinfo] [-D NAME[=VALUE]]...\n"
     "Compiles every kernel module into the cache so that later processes load\n"
     "them without compiling.  Without --arch: the architecture each GPU compiles\n"
     "for, or with no GPU every architecture the installed NVRTC supports from\n"
-    "sm_75 up (--arch all does that in any case).  --fast-math both (the default)\n"
-    "covers the variants the ops use.  --lineinfo and -D must match the context\n"
-    "options of the program that will use the cache.\n"
+    "sm_75 up (--arch all does that in any case).  --fast-math default (the\n"
+    "default) compiles each module in the variant ops use unless told otherwise\n"
+    "(forward modules with fast math, backward modules without); on / off\n"
+    "match a context with fast math forced on / off; both covers every case.\n"
+    "--lineinfo and -D must match the context options of the program that will\n"
+    "use the cache.\n"
     "Prints one line per module and a summary; exit 0 when every module is in the\n"
     "cache, 1 when any failed, 2 on a bad command line.\n";
 
@@ -27,7 +30,7 @@ static const char help[] =
 typedef struct {
     int archs[MAX_ARCHS];
     size_t num_archs;
-    int fast[2];
+    int fast[2];     /* variants; -1: each module's default */
     size_t num_fast;
     const char *cache_dir;
     int lineinfo;
@@ -113,7 +116,7 @@ static void *worker(void *arg)
         ssmjit_prewarm_options o;
         ssmjit_prewarm_options_init(&o);
         o.arch = arch;
-        o.fast_math = j->fast[f];
+        o.fast_math = j->fast[f] >= 0 ? j->fast[f] : ssmjit_module_default_fast_math(m);
         o.lineinfo = j->lineinfo;
         o.defines = j->defines;
         o.num_defines = j->num_defines;
@@ -139,7 +142,7 @@ static void *worker(void *arg)
 int cli_prewarm(int argc, char **argv)
 {
     static job j;
-    const char *arch_list = NULL, *fast = "both";
+    const char *arch_list = NULL, *fast = "default";
     long jobs = sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -168,6 +171,8 @@ int cli_prewarm(int argc, char **argv)
         }
         i++;
     }
+    if (!strcmp(fast, "default"))
+        j.fast[j.num_fast++] = -1;
     if (!strcmp(fast, "on") || !strcmp(fast, "both"))
         j.fast[j.num_fast++] = 1;
     if (!strcmp(fast, "off") || !strcmp(fast, "both"))

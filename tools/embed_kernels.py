@@ -4,7 +4,8 @@
 Usage: embed_kernels.py OUT_C OUT_H FILE...
 Each .cu file becomes one module; each module lists the embedded headers it
 includes (transitively), so the cache key and the NVRTC program see exactly
-those.  Only quoted includes of embedded headers are allowed: kernels must
+those.  A module whose name ends in "_bwd" holds backward kernels: built
+without fast math unless the context says otherwise.  Only quoted includes of embedded headers are allowed: kernels must
 not depend on a CUDA toolkit being installed at run time.
 """
 import os
@@ -59,7 +60,8 @@ def main():
     c.append("const sj_embedded_module sj_modules[SJ_MODULE_COUNT] = {")
     for m in modules:
         dl = deps(m, [])
-        c.append('    {"%s", &file_%s, headers_%s, %d},' % (m[:-3], ident(m), ident(m), len(dl)))
+        c.append('    {"%s", &file_%s, headers_%s, %d, %d},' % (
+            m[:-3], ident(m), ident(m), len(dl), int(m[:-3].endswith("_bwd"))))
     c.append("};")
     with open(out_c, "w") as f:
         f.write("\n".join(c) + "\n")
@@ -77,6 +79,7 @@ def main():
          "    const sj_embedded_file *source;",
          "    const sj_embedded_file *const *headers; /* every embedded header it includes */",
          "    size_t num_headers;",
+         "    int backward; /* backward kernels (name ends in _bwd): exact math by default */",
          "} sj_embedded_module;", "",
          "typedef enum sj_module_id {"]
     for i, m in enumerate(modules):

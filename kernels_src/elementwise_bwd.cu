@@ -1,0 +1,53 @@
+/* Backward of the unfused activations and the SiLU gate (see
+ * elementwise.cu). */
+#include "ssmjit_types.cuh"
+
+template <int ACT> __device__ __forceinline__ float act_grad(float x)
+{
+    return ACT == SJ_ACT_SILU ? sj_silu_grad(x) : sj_softplus_grad(x);
+}
+
+template <int ACT, typename T>
+__device__ void activation_bwd(const T *x, sj_i64 sx, const T *dy, sj_i64 sdy, T *dx, sj_i64 sdx,
+                               sj_i64 rows, sj_i64 cols)
+{
+    SJ_ROWS_LOOP(rows, cols)
+    {
+        float g = act_grad<ACT>(sj_to_float(x[row * sx + col]));
+        dx[row * sdx + col] = sj_from_float<T>(sj_to_float(dy[row * sdy + col]) * g);
+    }
+}
+
+template <typename T>
+__device__ void gate_bwd(const T *y, sj_i64 sy, const T *z, sj_i64 sz, const T *dout, sj_i64 sdo,
+                         T *dy, sj_i64 sdy, T *dz, sj_i64 sdz, sj_i64 rows, sj_i64 cols)
+{
+    SJ_ROWS_LOOP(rows, cols)
+    {
+        float zv = sj_to_float(z[row * sz + col]);
+        float yv = sj_to_float(y[row * sy + col]);
+        float g = sj_to_float(dout[row * sdo + col]);
+        dy[row * sdy + col] = sj_from_float<T>(g * sj_silu(zv));
+        dz[row * sdz + col] = sj_from_float<T>(g * yv * sj_silu_grad(zv));
+    }
+}
+
+#define SJ_ACT_BWD_KERNELS(T, sfx, act, ACT)                                                   \
+    extern "C" __global__ void act_bwd_##act##_##sfx(const T *x, sj_i64 sx, const T *dy,       \
+                                                     sj_i64 sdy, T *dx, sj_i64 sdx,            \
+                                                     sj_i64 rows, sj_i64 cols)                 \
+    {                                                                                          \
+        activation_bwd<ACT, T>(x, sx, dy, sdy, dx, sdx, rows, cols);                           \
+    }
+
+#define SJ_GATE_BWD_KERNELS(T, sfx, unused)                                                      \
+    extern "C" __global__ void gate_bwd_##sfx(const T *y, sj_i64 sy, const T *z, sj_i64 sz,      \
+                                              const T *dout, sj_i64 sdo, T *dy, sj_i64 sdy,      \
+                                              T *dz, sj_i64 sdz, sj_i64 rows, sj_i64 cols)       \
+    {                                                                                            \
+        gate_bwd<T>(y, sy, z, sz, dout, sdo, dy, sdy, dz, sdz, rows, cols);                      \
+    }
+
+SJ_FOR_EACH_DTYPE(SJ_ACT_BWD_KERNELS, silu, SJ_ACT_SILU)
+SJ_FOR_EACH_DTYPE(SJ_ACT_BWD_KERNELS, softplus, SJ_ACT_SOFTPLUS)
+SJ_FOR_EACH_DTYPE(SJ_GATE_BWD_KERNELS, 0)
