@@ -294,7 +294,253 @@ SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_unary
 
 /* @@OPS_SCAN@@ */
 
+/* ------------------------------------------------------------------------ */
+/* Selective scan, Mamba-1 (modules "scan_fwd", "scan_bwd", "state_update") */
+/* ------------------------------------------------------------------------ */
+/*
+ * Per segment (a sequence), channel d < D and state n < N:
+ *
+ *     dt_t  = softplus(delta_t[d] + delta_bias[d])   (delta_softplus; else no softplus;
+ *                                                     softplus(x) = x <= 20 ? log1p(exp(x)) : x)
+ *     h_t   = exp(dt_t A[d,n]) h_{t-1} + dt_t B_t[n] u_t[d]
+ *     y_t   = (sum_n C_t[n] h_t[n] + D[d] u_t[d]) * silu(z_t[d])
+ *
+ * with h_{-1} = initial_state (or 0).  Shapes: u, delta, z, y [B, L, D] and
+ * B, C [B, L, N] are activations of dtype; each is an ssmjit_matrix whose
+ * stride is the number of elements between consecutive tokens (0 =
+ * contiguous), so they may be column slices of wider buffers (u and z as
+ * the halves of an in_proj output, dt/B/C slices of an x_proj output).
+ * A [D, N], D, delta_bias [D] and every state ([S, D, N], S segments) are
+ * contiguous f32; arithmetic is in f32.  1 <= N <= 256.
+ *
+ * Variable-length batches: with cu_seqlens (int32 device array of
+ * num_seqs + 1 offsets into L, cu_seqlens[0] = 0, non-decreasing,
+ * cu_seqlens[num_seqs] = L; not checked on the device), batch must be 1 and
+ * the L tokens hold num_seqs packed sequences: the state restarts at each
+ * one, from initial_state[s] when given, and final_state[s] is sequence s's
+ * last state (its initial state, or 0, for an empty one).  Without
+ * cu_seqlens the B batch rows are the segments.
+ *
+ * The same descriptor serves the forward and the backward of one call;
+ * pointers are device pointers, NULL for an absent optional tensor.
+ */
+
+typedef struct ssmjit_selective_scan_desc {
+    ssmjit_dtype dtype;          /* u, delta, z, B, C, y and their gradients */
+    int64_t batch;               /* B (1 with cu_seqlens); at most 65535 */
+    int64_t seqlen;              /* L */
+    int64_t dim;                 /* D */
+    int64_t dstate;              /* N, 1..256 */
+    ssmjit_matrix u, delta;      /* [B, L, D] */
+    const void *A;               /* [D, N] f32 */
+    ssmjit_matrix B, C;          /* [B, L, N] */
+    const void *D;               /* optional [D] f32: skip term D u */
+    ssmjit_matrix z;             /* optional [B, L, D] (data NULL: no gate) */
+    const void *delta_bias;      /* optional [D] f32 */
+    int delta_softplus;          /* nonzero: dt = softplus(delta + delta_bias) */
+    const void *initial_state;   /* optional [S, D, N] f32 */
+    const void *cu_seqlens;      /* optional int32 [num_seqs + 1] */
+    int64_t num_seqs;            /* segments with cu_seqlens (>= 1), ignored without */
+    /* forward outputs */
+    ssmjit_matrix y;             /* [B, L, D], required by the forward */
+    void *final_state;           /* optional [S, D, N] f32 */
+    void *checkpoint;            /* optional: states the backward restarts from, written
+                                    by the forward, read by the backward (see below) */
+} ssmjit_selective_scan_desc;
+
+/* Bytes of desc->checkpoint: f32 states every 16 tokens,
+ * B * (ceil(L / 16) - 1) * D * N * 4.  The forward needs no other
+ * workspace.  Errors: SSMJIT_ERR_INVALID_ARG (desc or bytes NULL, a bad
+ * extent). */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
+                                                                  size_t *bytes);
+
+/* Forward.  Writes y, and final_state and checkpoint when their pointers
+ * are set.  y must not overlap an input.  D = 0 or B = 0 is a no-op; L = 0
+ * writes only final_state (= initial_state or 0).
+ * Errors: SSMJIT_ERR_INVALID_ARG naming the field (NULL required pointer,
+ * negative extent, N outside 1..256, stride below the row width, unknown
+ * dtype, batch != 1 or num_seqs < 1 with cu_seqlens); SSMJIT_ERR_UNSUPPORTED
+ * for batch > 65535. */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx,
+                                                   const ssmjit_selective_scan_desc *desc,
+                                                   void *stream);
+
+typedef struct ssmjit_selective_scan_grads {
+    ssmjit_matrix dy;            /* in: gradient of y [B, L, D] */
+    const void *d_final_state;   /* in, optional: gradient of final_state [S, D, N] f32
+                                    (needs no final_state in the descriptor) */
+    ssmjit_matrix du, ddelta;    /* out [B, L, D] */
+    void *dA;                    /* out [D, N] f32 */
+    ssmjit_matrix dB, dC;        /* out [B, L, N] */
+    void *dD;                    /* out [D] f32: required iff desc->D, else NULL */
+    ssmjit_matrix dz;            /* out [B, L, D]: required iff desc->z.data, else absent */
+    void *ddelta_bias;           /* out [D] f32: required iff desc->delta_bias, else NULL */
+    void *d_initial_state;       /* out [S, D, N] f32: required iff desc->initial_state,
+                                    else NULL */
+} ssmjit_selective_scan_grads;
+
+/* Bytes of workspace ssmjit_selective_scan_bwd needs for desc.  It depends
+ * on the extents and on whether desc->checkpoint is set (without one the
+ * backward recomputes the checkpoint into the workspace, which then holds
+ * ssmjit_selective_scan_fwd_workspace_size() more bytes).  About
+ * B * L * N * 8 * ceil(D / 32) bytes of per-block partial sums of dB and dC,
+ * plus B * L * D * 12 bytes when N > 16, plus B * D * (N + 2) * 4.
+ * Errors: as ssmjit_selective_scan_fwd_workspace_size. */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(const ssmjit_selective_scan_desc *desc,
+                                                                  size_t *bytes);
+
+/* Backward of ssmjit_selective_scan_fwd for the same desc and inputs
+ * (desc->y and desc->final_state are not used).  If desc->checkpoint is
+ * set it must hold what the forward wrote for these inputs; else it is
+ * recomputed.  Every gradient is overwritten, not accumulated: du, ddelta,
+ * dB, dC, dA, and dD, dz, ddelta_bias, d_initial_state for each optional
+ * input that was given.  The results are always bit-reproducible (no
+ * atomics: partial sums go through the workspace and are added in a fixed
+ * order), so the context's deterministic option changes nothing here.
+ * The exponentials are recomputed from the checkpoint, and the backward
+ * kernels build without fast math by default (see ssmjit_fast_math).
+ * D = 0 is a no-op; B = 0 or L = 0 writes dA, dD, ddelta_bias = 0 and
+ * d_initial_state = d_final_state (or 0).  Outputs must not overlap inputs
+ * or each other.
+ * Errors: as the forward, plus SSMJIT_ERR_INVALID_ARG for a missing or
+ * unexpected gradient pointer, or a NULL or too small workspace. */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx,
+                                                   const ssmjit_selective_scan_desc *desc,
+                                                   const ssmjit_selective_scan_grads *grads,
+                                                   void *workspace, size_t workspace_bytes,
+                                                   void *stream);
+
+/* One decode step of the selective scan for every batch row, updating the
+ * state in place: with dt = softplus(dt + dt_bias) (dt_softplus) or
+ * dt + dt_bias,
+ *     state = exp(dt A) state + dt B x;   out = (sum_n C state + D x) silu(z)
+ * the arithmetic of one token of ssmjit_selective_scan_fwd, so chaining L
+ * steps reproduces the scan.  x, dt, z, out are [B, D] and B, C [B, N]
+ * activations (stride: elements between batch rows, 0 = contiguous);
+ * state [B, D, N] f32 contiguous.  out must not overlap an input.  B = 0 or
+ * D = 0 is a no-op.  Errors as the scan's (N outside 1..256, NULL required
+ * pointer, bad stride, unknown dtype). */
+typedef struct ssmjit_state_update_desc {
+    ssmjit_dtype dtype;          /* x, dt, z, B, C, out */
+    int64_t batch, dim, dstate;  /* B, D, N (1..256) */
+    ssmjit_matrix x, dt;         /* [B, D] */
+    const void *A;               /* [D, N] f32 */
+    ssmjit_matrix B, C;          /* [B, N] */
+    const void *D;               /* optional [D] f32 */
+    ssmjit_matrix z;             /* optional [B, D] */
+    const void *dt_bias;         /* optional [D] f32 */
+    int dt_softplus;
+    void *state;                 /* [B, D, N] f32, read and written */
+    ssmjit_matrix out;           /* [B, D] */
+} ssmjit_state_update_desc;
+
+SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx,
+                                                       const ssmjit_state_update_desc *desc,
+                                                       void *stream);
+
 /* @@OPS_CONV@@ */
+
+/* ------------------------------------------------------------------------ */
+/* Causal depthwise conv1d (modules "conv" and "conv_update")               */
+/* ------------------------------------------------------------------------ */
+/*
+ * The short convolution of a Mamba block, for each channel d of x [B, L, D]:
+ *     pre[b,t,d] = bias[d] + sum_{k=0}^{W-1} weight[d,k] * x[b, t-(W-1)+k, d]
+ *     y[b,t,d]   = desc->silu ? silu(pre[b,t,d]) : pre[b,t,d]
+ * where x at times -(W-1) .. -1 comes from the initial state (zeros without
+ * one).  The width W is 2..8.
+ *
+ * Activations (x, y, dy, dx) have desc->dtype and a row stride each:
+ * elements between consecutive tokens, 0 meaning D; token t of sequence b
+ * is row b*L + t.  So x may be the first half of an in_proj output
+ * [B, L, 2D] (data = that buffer, stride = 2D).  weight [D, W] (the memory
+ * of Hugging Face's conv1d.weight [D, 1, W]), bias [D] and the states are
+ * contiguous f32; arithmetic is in f32.  Device pointers must be aligned to
+ * their element size.  Outputs must not overlap inputs (except y = x in
+ * ssmjit_causal_conv1d_update).  The forward and backward run vectorised
+ * kernels (8- and 16-byte accesses) when D, the row strides and the
+ * activation pointers are multiples of 8 elements (4 for f32), and slower
+ * element-wise kernels otherwise.
+ *
+ * Errors: SSMJIT_ERR_INVALID_ARG with a message naming the field (e.g.
+ * "desc->width", "in->x.stride", "grads->dweight"), then the engine's
+ * errors (compile, driver) from the first use of a module.
+ */
+
+typedef struct ssmjit_conv1d_desc {
+    ssmjit_dtype dtype; /* of x, y, dy, dx */
+    int64_t batch;      /* B */
+    int64_t seqlen;     /* L: tokens per sequence (for _update: tokens of this call) */
+    int64_t dim;        /* D: channels */
+    int width;          /* W: taps, 2..8 */
+    int silu;           /* nonzero: SiLU fused on the output */
+} ssmjit_conv1d_desc;
+
+/* The forward's inputs; the backward takes the same ones. */
+typedef struct ssmjit_conv1d_inputs {
+    ssmjit_matrix x;           /* [B, L, D], required */
+    const void *weight;        /* [D, W] f32, required */
+    const void *bias;          /* [D] f32, or NULL for none */
+    const void *initial_state; /* [B, D, W-1] f32: x at times -(W-1) .. -1, or NULL for zeros */
+} ssmjit_conv1d_inputs;
+
+/* y = the convolution above.  final_state [B, D, W-1] f32 (NULL: not
+ * written) receives x at times L-(W-1) .. L-1, taken from the initial state
+ * where those times are negative: the initial_state of the next segment.
+ * B or D = 0: nothing happens.  L = 0: only final_state is written. */
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx,
+                                                  const ssmjit_conv1d_desc *desc,
+                                                  const ssmjit_conv1d_inputs *in, ssmjit_matrix y,
+                                                  void *final_state, void *stream);
+
+/* Outputs of the backward. */
+typedef struct ssmjit_conv1d_grads {
+    ssmjit_matrix dx;      /* [B, L, D], required */
+    void *dweight;         /* [D, W] f32, required; overwritten, not accumulated */
+    void *dbias;           /* [D] f32, or NULL when not wanted */
+    void *d_initial_state; /* [B, D, W-1] f32, or NULL when not wanted */
+} ssmjit_conv1d_grads;
+
+/* Bytes of device workspace ssmjit_causal_conv1d_bwd needs for desc on
+ * ctx's device (it depends on the device's SM count).  May be 0. */
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd_workspace_size(ssmjit_context *ctx,
+                                                                 const ssmjit_conv1d_desc *desc,
+                                                                 size_t *bytes);
+
+/* Gradients of ssmjit_causal_conv1d_fwd with the same desc and inputs,
+ * given dy = dLoss/dy [B, L, D] and d_final_state = dLoss/d final_state
+ * [B, D, W-1] f32 (NULL: zero).  With desc->silu the pre-activation is
+ * recomputed from x.  workspace: device memory of at least
+ * ssmjit_causal_conv1d_bwd_workspace_size bytes, 4-byte aligned (may be
+ * NULL when that size is 0); it holds per-walker partial sums of dweight
+ * and dbias, which a second kernel adds in a fixed order.  There are no
+ * atomics, so results are always bit-reproducible on a given device; the
+ * context's deterministic option changes nothing here.
+ * B = 0 or L = 0 with D > 0: dweight and dbias are set to zero (and
+ * d_initial_state, when L = 0, to d_final_state or zero). */
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
+                                                  const ssmjit_conv1d_desc *desc,
+                                                  const ssmjit_conv1d_inputs *in, ssmjit_matrix dy,
+                                                  const void *d_final_state,
+                                                  const ssmjit_conv1d_grads *grads,
+                                                  void *workspace, size_t workspace_size,
+                                                  void *stream);
+
+/* Decode: runs desc->seqlen tokens (1 for one step) of each sequence
+ * through a rolling state conv_state [B, D, W] f32, the Hugging Face
+ * conv_states layout.  Per token the state of each channel shifts left by
+ * one, x[b,t,d] enters at position W-1, and
+ *     y[b,t,d] = bias[d] + sum_k weight[d,k] * conv_state[b,d,k]
+ * (then SiLU if desc->silu).  x and y are [B, L, D] activations as above
+ * (for one step, [B, D] with a row stride); y may be x with the same stride.
+ * Decoding continues a prefill exactly when conv_state[b,d,1..W-1] holds
+ * that prefill's final_state[b,d,0..W-2].  B, D or L = 0: nothing happens. */
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx,
+                                                     const ssmjit_conv1d_desc *desc,
+                                                     ssmjit_matrix x, const void *weight,
+                                                     const void *bias, void *conv_state,
+                                                     ssmjit_matrix y, void *stream);
 
 /* @@OPS_NORM@@ */
 

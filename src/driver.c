@@ -21,9 +21,8 @@ typedef CUresult (*get_proc_v2_fn)(const char *, void **, int, cuuint64_t, CUdri
 typedef CUresult (*get_proc_v1_fn)(const char *, void **, int, cuuint64_t);
 
 /* `exported`, when set, is the versioned symbol to take with dlsym
- * instead: cuGetProcAddress gives cuCtxCreate's newest form (_v4 under a
- * 13.x driver, whatever version is asked for), not the _v2 declared in
- * driver.h. */
+ * instead: cuCtxCreate is declared in its _v4 form (12.5+, the only one a
+ * 13.x driver accepts); an older driver lacks it and fails just that call. */
 static const struct {
     const char *name;
     size_t offset;

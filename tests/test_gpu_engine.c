@@ -180,25 +180,12 @@ static void test_cache_off_and_sizes(void **state)
     free(dir);
 }
 
-static void test_application_context_and_stream(void **state)
+/* Runs the library on `app` (current on this thread) and an application
+ * stream, and checks it leaves `app` current. */
+static void use_application_context(const sj_driver *d, CUcontext app)
 {
-    (void)state;
-    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
-    ssmjit_context_destroy(probe);
-    const sj_driver *d;
-    assert_int_equal(sj_driver_get(&d), SSMJIT_OK);
-    CUdevice dev;
-    CUcontext app, previous;
-    assert_int_equal(SJ_CU(d, DeviceGet, &dev, 0), SSMJIT_OK);
-    assert_int_equal(SJ_CU(d, CtxGetCurrent, &previous), SSMJIT_OK);
-    ssmjit_status st = SJ_CU(d, CtxCreate, &app, 0, dev);
-    if (st != SSMJIT_OK)
-        fail_msg("%s", ssmjit_last_error());
     CUstream stream;
     assert_int_equal(SJ_CU(d, StreamCreate, &stream, CU_STREAM_NON_BLOCKING), SSMJIT_OK);
-
     ssmjit_context_options o;
     ssmjit_context_options_init(&o);
     o.cu_context = app;
@@ -206,12 +193,49 @@ static void test_application_context_and_stream(void **state)
     ssmjit_context *ctx;
     assert_int_equal(ssmjit_context_create(&o, &ctx), SSMJIT_OK);
     check_silu(ctx, stream, 4, 333); /* gu_ memory calls run in `app`, current here */
-    /* the library must not leave its context current or change ours */
     CUcontext now;
     assert_int_equal(SJ_CU(d, CtxGetCurrent, &now), SSMJIT_OK);
     assert_ptr_equal(now, app);
     ssmjit_context_destroy(ctx);
     assert_int_equal(SJ_CU(d, StreamDestroy, stream), SSMJIT_OK);
+}
+
+/* What the CUDA runtime, PyTorch and JAX do: retain the primary context
+ * themselves and hand it over. */
+static void test_application_primary_context_and_stream(void **state)
+{
+    (void)state;
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_destroy(probe);
+    const sj_driver *d;
+    CUcontext app;
+    assert_int_equal(sj_driver_get(&d), SSMJIT_OK);
+    assert_int_equal(SJ_CU(d, DevicePrimaryCtxRetain, &app, 0), SSMJIT_OK);
+    assert_int_equal(SJ_CU(d, CtxSetCurrent, app), SSMJIT_OK);
+    use_application_context(d, app);
+    assert_int_equal(SJ_CU(d, DevicePrimaryCtxRelease, 0), SSMJIT_OK);
+}
+
+/* A context the application created for itself (not the primary one). */
+static void test_application_created_context(void **state)
+{
+    (void)state;
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_destroy(probe);
+    const sj_driver *d;
+    CUdevice dev;
+    CUcontext app, previous;
+    assert_int_equal(sj_driver_get(&d), SSMJIT_OK);
+    assert_int_equal(SJ_CU(d, DeviceGet, &dev, 0), SSMJIT_OK);
+    assert_int_equal(SJ_CU(d, CtxGetCurrent, &previous), SSMJIT_OK);
+    ssmjit_status st = SJ_CU(d, CtxCreate, &app, NULL, 0, dev);
+    if (st != SSMJIT_OK)
+        fail_msg("%s", ssmjit_last_error());
+    use_application_context(d, app);
     assert_int_equal(SJ_CU(d, CtxDestroy, app), SSMJIT_OK);
     assert_int_equal(SJ_CU(d, CtxSetCurrent, previous), SSMJIT_OK);
 }
@@ -309,7 +333,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_context_and_info),
         cmocka_unit_test(test_cold_then_warm_cache),
         cmocka_unit_test(test_cache_off_and_sizes),
-        cmocka_unit_test(test_application_context_and_stream),
+        cmocka_unit_test(test_application_primary_context_and_stream),
+        cmocka_unit_test(test_application_created_context),
         cmocka_unit_test(test_threads_share_a_fresh_context),
         cmocka_unit_test(test_ptx_path),
     };

@@ -149,10 +149,200 @@ static ssmjit_status run_norm_bwd(void *p, int r, void *stream)
                               b[7], b[8], s->ws, stream);
 }
 
+/* ---- causal conv1d, W = 4, fused SiLU ----------------------------------- */
+
+static ssmjit_conv1d_desc conv_desc(const state *s) { return (ssmjit_conv1d_desc){s->dtype, s->b, s->l, s->d, 4, 1}; }
+
+static ssmjit_status setup_conv(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int bwd, bench_instance *out)
+{
+    state s = big_shape(ctx, dt, quick, 0);
+    size_t act = (size_t)(s.b * s.l * s.d) * ssmjit_dtype_size(dt), w = (size_t)s.d * 4;
+    ssmjit_conv1d_desc desc = conv_desc(&s);
+    ssmjit_status st = bwd ? ssmjit_causal_conv1d_bwd_workspace_size(ctx, &desc, &s.ws) : SSMJIT_OK;
+    if (st != SSMJIT_OK)
+        return st;
+    /* x, weight, bias, y | dy, dx, dweight, dbias, workspace */
+    size_t sizes[] = {act, 4 * w, w, act, act, act, 4 * w, w, s.ws};
+    out->bytes = (double)act * (bwd ? 3 : 2);
+    snprintf(out->shape, sizeof out->shape, "B=%lld L=%lld D=%lld W=4", (long long)s.b, (long long)s.l,
+             (long long)s.d);
+    return alloc_state(&s, sizes, bwd ? 9 : 4, out);
+}
+
+static ssmjit_status setup_conv_fwd(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_conv(ctx, dt, quick, 0, out);
+}
+
+static ssmjit_status setup_conv_bwd(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_conv(ctx, dt, quick, 1, out);
+}
+
+static ssmjit_status run_conv_fwd(void *p, int r, void *stream)
+{
+    state *s = p;
+    void **b = s->bufs[r];
+    ssmjit_conv1d_desc desc = conv_desc(s);
+    ssmjit_conv1d_inputs in = {mat(b[0]), b[1], b[2], NULL};
+    return ssmjit_causal_conv1d_fwd(s->ctx, &desc, &in, mat(b[3]), NULL, stream);
+}
+
+static ssmjit_status run_conv_bwd(void *p, int r, void *stream)
+{
+    state *s = p;
+    void **b = s->bufs[r];
+    ssmjit_conv1d_desc desc = conv_desc(s);
+    ssmjit_conv1d_inputs in = {mat(b[0]), b[1], b[2], NULL};
+    ssmjit_conv1d_grads g = {mat(b[5]), b[6], b[7], NULL};
+    return ssmjit_causal_conv1d_bwd(s->ctx, &desc, &in, mat(b[4]), NULL, &g, b[8], s->ws, stream);
+}
+
+/* ---- selective scan: N=16, with z, D, delta_bias, softplus -------------- */
+
+/* Buffers: u delta A B C D z delta_bias y checkpoint, then for the
+ * backward dy du ddelta dA dB dC dD dz ddelta_bias workspace. */
+static ssmjit_selective_scan_desc scan_desc(const state *s, void *const *b)
+{
+    ssmjit_selective_scan_desc d = {0};
+    d.dtype = s->dtype;
+    d.batch = s->b;
+    d.seqlen = s->l;
+    d.dim = s->d;
+    d.dstate = s->n;
+    d.u = mat(b[0]);
+    d.delta = mat(b[1]);
+    d.A = b[2];
+    d.B = mat(b[3]);
+    d.C = mat(b[4]);
+    d.D = b[5];
+    d.z = mat(b[6]);
+    d.delta_bias = b[7];
+    d.delta_softplus = 1;
+    d.y = mat(b[8]);
+    d.checkpoint = b[9];
+    return d;
+}
+
+static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int bwd, bench_instance *out)
+{
+    state s = big_shape(ctx, dt, quick, 16);
+    size_t es = ssmjit_dtype_size(dt), act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * s.n) * es;
+    size_t dn = (size_t)(s.d * s.n) * 4, dv = (size_t)s.d * 4, ckpt = 0;
+    void *placeholders[MAX_BUFS];
+    for (int i = 0; i < MAX_BUFS; i++)
+        placeholders[i] = (void *)(uintptr_t)(256 * (i + 1)); /* only the sizes are asked */
+    ssmjit_selective_scan_desc desc = scan_desc(&s, placeholders);
+    ssmjit_status st = ssmjit_selective_scan_fwd_workspace_size(&desc, &ckpt);
+    if (st == SSMJIT_OK && bwd)
+        st = ssmjit_selective_scan_bwd_workspace_size(&desc, &s.ws);
+    if (st != SSMJIT_OK)
+        return st;
+    size_t sizes[] = {act, act, dn, bc, bc, dv, act, dv, act, ckpt, act, act, act, dn, bc, bc, dv, act, dv, s.ws};
+    out->bytes = bwd ? (double)(7 * act + 4 * bc) : (double)(4 * act + 2 * bc);
+    snprintf(out->shape, sizeof out->shape, "B=%lld L=%lld D=%lld N=%lld", (long long)s.b, (long long)s.l,
+             (long long)s.d, (long long)s.n);
+    st = alloc_state(&s, sizes, bwd ? 20 : 10, out);
+    /* The backward restarts from a checkpoint the forward really wrote. */
+    for (int r = 0; st == SSMJIT_OK && bwd && r < out->rotations; r++) {
+        state *made = out->state;
+        desc = scan_desc(made, made->bufs[r]);
+        st = ssmjit_selective_scan_fwd(ctx, &desc, NULL);
+    }
+    return st;
+}
+
+static ssmjit_status setup_scan_fwd(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 0, out);
+}
+
+static ssmjit_status setup_scan_bwd(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 1, out);
+}
+
+static ssmjit_status run_scan_fwd(void *p, int r, void *stream)
+{
+    state *s = p;
+    ssmjit_selective_scan_desc desc = scan_desc(s, s->bufs[r]);
+    desc.checkpoint = NULL; /* inference: no checkpoint */
+    return ssmjit_selective_scan_fwd(s->ctx, &desc, stream);
+}
+
+static ssmjit_status run_scan_fwd_ckpt(void *p, int r, void *stream)
+{
+    state *s = p;
+    ssmjit_selective_scan_desc desc = scan_desc(s, s->bufs[r]);
+    return ssmjit_selective_scan_fwd(s->ctx, &desc, stream);
+}
+
+static ssmjit_status run_scan_bwd(void *p, int r, void *stream)
+{
+    state *s = p;
+    void **b = s->bufs[r];
+    ssmjit_selective_scan_desc desc = scan_desc(s, b);
+    ssmjit_selective_scan_grads g = {0};
+    g.dy = mat(b[10]);
+    g.du = mat(b[11]);
+    g.ddelta = mat(b[12]);
+    g.dA = b[13];
+    g.dB = mat(b[14]);
+    g.dC = mat(b[15]);
+    g.dD = b[16];
+    g.dz = mat(b[17]);
+    g.ddelta_bias = b[18];
+    return ssmjit_selective_scan_bwd(s->ctx, &desc, &g, b[19], s->ws, stream);
+}
+
+/* ---- decode step: B=64 sequences, D=4096, N=16 --------------------------- */
+
+static ssmjit_status setup_decode(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    state s = {ctx, dt, quick ? 8 : 64, 1, 4096, 16, 0, {{0}}, 0};
+    size_t es = ssmjit_dtype_size(dt), row = (size_t)(s.b * s.d) * es, bn = (size_t)(s.b * s.n) * es;
+    size_t st_bytes = (size_t)(s.b * s.d * s.n) * 4;
+    /* x dt A B C D z dt_bias state out */
+    size_t sizes[] = {row, row, (size_t)(s.d * s.n) * 4, bn, bn, (size_t)s.d * 4, row, (size_t)s.d * 4, st_bytes, row};
+    out->bytes = (double)(2 * st_bytes + 4 * row);
+    snprintf(out->shape, sizeof out->shape, "B=%lld D=%lld N=%lld (one token)", (long long)s.b, (long long)s.d,
+             (long long)s.n);
+    return alloc_state(&s, sizes, 10, out);
+}
+
+static ssmjit_status run_decode(void *p, int r, void *stream)
+{
+    state *s = p;
+    void **b = s->bufs[r];
+    ssmjit_state_update_desc d = {0};
+    d.dtype = s->dtype;
+    d.batch = s->b;
+    d.dim = s->d;
+    d.dstate = s->n;
+    d.x = mat(b[0]);
+    d.dt = mat(b[1]);
+    d.A = b[2];
+    d.B = mat(b[3]);
+    d.C = mat(b[4]);
+    d.D = b[5];
+    d.z = mat(b[6]);
+    d.dt_bias = b[7];
+    d.dt_softplus = 1;
+    d.state = b[8];
+    d.out = mat(b[9]);
+    return ssmjit_selective_state_update(s->ctx, &d, stream);
+}
+
 const bench_case bench_cases[] = {
     {"silu fwd", setup_two, run_silu_fwd, teardown},
     {"gate y*silu(z) fwd", setup_three, run_gate_fwd, teardown},
     {"rmsnorm fwd (fused residual add)", setup_norm_fwd, run_norm_fwd, teardown},
     {"rmsnorm bwd", setup_norm_bwd, run_norm_bwd, teardown},
+    {"causal_conv1d fwd (silu)", setup_conv_fwd, run_conv_fwd, teardown},
+    {"causal_conv1d bwd (silu)", setup_conv_bwd, run_conv_bwd, teardown},
+    {"selective_scan fwd", setup_scan_fwd, run_scan_fwd, teardown},
+    {"selective_scan fwd + checkpoint", setup_scan_fwd, run_scan_fwd_ckpt, teardown},
+    {"selective_scan bwd", setup_scan_bwd, run_scan_bwd, teardown},
+    {"selective_state_update", setup_decode, run_decode, teardown},
     {NULL, NULL, NULL, NULL},
 };

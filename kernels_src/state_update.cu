@@ -1,0 +1,70 @@
+/* One decode step of the selective scan (module "state_update"):
+ *     dt = softplus(dt + dt_bias) (or without softplus)
+ *     state = exp(dt A) state + dt B x        (state [B, D, N] f32, in place)
+ *     out = (sum_n C state + D x) silu(z)
+ * the same arithmetic as one token of the forward scan.
+ *
+ * G lanes (a power of two up to 32) share one (batch row, channel) and take
+ * states n = lane, lane + G, ..., so state loads are coalesced; their
+ * partial sums meet through shuffles.  Every lane of a warp stays to the
+ * end so the shuffles have all their partners. */
+#include "ssmjit_types.cuh"
+
+#define SJ_LOG2E 1.4426950408889634f
+
+/* Kernel argument block; every field is 8 bytes so the host mirror
+ * (struct sj_update_params in src/ops_scan.c) has the same layout. */
+struct sj_update_params {
+    const void *x, *dt, *z, *B, *C;
+    sj_i64 sx, sdt, sz, sB, sC;
+    const float *A, *Dv, *dt_bias;
+    float *state;
+    void *out;
+    sj_i64 sout;
+    sj_i64 batch, D, N, softplus, G;
+};
+static_assert(sizeof(sj_update_params) == 21 * 8, "host mirror in src/ops_scan.c");
+
+template <typename T> __device__ __forceinline__ float ld(const void *base, sj_i64 i)
+{
+    return sj_to_float(((const T *)base)[i]);
+}
+
+template <typename T> __device__ __forceinline__ void state_update(const sj_update_params &p)
+{
+    const sj_i64 tid = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const int G = (int)p.G, lane = (int)(tid % G);
+    const sj_i64 bd = tid / G, b = bd / p.D, d = bd % p.D, N = p.N;
+    const bool ok = b < p.batch;
+    float y = 0.0f, x = 0.0f;
+    if (ok) {
+        x = ld<T>(p.x, b * p.sx + d);
+        float dt = ld<T>(p.dt, b * p.sdt + d) + (p.dt_bias ? p.dt_bias[d] : 0.0f);
+        if (p.softplus)
+            dt = sj_softplus(dt);
+        const float dtx = dt * x;
+        float *st = p.state + (b * p.D + d) * N;
+        for (sj_i64 n = lane; n < N; n += G) {
+            const float a = exp2f(dt * (p.A[d * N + n] * SJ_LOG2E));
+            const float h = fmaf(a, st[n], dtx * ld<T>(p.B, b * p.sB + n));
+            st[n] = h;
+            y = fmaf(ld<T>(p.C, b * p.sC + n), h, y);
+        }
+    }
+    for (int m = G >> 1; m > 0; m >>= 1)
+        y += __shfl_xor_sync(0xffffffffu, y, m);
+    if (ok && lane == 0) {
+        y = fmaf(p.Dv ? p.Dv[d] : 0.0f, x, y);
+        if (p.z)
+            y *= sj_silu(ld<T>(p.z, b * p.sz + d));
+        ((T *)p.out)[b * p.sout + d] = sj_from_float<T>(y);
+    }
+}
+
+#define SJ_STATE_UPDATE_KERNEL(T, sfx, unused)                                            \
+    extern "C" __global__ void state_update_##sfx(const sj_update_params p)              \
+    {                                                                                     \
+        state_update<T>(p);                                                               \
+    }
+
+SJ_FOR_EACH_DTYPE(SJ_STATE_UPDATE_KERNEL, 0)

@@ -1,0 +1,536 @@
+/* Selective scan ops (modules "scan_fwd", "scan_bwd", "state_update"):
+ * argument checks, launch shapes, and the workspace of the backward. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "kernel.h"
+#include "ops_scan.h"
+#include "validate.h"
+
+/* Must match kernels_src: SJ_SCAN_CHUNK, SJ_BWD_NBLK, SJ_BWD_TR,
+ * SJ_WB_TOK and SJ_BWD_BUF. */
+#define SCAN_CHUNK 16
+#define BWD_NBLK 16
+#define BWD_TR 4
+#define BWD_WB_TOK (32 * 12 + 8)
+#define BWD_BUF (2 * SCAN_CHUNK * BWD_NBLK + 5 * SCAN_CHUNK * 32 + 2 * SCAN_CHUNK)
+
+#define SCAN_MAX_N 256
+#define SCAN_MAX_BATCH 65535 /* gridDim.y */
+#define FWD_MAX_GROUPS 16    /* state groups (warps) of a forward block: 512 threads */
+#define WS_ALIGN 256
+#define FLAT_THREADS 256u    /* reduction and decode kernels */
+#define FLAT_MAX_GRID 65535u /* they grid-stride over the rest */
+
+#define SCAN_TRY(expr)              \
+    do {                            \
+        ssmjit_status st_ = (expr); \
+        if (st_ != SSMJIT_OK)       \
+            return st_;             \
+    } while (0)
+
+/* Mirror of struct sj_scan_params in kernels_src/scan_common.cuh: same
+ * fields, same order, all 8 bytes. */
+typedef struct sj_scan_params {
+    uint64_t u, delta, z, B, C;
+    int64_t su, sdelta, sz, sB, sC;
+    uint64_t A, Dv, dbias, init;
+    uint64_t cu;
+    uint64_t y;
+    int64_t sy;
+    uint64_t final_state, ckpt;
+    uint64_t dy;
+    int64_t sdy;
+    uint64_t dfinal;
+    uint64_t du, ddelta, dz;
+    int64_t sdu, sddelta, sdz;
+    uint64_t dinit;
+    uint64_t ws_bc, ws_acc, ws_dA, ws_dD, ws_db;
+    int64_t L, D, N, nseq, softplus;
+    int64_t G, BD, nb, NB, ndblk;
+} sj_scan_params;
+_Static_assert(sizeof(sj_scan_params) == 44 * 8, "layout of sj_scan_params in scan_common.cuh");
+
+/* Mirror of struct sj_update_params in kernels_src/state_update.cu. */
+typedef struct sj_update_params {
+    uint64_t x, dt, z, B, C;
+    int64_t sx, sdt, sz, sB, sC;
+    uint64_t A, Dv, dt_bias, state, out;
+    int64_t sout;
+    int64_t batch, D, N, softplus, G;
+} sj_update_params;
+_Static_assert(sizeof(sj_update_params) == 21 * 8, "layout of sj_update_params in state_update.cu");
+
+static int forced_ns;
+
+void sj_scan_force_states_per_thread(int ns) { forced_ns = ns; }
+
+static uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static size_t align_up(size_t v) { return (v + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
+
+/* ------------------------------------------------------------------------ */
+/* Descriptor checks                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct scan_shape {
+    int64_t B, L, D, N;
+    int64_t S;   /* segments: batch rows, or packed sequences */
+    int64_t nch; /* chunks of SCAN_CHUNK tokens */
+    int64_t su, sdelta, sz, sB, sC, sy;
+    int active;  /* B * L * D > 0: activations are read */
+} scan_shape;
+
+/* Extents whose products the kernels form in 64 bits stay far from overflow. */
+static ssmjit_status check_size(const char *op, const char *what, int64_t a, int64_t b, int64_t c)
+{
+    const int64_t lim = INT64_C(1) << 62;
+    if ((a != 0 && b > lim / a) || (a * b != 0 && c > lim / (a * b)))
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: %s is too large", op, what);
+    return SSMJIT_OK;
+}
+
+static ssmjit_status check_matrix(const char *op, const char *name, const ssmjit_matrix *m, int64_t width,
+                                  int need_data, int64_t *stride)
+{
+    char what[64];
+    if (need_data) {
+        snprintf(what, sizeof what, "desc->%s.data", name);
+        SCAN_TRY(sj_check_ptr(m->data, op, what));
+    }
+    snprintf(what, sizeof what, "desc->%s.stride", name);
+    return sj_resolve_stride(m->stride, width, op, what, stride);
+}
+
+static ssmjit_status check_dstate(const char *op, int64_t n)
+{
+    if (n < 1 || n > SCAN_MAX_N)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->dstate = %lld is outside 1..%d", op,
+                        (long long)n, SCAN_MAX_N);
+    return SSMJIT_OK;
+}
+
+/* Checks the whole descriptor of a forward (need_y) or backward. */
+static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc *desc, int need_y,
+                                scan_shape *sh)
+{
+    SCAN_TRY(sj_check_ptr(desc, op, "desc"));
+    SCAN_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
+    SCAN_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
+    SCAN_TRY(sj_check_extent(desc->seqlen, op, "desc->seqlen"));
+    SCAN_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
+    SCAN_TRY(check_dstate(op, desc->dstate));
+    sh->B = desc->batch;
+    sh->L = desc->seqlen;
+    sh->D = desc->dim;
+    sh->N = desc->dstate;
+    sh->S = sh->B;
+    if (desc->cu_seqlens) {
+        if (desc->batch != 1)
+            return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->batch = %lld must be 1 with cu_seqlens", op,
+                            (long long)desc->batch);
+        if (desc->num_seqs < 1 || desc->num_seqs > INT32_MAX - 1)
+            return sj_error(SSMJIT_ERR_INVALID_ARG,
+                            "%s: desc->num_seqs = %lld must be in 1..2^31-2 with cu_seqlens", op,
+                            (long long)desc->num_seqs);
+        sh->S = desc->num_seqs;
+    }
+    if (sh->B > SCAN_MAX_BATCH)
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->batch = %lld is above %d", op,
+                        (long long)sh->B, SCAN_MAX_BATCH);
+    if (sh->D > INT32_MAX)
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->dim = %lld is above 2^31-1", op, (long long)sh->D);
+    if (desc->cu_seqlens && sh->L > INT32_MAX)
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->seqlen = %lld does not fit int32 cu_seqlens",
+                        op, (long long)sh->L);
+    sh->active = sh->B > 0 && sh->L > 0 && sh->D > 0;
+    const int act = sh->active;
+    SCAN_TRY(check_matrix(op, "u", &desc->u, sh->D, act, &sh->su));
+    SCAN_TRY(check_matrix(op, "delta", &desc->delta, sh->D, act, &sh->sdelta));
+    SCAN_TRY(check_matrix(op, "B", &desc->B, sh->N, act, &sh->sB));
+    SCAN_TRY(check_matrix(op, "C", &desc->C, sh->N, act, &sh->sC));
+    SCAN_TRY(check_matrix(op, "z", &desc->z, sh->D, 0, &sh->sz));
+    SCAN_TRY(check_matrix(op, "y", &desc->y, sh->D, need_y && act, &sh->sy));
+    if (sh->D > 0)
+        SCAN_TRY(sj_check_ptr(desc->A, op, "desc->A"));
+    int64_t widest = sh->su;
+    const int64_t strides[] = {sh->sdelta, sh->sB, sh->sC, sh->sz, sh->sy};
+    for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
+        widest = strides[i] > widest ? strides[i] : widest;
+    SCAN_TRY(check_size(op, "the activation extent B * L * stride", sh->B, sh->L, widest));
+    SCAN_TRY(check_size(op, "the state extent S * D * N", sh->S + 1, sh->D, sh->N));
+    SCAN_TRY(check_size(op, "the backward workspace", sh->B, sh->L, ceil_div(sh->D, 32) * 2 * sh->N + 3 * sh->D + 64));
+    sh->nch = ceil_div(sh->L, SCAN_CHUNK);
+    return SSMJIT_OK;
+}
+
+static size_t checkpoint_bytes(const scan_shape *sh)
+{
+    int64_t ends = sh->nch > 1 ? sh->nch - 1 : 0;
+    return (size_t)sh->B * (size_t)ends * (size_t)sh->D * (size_t)sh->N * sizeof(float);
+}
+
+/* Kernel arguments of the forward inputs (shared by forward and backward). */
+static sj_scan_params scan_params(const ssmjit_selective_scan_desc *desc, const scan_shape *sh)
+{
+    sj_scan_params p = {0};
+    p.u = dptr(desc->u.data);
+    p.delta = dptr(desc->delta.data);
+    p.z = dptr(desc->z.data);
+    p.B = dptr(desc->B.data);
+    p.C = dptr(desc->C.data);
+    p.su = sh->su;
+    p.sdelta = sh->sdelta;
+    p.sz = sh->sz;
+    p.sB = sh->sB;
+    p.sC = sh->sC;
+    p.A = dptr(desc->A);
+    p.Dv = dptr(desc->D);
+    p.dbias = dptr(desc->delta_bias);
+    p.init = dptr(desc->initial_state);
+    p.cu = dptr(desc->cu_seqlens);
+    p.L = sh->L;
+    p.D = sh->D;
+    p.N = sh->N;
+    p.nseq = sh->S;
+    p.softplus = desc->delta_softplus != 0;
+    return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Forward                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct fwd_shape {
+    int ns;     /* states per thread */
+    int groups; /* state groups (warps) per channel: N padded to groups * ns */
+    int bd;     /* channels per block */
+} fwd_shape;
+
+static fwd_shape fwd_shape_for(int64_t n)
+{
+    fwd_shape f;
+    f.ns = n <= 64 ? 4 : 16;
+    if (forced_ns == 4 || forced_ns == 8 || forced_ns == 16)
+        if (ceil_div(n, forced_ns) <= FWD_MAX_GROUPS)
+            f.ns = forced_ns;
+    f.groups = (int)ceil_div(n, f.ns);
+    f.bd = 32 * (f.groups < 4 ? 4 / f.groups : 1);
+    return f;
+}
+
+/* Dynamic shared memory of sj_scan_fwd (see sj_fwd_layout). */
+static unsigned fwd_smem_bytes(const fwd_shape *f)
+{
+    int npad = f->groups * f->ns;
+    int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * f->bd + 2 * SCAN_CHUNK;
+    int partial = f->groups > 1 ? SCAN_CHUNK * f->groups * f->bd : 0;
+    return (unsigned)((2 * buf + partial) * sizeof(float));
+}
+
+/* Launches the forward scan (module scan_fwd, prefix "scan_fwd") or its
+ * states-only twin (module scan_bwd, prefix "scan_states") over the B
+ * rows. */
+static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *prefix,
+                                ssmjit_dtype dtype, const scan_shape *sh, sj_scan_params *p, void *stream)
+{
+    const fwd_shape f = fwd_shape_for(sh->N);
+    char name[48];
+    snprintf(name, sizeof name, "%s_ns%d_%s", prefix, f.ns, sj_dtype_suffix(dtype));
+    CUfunction fn;
+    SCAN_TRY(sj_kernel_get(ctx, mod, role, name, &fn));
+    p->G = f.groups;
+    p->BD = f.bd;
+    sj_dim3 grid = {(unsigned)ceil_div(sh->D, f.bd), (unsigned)sh->B, 1};
+    sj_dim3 block = {(unsigned)(f.bd * f.groups), 1, 1};
+    void *args[] = {p};
+    return sj_launch(ctx, fn, grid, block, fwd_smem_bytes(&f), stream, args);
+}
+
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
+                                                                  size_t *bytes)
+{
+    const char *op = "ssmjit_selective_scan_fwd_workspace_size";
+    scan_shape sh;
+    SCAN_TRY(sj_check_ptr(bytes, op, "bytes"));
+    SCAN_TRY(check_scan(op, desc, 0, &sh));
+    *bytes = checkpoint_bytes(&sh);
+    return SSMJIT_OK;
+}
+
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                                   void *stream)
+{
+    const char *op = "ssmjit_selective_scan_fwd";
+    scan_shape sh;
+    SCAN_TRY(sj_check_context(ctx, op));
+    SCAN_TRY(check_scan(op, desc, 1, &sh));
+    /* Without tokens only the final states (= initial states) remain. */
+    if (sh.D == 0 || sh.B == 0 || (!sh.active && !desc->final_state))
+        return SSMJIT_OK;
+    sj_scan_params p = scan_params(desc, &sh);
+    p.y = dptr(desc->y.data);
+    p.sy = sh.sy;
+    p.final_state = dptr(desc->final_state);
+    p.ckpt = dptr(desc->checkpoint);
+    return launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", desc->dtype, &sh, &p, stream);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Backward                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Byte offsets of the backward's workspace parts; each starts aligned. */
+typedef struct bwd_layout {
+    size_t ckpt, bc, acc, dA, dD, db, total;
+    int64_t ndblk; /* channel blocks of 32 */
+    int64_t nblocks; /* launches of BWD_NBLK states */
+} bwd_layout;
+
+static bwd_layout bwd_layout_for(const ssmjit_selective_scan_desc *desc, const scan_shape *sh)
+{
+    bwd_layout w;
+    w.ndblk = ceil_div(sh->D, 32);
+    w.nblocks = ceil_div(sh->N, BWD_NBLK);
+    const size_t f = sizeof(float), B = (size_t)sh->B, L = (size_t)sh->L, D = (size_t)sh->D,
+                 N = (size_t)sh->N;
+    size_t off = 0;
+    w.ckpt = off;
+    off += align_up(desc->checkpoint ? 0 : checkpoint_bytes(sh));
+    w.bc = off;
+    off += align_up(B * (size_t)w.ndblk * L * 2 * N * f);
+    w.acc = off;
+    off += align_up(w.nblocks > 1 ? B * L * D * 3 * f : 0);
+    w.dA = off;
+    off += align_up(B * D * N * f);
+    w.dD = off;
+    off += align_up(B * D * f);
+    w.db = off;
+    off += align_up(B * D * f);
+    w.total = off;
+    return w;
+}
+
+SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(const ssmjit_selective_scan_desc *desc,
+                                                                  size_t *bytes)
+{
+    const char *op = "ssmjit_selective_scan_bwd_workspace_size";
+    scan_shape sh;
+    SCAN_TRY(sj_check_ptr(bytes, op, "bytes"));
+    SCAN_TRY(check_scan(op, desc, 0, &sh));
+    *bytes = sh.D > 0 ? bwd_layout_for(desc, &sh).total : 0;
+    return SSMJIT_OK;
+}
+
+/* A gradient pointer is required exactly when its input was given. */
+static ssmjit_status check_paired(const char *op, const void *input, const void *grad, const char *input_name,
+                                  const char *grad_name)
+{
+    if (input && !grad)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s is NULL but %s is given", op, grad_name, input_name);
+    if (!input && grad)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s is set but %s is absent", op, grad_name, input_name);
+    return SSMJIT_OK;
+}
+
+static ssmjit_status check_grads(const char *op, const ssmjit_selective_scan_desc *desc,
+                                 const ssmjit_selective_scan_grads *gr, const scan_shape *sh, int64_t s[6])
+{
+    SCAN_TRY(sj_check_ptr(gr, op, "grads"));
+    const int act = sh->active;
+    const ssmjit_matrix *m[] = {&gr->dy, &gr->du, &gr->ddelta, &gr->dB, &gr->dC, &gr->dz};
+    static const char *const names[] = {"grads->dy", "grads->du", "grads->ddelta",
+                                        "grads->dB", "grads->dC", "grads->dz"};
+    for (int i = 0; i < 6; i++) {
+        char what[64];
+        const int64_t width = i == 3 || i == 4 ? sh->N : sh->D;
+        if (act && i < 5) {
+            snprintf(what, sizeof what, "%s.data", names[i]);
+            SCAN_TRY(sj_check_ptr(m[i]->data, op, what));
+        }
+        snprintf(what, sizeof what, "%s.stride", names[i]);
+        SCAN_TRY(sj_resolve_stride(m[i]->stride, width, op, what, &s[i]));
+        SCAN_TRY(check_size(op, what, sh->B, sh->L, s[i]));
+    }
+    if (sh->D > 0)
+        SCAN_TRY(sj_check_ptr(gr->dA, op, "grads->dA"));
+    if (act)
+        SCAN_TRY(check_paired(op, desc->z.data, gr->dz.data, "desc->z", "grads->dz.data"));
+    SCAN_TRY(check_paired(op, desc->D, gr->dD, "desc->D", "grads->dD"));
+    SCAN_TRY(check_paired(op, desc->delta_bias, gr->ddelta_bias, "desc->delta_bias", "grads->ddelta_bias"));
+    SCAN_TRY(check_paired(op, desc->initial_state, gr->d_initial_state, "desc->initial_state",
+                          "grads->d_initial_state"));
+    return SSMJIT_OK;
+}
+
+/* Kernel `kernel` of module scan_bwd, suffixed with the dtype's name when
+ * there is one. */
+static ssmjit_status get_bwd_kernel(ssmjit_context *ctx, const char *kernel, const char *suffix, CUfunction *fn)
+{
+    char name[48];
+    snprintf(name, sizeof name, suffix ? "%s_%s" : "%s", kernel, suffix);
+    return sj_kernel_get(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, name, fn);
+}
+
+static sj_dim3 flat_grid(int64_t items)
+{
+    int64_t blocks = ceil_div(items, FLAT_THREADS);
+    sj_dim3 g = {(unsigned)(blocks < FLAT_MAX_GRID ? blocks : FLAT_MAX_GRID), 1, 1};
+    return g;
+}
+
+/* dA, dD, ddelta_bias from the per-row partials (zeros when B = 0). */
+static ssmjit_status launch_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_grads *gr,
+                                          const scan_shape *sh, char *ws, const bwd_layout *w, void *stream)
+{
+    CUfunction fn;
+    SCAN_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_params", NULL, &fn));
+    uint64_t wdA = dptr(ws + w->dA), wdD = dptr(ws + w->dD), wdb = dptr(ws + w->db);
+    uint64_t dA = dptr(gr->dA), dD = dptr(gr->dD), db = dptr(gr->ddelta_bias);
+    int64_t B = sh->B, D = sh->D, N = sh->N;
+    void *args[] = {&wdA, &wdD, &wdb, &B, &D, &N, &dA, &dD, &db};
+    sj_dim3 block = {FLAT_THREADS, 1, 1};
+    return sj_launch(ctx, fn, flat_grid(D * N), block, 0, stream, args);
+}
+
+static ssmjit_status launch_reduce_bc(ssmjit_context *ctx, ssmjit_dtype dtype, const ssmjit_selective_scan_grads *gr,
+                                      const scan_shape *sh, const int64_t s[6], char *ws, const bwd_layout *w,
+                                      void *stream)
+{
+    CUfunction fn;
+    SCAN_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_bc", sj_dtype_suffix(dtype), &fn));
+    uint64_t wbc = dptr(ws + w->bc), dB = dptr(gr->dB.data), dC = dptr(gr->dC.data);
+    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, N = sh->N, sdB = s[3], sdC = s[4];
+    void *args[] = {&wbc, &ndblk, &B, &L, &N, &dB, &sdB, &dC, &sdC};
+    sj_dim3 block = {FLAT_THREADS, 1, 1};
+    return sj_launch(ctx, fn, flat_grid(B * L * 2 * N), block, 0, stream, args);
+}
+
+SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                                   const ssmjit_selective_scan_grads *grads, void *workspace,
+                                                   size_t workspace_bytes, void *stream)
+{
+    const char *op = "ssmjit_selective_scan_bwd";
+    scan_shape sh;
+    int64_t s[6];
+    SCAN_TRY(sj_check_context(ctx, op));
+    SCAN_TRY(check_scan(op, desc, 0, &sh));
+    SCAN_TRY(check_grads(op, desc, grads, &sh, s));
+    if (sh.D == 0)
+        return SSMJIT_OK;
+    const bwd_layout w = bwd_layout_for(desc, &sh);
+    SCAN_TRY(sj_check_ptr(workspace, op, "workspace"));
+    if (workspace_bytes < w.total)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: workspace_bytes = %zu is below the %zu bytes required",
+                        op, workspace_bytes, w.total);
+    char *ws = workspace;
+
+    if (sh.B > 0) {
+        sj_scan_params p = scan_params(desc, &sh);
+        p.ckpt = desc->checkpoint ? dptr(desc->checkpoint) : dptr(ws + w.ckpt);
+        if (!desc->checkpoint && sh.nch > 1)
+            SCAN_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", desc->dtype, &sh, &p,
+                                stream));
+        p.dy = dptr(grads->dy.data);
+        p.sdy = s[0];
+        p.dfinal = dptr(grads->d_final_state);
+        p.du = dptr(grads->du.data);
+        p.sdu = s[1];
+        p.ddelta = dptr(grads->ddelta.data);
+        p.sddelta = s[2];
+        p.dz = dptr(grads->dz.data);
+        p.sdz = s[5];
+        p.dinit = dptr(grads->d_initial_state);
+        p.ws_bc = dptr(ws + w.bc);
+        p.ws_acc = dptr(ws + w.acc);
+        p.ws_dA = dptr(ws + w.dA);
+        p.ws_dD = dptr(ws + w.dD);
+        p.ws_db = dptr(ws + w.db);
+        p.NB = w.nblocks;
+        p.ndblk = w.ndblk;
+        CUfunction fn;
+        SCAN_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(desc->dtype), &fn));
+        /* One warp per 4 states; all 4 when the states take several launches. */
+        const int64_t warps = w.nblocks > 1 ? BWD_NBLK / 4 : ceil_div(sh.N, 4);
+        const unsigned smem =
+            (unsigned)((2 * BWD_BUF + 2 * BWD_TR * 3 * warps * 32 + warps * BWD_TR * BWD_WB_TOK) * sizeof(float));
+        sj_dim3 grid = {(unsigned)w.ndblk, (unsigned)sh.B, 1};
+        sj_dim3 block = {(unsigned)(32 * warps), 1, 1};
+        /* The launches of successive state blocks chain through ws_acc in
+         * stream order. */
+        for (int64_t nb = 0; nb < w.nblocks; nb++) {
+            p.nb = nb;
+            void *args[] = {&p};
+            SCAN_TRY(sj_launch(ctx, fn, grid, block, smem, stream, args));
+        }
+        if (sh.L > 0)
+            SCAN_TRY(launch_reduce_bc(ctx, desc->dtype, grads, &sh, s, ws, &w, stream));
+    }
+    return launch_reduce_params(ctx, grads, &sh, ws, &w, stream);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decode step                                                              */
+/* ------------------------------------------------------------------------ */
+
+SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, const ssmjit_state_update_desc *desc,
+                                                       void *stream)
+{
+    const char *op = "ssmjit_selective_state_update";
+    SCAN_TRY(sj_check_context(ctx, op));
+    SCAN_TRY(sj_check_ptr(desc, op, "desc"));
+    SCAN_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
+    SCAN_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
+    SCAN_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
+    SCAN_TRY(check_dstate(op, desc->dstate));
+    const int64_t B = desc->batch, D = desc->dim, N = desc->dstate;
+    const int act = B > 0 && D > 0;
+    sj_update_params p = {0};
+    SCAN_TRY(check_matrix(op, "x", &desc->x, D, act, &p.sx));
+    SCAN_TRY(check_matrix(op, "dt", &desc->dt, D, act, &p.sdt));
+    SCAN_TRY(check_matrix(op, "B", &desc->B, N, act, &p.sB));
+    SCAN_TRY(check_matrix(op, "C", &desc->C, N, act, &p.sC));
+    SCAN_TRY(check_matrix(op, "z", &desc->z, D, 0, &p.sz));
+    SCAN_TRY(check_matrix(op, "out", &desc->out, D, act, &p.sout));
+    int64_t widest = p.sx;
+    const int64_t strides[] = {p.sdt, p.sB, p.sC, p.sz, p.sout};
+    for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
+        widest = strides[i] > widest ? strides[i] : widest;
+    SCAN_TRY(check_size(op, "the extent B * stride", B, widest, 1));
+    SCAN_TRY(check_size(op, "the state extent B * D * N", B, D, N * 32));
+    if (!act)
+        return SSMJIT_OK;
+    SCAN_TRY(sj_check_ptr(desc->A, op, "desc->A"));
+    SCAN_TRY(sj_check_ptr(desc->state, op, "desc->state"));
+
+    p.x = dptr(desc->x.data);
+    p.dt = dptr(desc->dt.data);
+    p.z = dptr(desc->z.data);
+    p.B = dptr(desc->B.data);
+    p.C = dptr(desc->C.data);
+    p.A = dptr(desc->A);
+    p.Dv = dptr(desc->D);
+    p.dt_bias = dptr(desc->dt_bias);
+    p.state = dptr(desc->state);
+    p.out = dptr(desc->out.data);
+    p.batch = B;
+    p.D = D;
+    p.N = N;
+    p.softplus = desc->dt_softplus != 0;
+    p.G = 1;
+    while (p.G < 32 && p.G < N)
+        p.G *= 2;
+    const int64_t blocks = ceil_div(B * D * p.G, FLAT_THREADS);
+    if (blocks > INT32_MAX)
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: batch * dim = %lld is too large", op, (long long)(B * D));
+    char name[48];
+    snprintf(name, sizeof name, "state_update_%s", sj_dtype_suffix(desc->dtype));
+    CUfunction fn;
+    SCAN_TRY(sj_kernel_get(ctx, SJ_MODULE_STATE_UPDATE, SJ_ROLE_FORWARD, name, &fn));
+    sj_dim3 grid = {(unsigned)blocks, 1, 1}, block = {FLAT_THREADS, 1, 1};
+    void *args[] = {&p};
+    return sj_launch(ctx, fn, grid, block, 0, stream, args);
+}

@@ -1,0 +1,949 @@
+/* The selective scan on the GPU against the double reference: every dtype,
+ * with and without each optional input and output, awkward lengths and
+ * channel counts, every state size and forward variant, strided views in
+ * NaN padding that must stay untouched, poisoned outputs and workspace,
+ * packed sequences against separate runs, chained decode steps against the
+ * scan, reproducibility, argument validation and empty extents. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+#include "ops_scan.h"
+#include "ref_scan.h"
+#include "test_util.h"
+
+/* ------------------------------------------------------------------------ */
+/* Device activations inside NaN padding                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A [rows, w] view at column `off` of a [rows, ld] buffer.  Strided views
+ * sit inside rows more than twice as wide at an odd offset; everything
+ * outside the view is NaN, so reading it spoils the result and writing it
+ * is caught when the padding is checked. */
+typedef struct dview {
+    void *base;
+    size_t rows, w, ld, off;
+    ssmjit_dtype dtype;
+} dview;
+
+static const dview no_view = {NULL, 0, 0, 0, 0, SSMJIT_F32};
+
+static dview view_layout(size_t rows, size_t w, ssmjit_dtype dtype, int strided)
+{
+    dview v = {NULL, rows, w, w, 0, dtype};
+    if (strided) {
+        v.ld = 2 * w + 3;
+        v.off = w + 1;
+    }
+    return v;
+}
+
+/* Uploads host[rows * w], rounded in place to what the device holds. */
+static dview view_upload(double *host, size_t rows, size_t w, ssmjit_dtype dtype, int strided)
+{
+    if (!host)
+        return no_view;
+    dview v = view_layout(rows, w, dtype, strided);
+    double *pad = tu_doubles(rows * v.ld + 1);
+    for (size_t i = 0; i < rows * v.ld; ++i)
+        pad[i] = NAN;
+    for (size_t r = 0; r < rows; ++r)
+        memcpy(pad + r * v.ld + v.off, host + r * w, w * sizeof *host);
+    v.base = gu_upload_new(pad, rows * v.ld, dtype);
+    for (size_t r = 0; r < rows; ++r)
+        memcpy(host + r * w, pad + r * v.ld + v.off, w * sizeof *host);
+    free(pad);
+    return v;
+}
+
+static dview view_poisoned(size_t rows, size_t w, ssmjit_dtype dtype, int strided)
+{
+    dview v = view_layout(rows, w, dtype, strided);
+    v.base = gu_alloc_poisoned(rows * v.ld, dtype);
+    return v;
+}
+
+/* Downloads the view into host[rows * w] and fails if the padding changed. */
+static void view_download(double *host, const dview *v)
+{
+    double *pad = tu_doubles(v->rows * v->ld + 1);
+    gu_download_as(pad, v->base, v->rows * v->ld, v->dtype);
+    for (size_t r = 0; r < v->rows; ++r)
+        for (size_t j = 0; j < v->ld; ++j) {
+            double x = pad[r * v->ld + j];
+            if (j >= v->off && j < v->off + v->w)
+                host[r * v->w + j - v->off] = x;
+            else if (!isnan(x))
+                fail_msg("padding at row %zu column %zu was written", r, j);
+        }
+    free(pad);
+}
+
+/* The ssmjit view; stride 0 (contiguous) without padding. */
+static ssmjit_matrix view_mat(const dview *v)
+{
+    ssmjit_matrix m = {NULL, 0};
+    if (!v->base)
+        return m;
+    m.data = (char *)v->base + v->off * ssmjit_dtype_size(v->dtype);
+    m.stride = v->ld == v->w ? 0 : (int64_t)v->ld;
+    return m;
+}
+
+static void view_free(dview *v)
+{
+    gu_free(v->base);
+    v->base = NULL;
+}
+
+/* f32 arrays; NULL host gives NULL. */
+static void *f32_upload(double *host, size_t n) { return host ? gu_upload_new(host, n, SSMJIT_F32) : NULL; }
+
+static void *f32_poisoned(size_t n, int wanted) { return wanted ? gu_alloc_poisoned(n, SSMJIT_F32) : NULL; }
+
+static double *f32_download(const void *dptr, size_t n)
+{
+    if (!dptr)
+        return NULL;
+    double *h = tu_doubles(n + 1);
+    gu_download_as(h, dptr, n, SSMJIT_F32);
+    return h;
+}
+
+static double *view_fetch(const dview *v)
+{
+    if (!v->base)
+        return NULL;
+    double *h = tu_doubles(v->rows * v->w + 1);
+    view_download(h, v);
+    return h;
+}
+
+static void expect_close(const double *got, const double *ref, size_t n, double tol, const char *what)
+{
+    double err = tu_rel_err(got, ref, n);
+    if (!(err <= tol))
+        fail_msg("%s: relative error %g > %g", what, err, tol);
+}
+
+static void *poisoned_workspace(size_t bytes)
+{
+    assert_true(bytes % sizeof(float) == 0);
+    /* Poisoned: the kernels must not rely on a zeroed workspace. */
+    return gu_alloc_poisoned(bytes / sizeof(float) + 1, SSMJIT_F32);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One forward + backward on the GPU                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct scase {
+    ssmjit_dtype dtype;
+    ref_scan_options o;
+    int final_state, checkpoint, strided;
+    int ns; /* forced states per thread of the forward, 0 = automatic */
+} scase;
+
+/* Everything the GPU computed, widened to double (NULL where not asked). */
+typedef struct gpu_out {
+    double *y, *fin, *du, *ddelta, *dA, *dB, *dC, *dD, *dz, *dbias, *dinit;
+} gpu_out;
+
+static void gpu_out_free(gpu_out *g)
+{
+    double *all[] = {g->y, g->fin, g->du, g->ddelta, g->dA, g->dB, g->dC, g->dD, g->dz, g->dbias, g->dinit};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
+static void *upload_cu(const ref_scan_options *o)
+{
+    if (!o->cu_seqlens)
+        return NULL;
+    void *p = gu_alloc((o->nseq + 1) * sizeof(int32_t));
+    gu_upload(p, o->cu_seqlens, (o->nseq + 1) * sizeof(int32_t));
+    return p;
+}
+
+/* The inputs on the device (host arrays rounded in place to match). */
+typedef struct dinputs {
+    dview u, delta, B, C, z, dy;
+    void *A, *D, *bias, *init, *dfinal, *cu;
+} dinputs;
+
+static dinputs upload_inputs(const scase *c, ref_scan_inputs *in)
+{
+    const ref_scan_options *o = &c->o;
+    const size_t rows = o->B * o->L, SDN = in->S * o->D * o->N;
+    dinputs d = {view_upload(in->u, rows, o->D, c->dtype, c->strided),
+                 view_upload(in->delta, rows, o->D, c->dtype, c->strided),
+                 view_upload(in->Bm, rows, o->N, c->dtype, c->strided),
+                 view_upload(in->Cm, rows, o->N, c->dtype, c->strided),
+                 view_upload(in->z, rows, o->D, c->dtype, c->strided),
+                 view_upload(in->dy, rows, o->D, c->dtype, c->strided),
+                 f32_upload(in->A, o->D * o->N),
+                 f32_upload(in->Dv, o->D),
+                 f32_upload(in->bias, o->D),
+                 f32_upload(in->init, SDN),
+                 f32_upload(in->dfinal, SDN),
+                 upload_cu(o)};
+    return d;
+}
+
+static void free_inputs(dinputs *d)
+{
+    dview *v[] = {&d->u, &d->delta, &d->B, &d->C, &d->z, &d->dy};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        view_free(v[i]);
+    void *p[] = {d->A, d->D, d->bias, d->init, d->dfinal, d->cu};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        gu_free(p[i]);
+}
+
+static ssmjit_selective_scan_desc make_desc(const scase *c, const dinputs *d)
+{
+    ssmjit_selective_scan_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.dtype = c->dtype;
+    desc.batch = (int64_t)c->o.B;
+    desc.seqlen = (int64_t)c->o.L;
+    desc.dim = (int64_t)c->o.D;
+    desc.dstate = (int64_t)c->o.N;
+    desc.u = view_mat(&d->u);
+    desc.delta = view_mat(&d->delta);
+    desc.A = d->A;
+    desc.B = view_mat(&d->B);
+    desc.C = view_mat(&d->C);
+    desc.D = d->D;
+    desc.z = view_mat(&d->z);
+    desc.delta_bias = d->bias;
+    desc.delta_softplus = c->o.softplus;
+    desc.initial_state = d->init;
+    desc.cu_seqlens = d->cu;
+    desc.num_seqs = (int64_t)c->o.nseq;
+    return desc;
+}
+
+static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
+{
+    const ref_scan_options *o = &c->o;
+    const size_t rows = o->B * o->L, SDN = in->S * o->D * o->N;
+    dinputs d = upload_inputs(c, in);
+    ssmjit_selective_scan_desc desc = make_desc(c, &d);
+
+    dview Y = view_poisoned(rows, o->D, c->dtype, c->strided);
+    void *FIN = f32_poisoned(SDN, c->final_state), *CK = NULL;
+    desc.y = view_mat(&Y);
+    desc.final_state = FIN;
+    size_t ck_bytes, ws_bytes;
+    assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(&desc, &ck_bytes), SSMJIT_OK);
+    if (c->checkpoint)
+        desc.checkpoint = CK = poisoned_workspace(ck_bytes);
+    sj_scan_force_states_per_thread(c->ns);
+    ssmjit_status st = ssmjit_selective_scan_fwd(ctx, &desc, NULL);
+    sj_scan_force_states_per_thread(0);
+    if (st != SSMJIT_OK)
+        fail_msg("forward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
+
+    ssmjit_selective_scan_grads gr;
+    memset(&gr, 0, sizeof gr);
+    dview DU = view_poisoned(rows, o->D, c->dtype, c->strided),
+          DDL = view_poisoned(rows, o->D, c->dtype, !c->strided),
+          DB = view_poisoned(rows, o->N, c->dtype, c->strided),
+          DC = view_poisoned(rows, o->N, c->dtype, !c->strided),
+          DZ = in->z ? view_poisoned(rows, o->D, c->dtype, c->strided) : no_view;
+    gr.dy = view_mat(&d.dy);
+    gr.d_final_state = d.dfinal;
+    gr.du = view_mat(&DU);
+    gr.ddelta = view_mat(&DDL);
+    gr.dB = view_mat(&DB);
+    gr.dC = view_mat(&DC);
+    gr.dz = view_mat(&DZ);
+    gr.dA = f32_poisoned(o->D * o->N, 1);
+    gr.dD = f32_poisoned(o->D, in->Dv != NULL);
+    gr.ddelta_bias = f32_poisoned(o->D, in->bias != NULL);
+    gr.d_initial_state = f32_poisoned(SDN, in->init != NULL);
+    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&desc, &ws_bytes), SSMJIT_OK);
+    void *WS = poisoned_workspace(ws_bytes);
+    st = ssmjit_selective_scan_bwd(ctx, &desc, &gr, WS, ws_bytes, NULL);
+    if (st != SSMJIT_OK)
+        fail_msg("backward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
+    gu_sync();
+
+    gpu_out g = {view_fetch(&Y), f32_download(FIN, SDN), view_fetch(&DU), view_fetch(&DDL),
+                 f32_download(gr.dA, o->D * o->N), view_fetch(&DB), view_fetch(&DC),
+                 f32_download(gr.dD, o->D), view_fetch(&DZ), f32_download(gr.ddelta_bias, o->D),
+                 f32_download(gr.d_initial_state, SDN)};
+    dview *v[] = {&Y, &DU, &DDL, &DB, &DC, &DZ};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        view_free(v[i]);
+    void *p[] = {FIN, CK, WS, gr.dA, gr.dD, gr.ddelta_bias, gr.d_initial_state};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        gu_free(p[i]);
+    free_inputs(&d);
+    return g;
+}
+
+/* Compares every output of `got` with `want` (reference or another run). */
+static void compare_outputs(const scase *c, size_t S, const gpu_out *got, const gpu_out *want, double act_tol,
+                            double f32_tol, const char *label)
+{
+    const ref_scan_options *o = &c->o;
+    const size_t BLD = o->B * o->L * o->D, BLN = o->B * o->L * o->N, SDN = S * o->D * o->N;
+    struct {
+        const double *g, *w;
+        size_t n;
+        double tol;
+        const char *name;
+    } items[] = {
+        {got->y, want->y, BLD, act_tol, "y"},
+        {got->fin, want->fin, SDN, f32_tol, "final_state"},
+        {got->du, want->du, BLD, act_tol, "du"},
+        {got->ddelta, want->ddelta, BLD, act_tol, "ddelta"},
+        {got->dA, want->dA, o->D * o->N, f32_tol, "dA"},
+        {got->dB, want->dB, BLN, act_tol, "dB"},
+        {got->dC, want->dC, BLN, act_tol, "dC"},
+        {got->dD, want->dD, o->D, f32_tol, "dD"},
+        {got->dz, want->dz, BLD, act_tol, "dz"},
+        {got->dbias, want->dbias, o->D, f32_tol, "ddelta_bias"},
+        {got->dinit, want->dinit, SDN, f32_tol, "d_initial_state"},
+    };
+    for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
+        if (!items[i].g || !items[i].w || items[i].n == 0)
+            continue;
+        char what[160];
+        snprintf(what, sizeof what, "%s %s (dtype %d, B %zu, L %zu, D %zu, N %zu, ns %d)", label, items[i].name,
+                 (int)c->dtype, o->B, o->L, o->D, o->N, c->ns);
+        expect_close(items[i].g, items[i].w, items[i].n, items[i].tol, what);
+    }
+}
+
+/* The double reference for the (rounded) inputs, in gpu_out form. */
+static gpu_out reference(const scase *c, const ref_scan_inputs *in)
+{
+    const ref_scan_options *o = &c->o;
+    const size_t BLD = o->B * o->L * o->D, BLN = o->B * o->L * o->N, SDN = in->S * o->D * o->N;
+    gpu_out r = {tu_doubles(BLD + 1), tu_doubles(SDN + 1), tu_doubles(BLD + 1), tu_doubles(BLD + 1),
+                 tu_doubles(o->D * o->N + 1), tu_doubles(BLN + 1), tu_doubles(BLN + 1), tu_doubles(o->D + 1),
+                 tu_doubles(BLD + 1), tu_doubles(o->D + 1), tu_doubles(SDN + 1)};
+    ref_scan_problem p = ref_scan_problem_of(in);
+    ref_scan_fwd(&p, r.y, r.fin);
+    ref_scan_grads g = {r.du, r.ddelta, r.dA, r.dB, r.dC, r.dD, r.dz, r.dbias, r.dinit};
+    ref_scan_bwd(&p, in->dy, in->dfinal, &g);
+    return r;
+}
+
+static void check_case(ssmjit_context *ctx, const scase *c)
+{
+    ref_scan_inputs in = ref_scan_random(&c->o);
+    gpu_out g = gpu_run(ctx, c, &in);
+    gpu_out r = reference(c, &in);
+    const double tol = gu_tolerance(c->dtype), f32_tol = gu_tolerance(SSMJIT_F32);
+    /* Parameter gradients and states are f32, but computed from inputs the
+     * dtype rounded and through activations it rounds: the dtype's
+     * tolerance, except with f32 activations. */
+    compare_outputs(c, in.S, &g, &r, tol, c->dtype == SSMJIT_F32 ? f32_tol : tol, "vs reference:");
+    gpu_out_free(&g);
+    gpu_out_free(&r);
+    ref_scan_inputs_free(&in);
+}
+
+static scase all_options(ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N)
+{
+    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0};
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tests                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static const ssmjit_dtype dtypes[] = {SSMJIT_F32, SSMJIT_F16, SSMJIT_BF16};
+
+/* Each dtype with every option, then with none, then each option alone,
+ * on a channel count that fills no block evenly. */
+static void test_options(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    for (size_t t = 0; t < 3; t++) {
+        scase c = all_options(dtypes[t], 2, 37, 70, 16);
+        check_case(ctx, &c);
+        for (int opt = 0; opt <= 8; opt++) {
+            scase e = {dtypes[t],
+                       {2, 37, 70, 16, opt == 1, opt == 2, opt == 3 || opt == 4, opt == 4 || opt == 5,
+                        opt == 6, opt == 7, NULL, 0},
+                       opt == 7 || opt == 8, opt == 8, 0, 0};
+            check_case(ctx, &e);
+        }
+    }
+    ssmjit_context_destroy(ctx);
+}
+
+/* Lengths around the chunk size and long ones (small B * D there). */
+static void test_lengths(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    const size_t lens[] = {1, 7, 15, 16, 17, 33, 2047, 2049, 5000};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        const size_t L = lens[i], D = L > 100 ? 33 : 40;
+        scase c = all_options(SSMJIT_F32, L > 100 ? 1 : 2, L, D, 4);
+        check_case(ctx, &c);
+        c.checkpoint = 0; /* the backward recomputes it */
+        check_case(ctx, &c);
+        if (L == 2049) {
+            c.dtype = SSMJIT_BF16;
+            check_case(ctx, &c);
+        }
+    }
+    ssmjit_context_destroy(ctx);
+}
+
+/* Every state size, padded ones included, and every forward variant that
+ * can hold it. */
+static void test_state_sizes(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    const size_t sizes[] = {1, 3, 4, 5, 16, 17, 33, 64, 100, 256};
+    const int variants[] = {0, 4, 8, 16};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (size_t v = 0; v < 4; v++) {
+            const size_t N = sizes[i];
+            scase c = all_options(v == 2 ? SSMJIT_BF16 : SSMJIT_F32, 2, N > 64 ? 19 : 35, N > 64 ? 40 : 45, N);
+            c.ns = variants[v];
+            c.checkpoint = v != 3;
+            check_case(ctx, &c);
+        }
+    ssmjit_context_destroy(ctx);
+}
+
+/* Strided views in NaN padding, and many channel blocks and batch rows. */
+static void test_strided(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    for (size_t t = 0; t < 3; t++) {
+        scase c = all_options(dtypes[t], 3, 40, 200, 16);
+        c.strided = 1;
+        check_case(ctx, &c);
+        c.ns = 16;
+        c.o.has_z = 0;
+        check_case(ctx, &c);
+    }
+    scase big = all_options(SSMJIT_BF16, 4, 64, 1100, 16);
+    check_case(ctx, &big);
+    ssmjit_context_destroy(ctx);
+}
+
+/* Packed sequences (one empty, one of a single token) against the
+ * reference and against running each sequence alone on the GPU. */
+static void test_packed(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    static const int cu[] = {0, 20, 20, 53, 54, 100};
+    const size_t nseq = 5, L = 100, D = 50, N = 16;
+    for (size_t t = 0; t < 3; t++) {
+        scase c = all_options(dtypes[t], 1, L, D, N);
+        c.o.cu_seqlens = cu;
+        c.o.nseq = nseq;
+        check_case(ctx, &c);
+
+        ref_scan_inputs in = ref_scan_random(&c.o);
+        gpu_out packed = gpu_run(ctx, &c, &in);
+        for (size_t q = 0; q < nseq; q++) {
+            const size_t t0 = (size_t)cu[q], len = (size_t)(cu[q + 1] - cu[q]), DN = D * N;
+            scase one = c;
+            one.o.L = len;
+            one.o.cu_seqlens = NULL;
+            one.o.nseq = 0;
+            ref_scan_inputs sub = ref_scan_random(&one.o);
+            /* Same values as the packed run's (already rounded). */
+            memcpy(sub.u, in.u + t0 * D, len * D * sizeof(double));
+            memcpy(sub.delta, in.delta + t0 * D, len * D * sizeof(double));
+            memcpy(sub.z, in.z + t0 * D, len * D * sizeof(double));
+            memcpy(sub.dy, in.dy + t0 * D, len * D * sizeof(double));
+            memcpy(sub.Bm, in.Bm + t0 * N, len * N * sizeof(double));
+            memcpy(sub.Cm, in.Cm + t0 * N, len * N * sizeof(double));
+            memcpy(sub.A, in.A, DN * sizeof(double));
+            memcpy(sub.Dv, in.Dv, D * sizeof(double));
+            memcpy(sub.bias, in.bias, D * sizeof(double));
+            memcpy(sub.init, in.init + q * DN, DN * sizeof(double));
+            memcpy(sub.dfinal, in.dfinal + q * DN, DN * sizeof(double));
+            gpu_out alone = gpu_run(ctx, &one, &sub);
+            /* The packed run's rows of this sequence; the parameter
+             * gradients sum over sequences, so they are left out. */
+            gpu_out view = {packed.y + t0 * D, packed.fin + q * DN, packed.du + t0 * D, packed.ddelta + t0 * D,
+                            NULL, packed.dB + t0 * N, packed.dC + t0 * N, NULL, packed.dz + t0 * D, NULL,
+                            packed.dinit + q * DN};
+            const double tol = c.dtype == SSMJIT_F32 ? 1e-6 : gu_tolerance(c.dtype);
+            compare_outputs(&one, 1, &view, &alone, tol, c.dtype == SSMJIT_F32 ? 1e-6 : tol,
+                            "packed vs alone:");
+            gpu_out_free(&alone);
+            ref_scan_inputs_free(&sub);
+        }
+        gpu_out_free(&packed);
+        ref_scan_inputs_free(&in);
+    }
+    ssmjit_context_destroy(ctx);
+}
+
+/* The backward gives the same bytes twice, on a context with the
+ * deterministic option too. */
+static void test_deterministic(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    ssmjit_context_options opts;
+    ssmjit_context_options_init(&opts);
+    opts.fast_math = SSMJIT_FAST_MATH_OFF;
+    opts.deterministic = 1;
+    ssmjit_context *det = NULL;
+    assert_int_equal(ssmjit_context_create(&opts, &det), SSMJIT_OK);
+    tu_seed();
+    static const int cu[] = {0, 100, 100, 300};
+    scase cases[] = {all_options(SSMJIT_BF16, 4, 300, 700, 16), all_options(SSMJIT_F32, 2, 100, 100, 40),
+                     all_options(SSMJIT_F16, 1, 300, 200, 16)};
+    cases[2].o.cu_seqlens = cu;
+    cases[2].o.nseq = 3;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ref_scan_inputs in = ref_scan_random(&cases[i].o);
+        gpu_out a = gpu_run(ctx, &cases[i], &in), b = gpu_run(ctx, &cases[i], &in),
+                e = gpu_run(det, &cases[i], &in);
+        const ref_scan_options *o = &cases[i].o;
+        const size_t BLD = o->B * o->L * o->D, BLN = o->B * o->L * o->N, SDN = in.S * o->D * o->N;
+        const double *pa[] = {a.du, a.ddelta, a.dz, a.dB, a.dC, a.dA, a.dD, a.dbias, a.dinit};
+        const double *pb[] = {b.du, b.ddelta, b.dz, b.dB, b.dC, b.dA, b.dD, b.dbias, b.dinit};
+        const double *pe[] = {e.du, e.ddelta, e.dz, e.dB, e.dC, e.dA, e.dD, e.dbias, e.dinit};
+        const size_t n[] = {BLD, BLD, BLD, BLN, BLN, o->D * o->N, o->D, o->D, SDN};
+        for (size_t k = 0; k < sizeof n / sizeof *n; k++) {
+            assert_memory_equal(pa[k], pb[k], n[k] * sizeof(double));
+            assert_memory_equal(pa[k], pe[k], n[k] * sizeof(double));
+        }
+        gpu_out_free(&a);
+        gpu_out_free(&b);
+        gpu_out_free(&e);
+        ref_scan_inputs_free(&in);
+    }
+    ssmjit_context_destroy(det);
+    ssmjit_context_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decode steps                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* L chained decode steps, reading token t of the scan's [B, L, X] inputs
+ * through row strides of L * X, against the scan on the GPU and the
+ * reference. */
+static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N,
+                               int opts)
+{
+    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0};
+    ref_scan_inputs in = ref_scan_random(&c.o);
+    dinputs d = upload_inputs(&c, &in);
+    ssmjit_selective_scan_desc desc = make_desc(&c, &d);
+    dview Y = view_poisoned(B * L, D, dtype, 0), Y2 = view_poisoned(B * L, D, dtype, 0);
+    void *FIN = f32_poisoned(B * D * N, 1), *ST = f32_upload(in.init, B * D * N);
+    desc.y = view_mat(&Y);
+    desc.final_state = FIN;
+    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &desc, NULL), SSMJIT_OK);
+
+    const size_t es = ssmjit_dtype_size(dtype);
+    for (size_t t = 0; t < L; t++) {
+        ssmjit_state_update_desc s;
+        memset(&s, 0, sizeof s);
+        s.dtype = dtype;
+        s.batch = (int64_t)B;
+        s.dim = (int64_t)D;
+        s.dstate = (int64_t)N;
+        s.x = (ssmjit_matrix){(char *)d.u.base + t * D * es, (int64_t)(L * D)};
+        s.dt = (ssmjit_matrix){(char *)d.delta.base + t * D * es, (int64_t)(L * D)};
+        s.B = (ssmjit_matrix){(char *)d.B.base + t * N * es, (int64_t)(L * N)};
+        s.C = (ssmjit_matrix){(char *)d.C.base + t * N * es, (int64_t)(L * N)};
+        if (in.z)
+            s.z = (ssmjit_matrix){(char *)d.z.base + t * D * es, (int64_t)(L * D)};
+        s.A = d.A;
+        s.D = d.D;
+        s.dt_bias = d.bias;
+        s.dt_softplus = c.o.softplus;
+        s.state = ST;
+        s.out = (ssmjit_matrix){(char *)Y2.base + t * D * es, (int64_t)(L * D)};
+        assert_int_equal(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_OK);
+    }
+    gu_sync();
+    double *y = view_fetch(&Y), *y2 = view_fetch(&Y2), *fin = f32_download(FIN, B * D * N),
+           *st = f32_download(ST, B * D * N);
+    gpu_out r = reference(&c, &in);
+    const double tol = gu_tolerance(dtype), ftol = dtype == SSMJIT_F32 ? gu_tolerance(SSMJIT_F32) : tol;
+    expect_close(y2, y, B * L * D, tol, "decode chain vs scan: y");
+    expect_close(st, fin, B * D * N, ftol, "decode chain vs scan: state");
+    expect_close(y2, r.y, B * L * D, tol, "decode chain vs reference: y");
+    expect_close(st, r.fin, B * D * N, ftol, "decode chain vs reference: state");
+    free(y), free(y2), free(fin), free(st);
+    gpu_out_free(&r);
+    view_free(&Y), view_free(&Y2), gu_free(FIN), gu_free(ST);
+    free_inputs(&d);
+    ref_scan_inputs_free(&in);
+}
+
+static void test_decode(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    for (size_t t = 0; t < 3; t++) {
+        check_decode_chain(ctx, dtypes[t], 3, 40, 70, 16, 1);
+        check_decode_chain(ctx, dtypes[t], 2, 20, 33, 16, 0);
+    }
+    const size_t sizes[] = {1, 5, 64, 100, 256};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        check_decode_chain(ctx, SSMJIT_F32, 2, 9, 37, sizes[i], 1);
+    ssmjit_context_destroy(ctx);
+}
+
+/* One decode step with strided, padded views and a poisoned output. */
+static void test_decode_strided(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    for (size_t t = 0; t < 3; t++) {
+        const size_t B = 5, D = 77, N = 16;
+        double *x = tu_doubles(B * D), *dt = tu_doubles(B * D), *z = tu_doubles(B * D), *Bm = tu_doubles(B * N),
+               *Cm = tu_doubles(B * N), *A = tu_doubles(D * N), *Dv = tu_doubles(D), *bias = tu_doubles(D),
+               *st = tu_doubles(B * D * N), *out = tu_doubles(B * D), *got = tu_doubles(B * D),
+               *gst = tu_doubles(B * D * N);
+        for (size_t i = 0; i < B * D; i++)
+            x[i] = tu_normal(), dt[i] = tu_normal() - 1.0, z[i] = tu_normal();
+        for (size_t i = 0; i < B * N; i++)
+            Bm[i] = tu_normal(), Cm[i] = tu_normal();
+        for (size_t i = 0; i < B * D * N; i++)
+            st[i] = tu_normal();
+        tu_fill_uniform(A, D * N, -2.0, -0.2);
+        tu_fill_uniform(bias, D, 0.0, 0.2);
+        for (size_t i = 0; i < D; i++)
+            Dv[i] = tu_normal();
+        dview X = view_upload(x, B, D, dtypes[t], 1), DT = view_upload(dt, B, D, dtypes[t], 1),
+              Z = view_upload(z, B, D, dtypes[t], 1), BV = view_upload(Bm, B, N, dtypes[t], 1),
+              CV = view_upload(Cm, B, N, dtypes[t], 1), O = view_poisoned(B, D, dtypes[t], 1);
+        void *dA = f32_upload(A, D * N), *dD = f32_upload(Dv, D), *dbias = f32_upload(bias, D),
+             *dst = f32_upload(st, B * D * N);
+        ssmjit_state_update_desc s = {dtypes[t], (int64_t)B, (int64_t)D, (int64_t)N, view_mat(&X), view_mat(&DT),
+                                      dA, view_mat(&BV), view_mat(&CV), dD, view_mat(&Z), dbias, 1, dst,
+                                      view_mat(&O)};
+        assert_int_equal(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_OK);
+        gu_sync();
+        ref_state_update(B, D, N, x, dt, A, Bm, Cm, Dv, z, bias, 1, st, out);
+        view_download(got, &O);
+        gu_download_as(gst, dst, B * D * N, SSMJIT_F32);
+        expect_close(got, out, B * D, gu_tolerance(dtypes[t]), "state update: out");
+        expect_close(gst, st, B * D * N, dtypes[t] == SSMJIT_F32 ? gu_tolerance(SSMJIT_F32) : gu_tolerance(dtypes[t]),
+                     "state update: state");
+        dview *v[] = {&X, &DT, &Z, &BV, &CV, &O};
+        for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+            view_free(v[i]);
+        gu_free(dA), gu_free(dD), gu_free(dbias), gu_free(dst);
+        double *all[] = {x, dt, z, Bm, Cm, A, Dv, bias, st, out, got, gst};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            free(all[i]);
+    }
+    ssmjit_context_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Validation and empty extents                                             */
+/* ------------------------------------------------------------------------ */
+
+static void expect_error(ssmjit_status got, ssmjit_status want, const char *field)
+{
+    if (got != want)
+        fail_msg("expected %s naming %s, got %s (%s)", ssmjit_status_string(want), field,
+                 ssmjit_status_string(got), ssmjit_last_error());
+    if (!strstr(ssmjit_last_error(), field))
+        fail_msg("message \"%s\" does not name %s", ssmjit_last_error(), field);
+}
+
+/* A valid descriptor over dummy device memory (never launched with). */
+static ssmjit_selective_scan_desc valid_desc(void *mem)
+{
+    ssmjit_selective_scan_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = SSMJIT_F32;
+    d.batch = 2;
+    d.seqlen = 8;
+    d.dim = 4;
+    d.dstate = 4;
+    d.u = d.delta = d.B = d.C = d.y = (ssmjit_matrix){mem, 0};
+    d.A = mem;
+    return d;
+}
+
+static void test_validation_scan(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    void *mem = gu_alloc(4096);
+    const char *fwd_fields[] = {"desc->dtype",   "desc->batch",        "desc->seqlen",   "desc->dim",
+                                "desc->dstate",  "desc->dstate",       "desc->u.data",   "desc->delta.data",
+                                "desc->A",       "desc->B.data",       "desc->C.data",   "desc->y.data",
+                                "desc->u.stride", "desc->B.stride",    "desc->z.stride", "desc->batch",
+                                "desc->num_seqs", "desc->batch"};
+    const size_t nf = sizeof fwd_fields / sizeof *fwd_fields;
+    for (size_t i = 0; i < nf; i++) {
+        ssmjit_selective_scan_desc d = valid_desc(mem);
+        ssmjit_status want = SSMJIT_ERR_INVALID_ARG;
+        switch (i) {
+        case 0: d.dtype = (ssmjit_dtype)7; break;
+        case 1: d.batch = -1; break;
+        case 2: d.seqlen = -1; break;
+        case 3: d.dim = -1; break;
+        case 4: d.dstate = 0; break;
+        case 5: d.dstate = 257; break;
+        case 6: d.u.data = NULL; break;
+        case 7: d.delta.data = NULL; break;
+        case 8: d.A = NULL; break;
+        case 9: d.B.data = NULL; break;
+        case 10: d.C.data = NULL; break;
+        case 11: d.y.data = NULL; break;
+        case 12: d.u.stride = 3; break;
+        case 13: d.B.stride = 2; break;
+        case 14: d.z = (ssmjit_matrix){mem, 1}; break;
+        case 15: d.cu_seqlens = mem, d.num_seqs = 1; break; /* batch 2 */
+        case 16: d.cu_seqlens = mem, d.batch = 1, d.num_seqs = 0; break;
+        case 17: d.batch = 65536, want = SSMJIT_ERR_UNSUPPORTED; break;
+        }
+        expect_error(ssmjit_selective_scan_fwd(ctx, &d, NULL), want, fwd_fields[i]);
+        size_t bytes;
+        if (i != 11) /* the queries do not need y */
+            expect_error(ssmjit_selective_scan_fwd_workspace_size(&d, &bytes), want, fwd_fields[i]);
+    }
+    ssmjit_selective_scan_desc d = valid_desc(mem);
+    expect_error(ssmjit_selective_scan_fwd(NULL, &d, NULL), SSMJIT_ERR_INVALID_ARG, "ctx");
+    expect_error(ssmjit_selective_scan_fwd(ctx, NULL, NULL), SSMJIT_ERR_INVALID_ARG, "desc");
+    expect_error(ssmjit_selective_scan_fwd_workspace_size(&d, NULL), SSMJIT_ERR_INVALID_ARG, "bytes");
+
+    /* Backward: the gradients. */
+    size_t ws_bytes;
+    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&d, &ws_bytes), SSMJIT_OK);
+    void *ws = gu_alloc(ws_bytes);
+    const char *bwd_fields[] = {"grads",          "grads->dy.data",     "grads->du.data",  "grads->ddelta.data",
+                                "grads->dB.data", "grads->dC.data",     "grads->dA",       "grads->dD",
+                                "grads->dD",      "grads->dz.data",     "grads->ddelta_bias", "grads->d_initial_state",
+                                "grads->du.stride", "workspace",        "workspace_bytes"};
+    for (size_t i = 0; i < sizeof bwd_fields / sizeof *bwd_fields; i++) {
+        ssmjit_selective_scan_desc bd = valid_desc(mem);
+        ssmjit_selective_scan_grads g;
+        memset(&g, 0, sizeof g);
+        g.dy = g.du = g.ddelta = g.dB = g.dC = (ssmjit_matrix){mem, 0};
+        g.dA = mem;
+        void *w = ws;
+        size_t wb = ws_bytes;
+        const ssmjit_selective_scan_grads *gp = &g;
+        switch (i) {
+        case 0: gp = NULL; break;
+        case 1: g.dy.data = NULL; break;
+        case 2: g.du.data = NULL; break;
+        case 3: g.ddelta.data = NULL; break;
+        case 4: g.dB.data = NULL; break;
+        case 5: g.dC.data = NULL; break;
+        case 6: g.dA = NULL; break;
+        case 7: bd.D = mem; break;  /* given without its gradient */
+        case 8: g.dD = mem; break;  /* gradient without the input */
+        case 9: bd.z = (ssmjit_matrix){mem, 0}; break;
+        case 10: bd.delta_bias = mem; break;
+        case 11: bd.initial_state = mem; break;
+        case 12: g.du.stride = 1; break;
+        case 13: w = NULL; break;
+        case 14: wb = ws_bytes - 1; break;
+        }
+        expect_error(ssmjit_selective_scan_bwd(ctx, &bd, gp, w, wb, NULL), SSMJIT_ERR_INVALID_ARG, bwd_fields[i]);
+    }
+    gu_free(ws);
+    gu_free(mem);
+    ssmjit_context_destroy(ctx);
+}
+
+static void test_validation_update(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    void *mem = gu_alloc(4096);
+    const char *fields[] = {"desc->dtype",  "desc->batch",  "desc->dim",    "desc->dstate", "desc->dstate",
+                            "desc->x.data", "desc->dt.data", "desc->B.data", "desc->C.data", "desc->out.data",
+                            "desc->A",      "desc->state",  "desc->x.stride", "desc->C.stride"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        ssmjit_state_update_desc s;
+        memset(&s, 0, sizeof s);
+        s.dtype = SSMJIT_BF16;
+        s.batch = 2;
+        s.dim = 8;
+        s.dstate = 4;
+        s.x = s.dt = s.B = s.C = s.out = (ssmjit_matrix){mem, 0};
+        s.A = s.state = mem;
+        switch (i) {
+        case 0: s.dtype = (ssmjit_dtype)-1; break;
+        case 1: s.batch = -2; break;
+        case 2: s.dim = -1; break;
+        case 3: s.dstate = 0; break;
+        case 4: s.dstate = 300; break;
+        case 5: s.x.data = NULL; break;
+        case 6: s.dt.data = NULL; break;
+        case 7: s.B.data = NULL; break;
+        case 8: s.C.data = NULL; break;
+        case 9: s.out.data = NULL; break;
+        case 10: s.A = NULL; break;
+        case 11: s.state = NULL; break;
+        case 12: s.x.stride = 7; break;
+        case 13: s.C.stride = 3; break;
+        }
+        expect_error(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_ERR_INVALID_ARG, fields[i]);
+    }
+    gu_free(mem);
+    ssmjit_context_destroy(ctx);
+}
+
+/* D = 0 and B = 0 are no-ops (nothing is checked past the extents but the
+ * gradients of B = 0 are zero); L = 0 passes the states through. */
+static void test_empty(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    const ssmjit_matrix none = {NULL, 0};
+    ssmjit_selective_scan_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = SSMJIT_BF16;
+    d.dstate = 16;
+    d.batch = 3;
+    d.seqlen = 10;
+    d.dim = 0;
+    ssmjit_selective_scan_grads g;
+    memset(&g, 0, sizeof g);
+    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &d, NULL), SSMJIT_OK);
+    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &d, &g, NULL, 0, NULL), SSMJIT_OK);
+    ssmjit_state_update_desc s;
+    memset(&s, 0, sizeof s);
+    s.dtype = SSMJIT_F16;
+    s.dstate = 4;
+    s.batch = 0;
+    s.dim = 5;
+    assert_int_equal(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_OK);
+
+    /* L = 0 (and packed sequences that are all empty): final state =
+     * initial state, d_initial_state = d_final_state, parameter gradients
+     * zero; B = 0: parameter gradients zero. */
+    static const int cu[] = {0, 0, 0};
+    for (int variant = 0; variant < 3; variant++) {
+        const size_t D = 37, N = 16, S = variant == 1 ? 2 : variant == 0 ? 3 : 0, SDN = S * D * N;
+        double *init = tu_doubles(SDN + 1), *dfin = tu_doubles(SDN + 1), *A = tu_doubles(D * N);
+        for (size_t i = 0; i <= SDN; i++)
+            init[i] = tu_normal(), dfin[i] = tu_normal();
+        tu_fill_uniform(A, D * N, -1.0, -0.5);
+        void *INIT = f32_upload(init, SDN + 1), *DFIN = f32_upload(dfin, SDN + 1), *DA = f32_upload(A, D * N);
+        void *FIN = f32_poisoned(SDN + 1, 1), *DINIT = f32_poisoned(SDN + 1, 1), *GA = f32_poisoned(D * N, 1),
+             *GD = f32_poisoned(D, 1), *GB = f32_poisoned(D, 1);
+        memset(&d, 0, sizeof d);
+        d.dtype = SSMJIT_F32;
+        d.batch = variant == 0 ? 3 : variant == 1 ? 1 : 0;
+        d.seqlen = 0;
+        d.dim = (int64_t)D;
+        d.dstate = (int64_t)N;
+        d.A = DA;
+        d.D = d.delta_bias = GD; /* any device pointer: not read without tokens */
+        d.initial_state = INIT;
+        d.final_state = FIN;
+        void *CU = NULL;
+        if (variant == 1) {
+            CU = gu_alloc(sizeof cu);
+            gu_upload(CU, cu, sizeof cu);
+            d.cu_seqlens = CU;
+            d.num_seqs = 2;
+        }
+        memset(&g, 0, sizeof g);
+        g.dy = g.du = g.ddelta = g.dB = g.dC = g.dz = none;
+        g.d_final_state = DFIN;
+        g.dA = GA;
+        g.dD = GD;
+        g.ddelta_bias = GB;
+        g.d_initial_state = DINIT;
+        assert_int_equal(ssmjit_selective_scan_fwd(ctx, &d, NULL), SSMJIT_OK);
+        size_t wsb;
+        assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&d, &wsb), SSMJIT_OK);
+        void *ws = poisoned_workspace(wsb);
+        assert_int_equal(ssmjit_selective_scan_bwd(ctx, &d, &g, ws, wsb, NULL), SSMJIT_OK);
+        gu_sync();
+        double *fin = f32_download(FIN, SDN), *dinit = f32_download(DINIT, SDN), *ga = f32_download(GA, D * N),
+               *gd = f32_download(GD, D), *gb = f32_download(GB, D);
+        if (SDN) {
+            assert_memory_equal(fin, init, SDN * sizeof(double));
+            assert_memory_equal(dinit, dfin, SDN * sizeof(double));
+        }
+        for (size_t i = 0; i < D * N; i++)
+            assert_true(ga[i] == 0.0);
+        for (size_t i = 0; i < D; i++)
+            assert_true(gd[i] == 0.0 && gb[i] == 0.0);
+        void *p[] = {CU, INIT, DFIN, DA, FIN, DINIT, GA, GD, GB, ws};
+        for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+            gu_free(p[i]);
+        double *h[] = {init, dfin, A, fin, dinit, ga, gd, gb};
+        for (size_t i = 0; i < sizeof h / sizeof *h; i++)
+            free(h[i]);
+    }
+    ssmjit_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_state_sizes),
+        cmocka_unit_test(test_strided),
+        cmocka_unit_test(test_packed),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_decode_strided),
+        cmocka_unit_test(test_validation_scan),
+        cmocka_unit_test(test_validation_update),
+        cmocka_unit_test(test_empty),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
