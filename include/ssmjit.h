@@ -99,8 +99,10 @@ typedef struct ssmjit_context_options {
     const char *cache_dir;       /* NULL: SSMJIT_CACHE_DIR, $XDG_CACHE_HOME/ssmjit, ~/.cache/ssmjit */
     ssmjit_cache_mode cache_mode;
     int quiet;                   /* nonzero: no warning when the cache cannot be written */
-    int deterministic;           /* nonzero (or SSMJIT_DETERMINISTIC=1): backward ops
-                                    reproduce bit for bit, at some cost in speed */
+    int deterministic;           /* nonzero (or SSMJIT_DETERMINISTIC=1): backward ops must
+                                    reproduce bit for bit.  Every backward op of this
+                                    version always does (no float atomics), so this
+                                    costs nothing; it is reported by get_info */
 } ssmjit_context_options;
 
 /* Fills *opts with defaults.  opts must not be NULL. */

@@ -10,6 +10,9 @@
 #include "error.h"
 #include "nvrtc_loader.h"
 
+/* Threads ssmjit_context_load_all uses besides the caller's. */
+#define SJ_LOAD_THREADS 7
+
 SSMJIT_API void ssmjit_context_options_init(ssmjit_context_options *opts)
 {
     if (!opts)
@@ -209,18 +212,51 @@ SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_con
     return SSMJIT_OK;
 }
 
+typedef struct {
+    ssmjit_context *ctx;
+    atomic_int next;
+    ssmjit_status status[SJ_MODULE_COUNT];
+    char message[SJ_MODULE_COUNT][512];
+} load_job;
+
+static void *load_worker(void *arg)
+{
+    load_job *j = arg;
+    for (int m; (m = atomic_fetch_add(&j->next, 1)) < SJ_MODULE_COUNT;) {
+        int fast = j->ctx->fast_math >= 0 ? j->ctx->fast_math : !sj_modules[m].backward;
+        CUmodule h;
+        j->status[m] = sj_module_ensure(j->ctx, (sj_module_id)m, fast, &h);
+        if (j->status[m] != SSMJIT_OK)
+            snprintf(j->message[m], sizeof j->message[m], "%s", ssmjit_last_error());
+    }
+    return NULL;
+}
+
+/* Modules load on several threads: reading, checking and handing a CUBIN
+ * to the driver is CPU work that runs side by side (and compiles, on a
+ * cold cache, do too). */
 SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx)
 {
     if (!ctx)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_context_load_all: ctx is NULL");
-    for (int m = 0; m < SJ_MODULE_COUNT; m++) {
-        int fast = ctx->fast_math >= 0 ? ctx->fast_math : !sj_modules[m].backward;
-        CUmodule h;
-        ssmjit_status st = sj_module_ensure(ctx, (sj_module_id)m, fast, &h);
-        if (st != SSMJIT_OK)
-            return st;
-    }
-    return SSMJIT_OK;
+    load_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
+    j->ctx = ctx;
+    pthread_t threads[SJ_LOAD_THREADS];
+    int started = 0;
+    while (started < SJ_LOAD_THREADS && started < SJ_MODULE_COUNT &&
+           pthread_create(&threads[started], NULL, load_worker, j) == 0)
+        started++;
+    load_worker(j); /* also does all the work if no thread could start */
+    for (int i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    ssmjit_status st = SSMJIT_OK;
+    for (int m = 0; m < SJ_MODULE_COUNT && st == SSMJIT_OK; m++)
+        if (j->status[m] != SSMJIT_OK)
+            st = sj_error(j->status[m], "module %s: %s", sj_modules[m].name, j->message[m]);
+    free(j);
+    return st;
 }
 
 ssmjit_status sj_context_enter(ssmjit_context *ctx, int *pushed)

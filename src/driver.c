@@ -21,8 +21,9 @@ typedef CUresult (*get_proc_v2_fn)(const char *, void **, int, cuuint64_t, CUdri
 typedef CUresult (*get_proc_v1_fn)(const char *, void **, int, cuuint64_t);
 
 /* `exported`, when set, is the versioned symbol to take with dlsym
- * instead: cuCtxCreate is declared in its _v4 form (12.5+, the only one a
- * 13.x driver accepts); an older driver lacks it and fails just that call. */
+ * instead: cuGetProcAddress answers for cuCtxCreate with its newest form
+ * (_v3 at 12.0, _v4 later), whose arguments differ from the _v2 form that
+ * driver.h declares. */
 static const struct {
     const char *name;
     size_t offset;
@@ -31,7 +32,8 @@ static const struct {
 #define E(fn) {"cu" #fn, offsetof(sj_driver, fn), NULL}
     E(Init), E(DriverGetVersion), E(GetErrorName), E(GetErrorString), E(DeviceGet),
     E(DeviceGetCount), E(DeviceGetName), E(DeviceGetAttribute), E(DeviceTotalMem),
-    E(DevicePrimaryCtxRetain), E(DevicePrimaryCtxRelease), E(CtxCreate), E(CtxDestroy),
+    E(DevicePrimaryCtxRetain), E(DevicePrimaryCtxRelease),
+    {"cuCtxCreate", offsetof(sj_driver, CtxCreate), "cuCtxCreate_v2"}, E(CtxDestroy),
     E(CtxGetCurrent), E(CtxSetCurrent), E(CtxPushCurrent), E(CtxPopCurrent), E(CtxGetDevice),
     E(CtxSynchronize), E(ModuleLoadData), E(ModuleUnload), E(ModuleGetFunction),
     E(FuncSetAttribute), E(LaunchKernel), E(MemAlloc), E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH),

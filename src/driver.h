@@ -20,7 +20,7 @@ typedef struct sj_driver {
     CUresult (*DeviceTotalMem)(size_t *bytes, CUdevice dev);
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
     CUresult (*DevicePrimaryCtxRelease)(CUdevice dev);
-    CUresult (*CtxCreate)(CUcontext *ctx, void *params, unsigned flags, CUdevice dev); /* _v4 */
+    CUresult (*CtxCreate)(CUcontext *ctx, unsigned flags, CUdevice dev); /* the _v2 form */
     CUresult (*CtxDestroy)(CUcontext ctx);
     CUresult (*CtxGetCurrent)(CUcontext *ctx);
     CUresult (*CtxSetCurrent)(CUcontext ctx);

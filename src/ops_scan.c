@@ -1,6 +1,7 @@
 /* Selective scan ops (modules "scan_fwd", "scan_bwd", "state_update"):
  * argument checks, launch shapes, and the workspace of the backward. */
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "error.h"
@@ -62,9 +63,9 @@ typedef struct sj_update_params {
 } sj_update_params;
 _Static_assert(sizeof(sj_update_params) == 21 * 8, "layout of sj_update_params in state_update.cu");
 
-static int forced_ns;
+static atomic_int forced_ns;
 
-void sj_scan_force_states_per_thread(int ns) { forced_ns = ns; }
+void sj_scan_force_states_per_thread(int ns) { atomic_store_explicit(&forced_ns, ns, memory_order_relaxed); }
 
 static uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
 
@@ -213,10 +214,12 @@ typedef struct fwd_shape {
 static fwd_shape fwd_shape_for(int64_t n)
 {
     fwd_shape f;
-    f.ns = n <= 64 ? 4 : 16;
-    if (forced_ns == 4 || forced_ns == 8 || forced_ns == 16)
-        if (ceil_div(n, forced_ns) <= FWD_MAX_GROUPS)
-            f.ns = forced_ns;
+    const int forced = atomic_load_explicit(&forced_ns, memory_order_relaxed);
+    /* 8 states per thread measured fastest at N = 16 (bench/NOTES.md) */
+    f.ns = n <= 64 ? 8 : 16;
+    if (forced == 4 || forced == 8 || forced == 16)
+        if (ceil_div(n, forced) <= FWD_MAX_GROUPS)
+            f.ns = forced;
     f.groups = (int)ceil_div(n, f.ns);
     f.bd = 32 * (f.groups < 4 ? 4 / f.groups : 1);
     return f;

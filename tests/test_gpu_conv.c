@@ -670,11 +670,15 @@ static void check_reproducible(ssmjit_context *ctx, const conv_case *c)
 static void test_deterministic(void **state)
 {
     (void)state;
+    /* gu_context's context stays alive so that the device memory helpers'
+     * CUDA context does too. */
     ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
     if (!probe)
         skip();
-    ssmjit_context_destroy(probe);
     ssmjit_context *ctx = deterministic_context();
+    ssmjit_context_info info;
+    ok(ssmjit_context_get_info(ctx, &info));
+    assert_int_equal(info.deterministic, 1);
     tu_seed();
     for (size_t t = 0; t < 3; t++) {
         conv_case c = {dtypes[t], 4, 2049, 1000, 4, 1, 1, 1, 1, LAYOUT_HALF};
@@ -683,6 +687,7 @@ static void test_deterministic(void **state)
         check_reproducible(ctx, &w8);
     }
     ssmjit_context_destroy(ctx);
+    ssmjit_context_destroy(probe);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -232,7 +232,7 @@ static void test_application_created_context(void **state)
     assert_int_equal(sj_driver_get(&d), SSMJIT_OK);
     assert_int_equal(SJ_CU(d, DeviceGet, &dev, 0), SSMJIT_OK);
     assert_int_equal(SJ_CU(d, CtxGetCurrent, &previous), SSMJIT_OK);
-    ssmjit_status st = SJ_CU(d, CtxCreate, &app, NULL, 0, dev);
+    ssmjit_status st = SJ_CU(d, CtxCreate, &app, 0, dev);
     if (st != SSMJIT_OK)
         fail_msg("%s", ssmjit_last_error());
     use_application_context(d, app);

@@ -22,6 +22,7 @@ typedef struct bench_case {
     ssmjit_status (*setup)(ssmjit_context *ctx, ssmjit_dtype dtype, int quick, bench_instance *out);
     bench_run_fn run;
     void (*teardown)(void *state);
+    int scan_variants; /* also time each forward states-per-thread variant */
 } bench_case;
 
 /* NULL-terminated list (bench_cases.c). */

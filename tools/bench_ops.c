@@ -12,6 +12,7 @@
 #include "bench_cases.h"
 #include "cli.h"
 #include "context.h"
+#include "ops_scan.h"
 #include "validate.h"
 
 #define RUNS 25
@@ -100,6 +101,13 @@ static ssmjit_status copy_bandwidth(CUstream stream, double *gbps)
     return st;
 }
 
+static void print_row(const char *name, const bench_instance *in, ssmjit_dtype dtype, double ms, double copy)
+{
+    double gbps = in->bytes / (ms * 1e6);
+    printf("%-34s %-30s %-5s %9.4f %9.0f %6.0f%%\n", name, in->shape, sj_dtype_suffix(dtype), ms, gbps,
+           100.0 * gbps / copy);
+}
+
 int bench_ops(ssmjit_context *ctx, int quick)
 {
     drv = ctx->drv;
@@ -127,12 +135,22 @@ int bench_ops(ssmjit_context *ctx, int quick)
                 st = sj_cu_result(drv->CtxSynchronize(), "cuCtxSynchronize");
             if (st == SSMJIT_OK)
                 st = time_case(c->run, in.state, in.rotations, stream, &ms);
-            if (st == SSMJIT_OK) {
-                double gbps = in.bytes / (ms * 1e6);
-                printf("%-34s %-30s %-5s %9.4f %9.0f %6.0f%%\n", c->name, in.shape, sj_dtype_suffix(dtype),
-                       ms, gbps, 100.0 * gbps / copy);
-            } else {
+            if (st == SSMJIT_OK)
+                print_row(c->name, &in, dtype, ms, copy);
+            else
                 rc = cli_fail(c->name, st);
+            /* the forward's states-per-thread variants, for bench/NOTES.md */
+            for (int i = 0; c->scan_variants && st == SSMJIT_OK && i < 3; i++) {
+                static const int ns[] = {4, 8, 16};
+                char name[64];
+                snprintf(name, sizeof name, "  variant: %d states/thread", ns[i]);
+                sj_scan_force_states_per_thread(ns[i]);
+                st = time_case(c->run, in.state, in.rotations, stream, &ms);
+                sj_scan_force_states_per_thread(0);
+                if (st == SSMJIT_OK)
+                    print_row(name, &in, dtype, ms, copy);
+                else
+                    rc = cli_fail(name, st);
             }
             if (in.state)
                 c->teardown(in.state);
