@@ -1,5 +1,6 @@
 /* Causal depthwise conv1d: argument checks, launch plans and launches for
- * the modules "conv" (forward, backward) and "conv_update" (decode). */
+ * the modules "conv" (forward), "conv_bwd" (backward) and "conv_update"
+ * (decode). */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -17,7 +18,7 @@ enum {
     MIN_CHUNK = 16
 };
 
-/* Mirrors of the kernels' argument structs (kernels_src/conv.cu and
+/* Mirrors of the kernels' argument structs (kernels_src/conv_common.cuh and
  * conv_update.cu): the same fields in the same order, all 8 bytes wide. */
 typedef struct conv_fwd_args {
     const void *x;
@@ -142,7 +143,8 @@ typedef struct conv_plan {
 static int taps_of(int width) { return width <= 4 ? 4 : 8; }
 
 /* Channels per thread of the vector kernels, exactly as instantiated at the
- * end of kernels_src/conv.cu (the kernel lookup fails on a mismatch). */
+ * end of kernels_src/conv.cu and conv_bwd.cu (the kernel lookup fails on a
+ * mismatch). */
 static int vector_width(ssmjit_dtype dtype, int taps, int bwd)
 {
     if (bwd)
@@ -341,7 +343,7 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
                            dx.stride, desc->batch, desc->seqlen, desc->dim, desc->width, p.chunk,
                            desc->silu != 0};
         void *args[] = {&a};
-        st = launch(ctx, SJ_MODULE_CONV, SJ_ROLE_BACKWARD, p.kernel, p.grid, p.block, args, stream);
+        st = launch(ctx, SJ_MODULE_CONV_BWD, SJ_ROLE_BACKWARD, p.kernel, p.grid, p.block, args, stream);
         if (st != SSMJIT_OK)
             return st;
     }
@@ -353,7 +355,7 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
     void *args[] = {&workspace, &rows, &dim, &width, &dweight, &dbias};
     sj_dim3 grid = {(unsigned)min64(ceil_div(ncol, REDUCE_THREADS), INT32_MAX), 1, 1};
     sj_dim3 block = {REDUCE_THREADS, 1, 1};
-    return launch(ctx, SJ_MODULE_CONV, SJ_ROLE_BACKWARD, "conv_bwd_reduce", grid, block, args,
+    return launch(ctx, SJ_MODULE_CONV_BWD, SJ_ROLE_BACKWARD, "conv_bwd_reduce", grid, block, args,
                   stream);
 }
 
