@@ -91,47 +91,52 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     p.dinit[(s * D + d) * N + n0 + k] = state_at(p.dfinal, s, k);
         });
 
-    auto load_td = [&](sj_i64 c, int e) {
-        sj_i64 t = c * TS + e / 32, dd = d0 + e % 32;
+    /* Staging: this thread's channel for tokens g, g + GB, ...; B and C at
+     * state tid % 16 for tokens tid / 16, + 2 GB, ... */
+    const int cnt_td = (TS - g + GB - 1) / GB;
+    const int bc_t0 = tid >> 4, bc_j = tid & 15, bc_step = 2 * GB;
+    const int cnt_bc = (TS - bc_t0 + bc_step - 1) / bc_step;
+    auto load_td = [&](sj_i64 c, int k) {
+        const sj_i64 t = c * TS + g + k * GB;
         sj_bwd_raw r = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (t < L && dd < D) {
-            sj_i64 row = b * L + t;
-            r.u = sj_ld<T>(p.u, row * p.su + dd);
-            r.delta = sj_ld<T>(p.delta, row * p.sdelta + dd);
-            r.dy = sj_ld<T>(p.dy, row * p.sdy + dd);
+        if (t < L && dok) {
+            const sj_i64 row = b * L + t;
+            r.u = sj_ld<T>(p.u, row * p.su + d);
+            r.delta = sj_ld<T>(p.delta, row * p.sdelta + d);
+            r.dy = sj_ld<T>(p.dy, row * p.sdy + d);
             if (p.z)
-                r.z = sj_ld<T>(p.z, row * p.sz + dd);
+                r.z = sj_ld<T>(p.z, row * p.sz + d);
         }
         return r;
     };
-    auto store_td = [&](float *buf, sj_i64 c, int e, const sj_bwd_raw &r) {
-        sj_i64 t = c * TS + e / 32, dd = d0 + e % 32;
+    auto store_td = [&](float *buf, sj_i64 c, int k, const sj_bwd_raw &r) {
+        const int e = (g + k * GB) * 32 + lane;
         float *su = buf + 2 * TS * NBLK;
-        if (!(t < L && dd < D)) {
+        if (!(c * TS + g + k * GB < L && dok)) {
             for (int v = 0; v < 5; ++v)
                 su[v * TS * 32 + e] = 0.0f;
             return;
         }
-        float x = r.delta + (p.dbias ? p.dbias[dd] : 0.0f);
+        const float x = r.delta + (p.dbias ? p.dbias[d] : 0.0f);
         su[e] = r.u;
         su[TS * 32 + e] = p.softplus ? sj_softplus(x) : x;
         su[2 * TS * 32 + e] = p.z ? r.dy * sj_silu(r.z) : r.dy;
         su[3 * TS * 32 + e] = p.z ? r.dy * sj_silu_grad(r.z) : 0.0f;
         su[4 * TS * 32 + e] = p.softplus ? sj_softplus_grad(x) : 1.0f;
     };
-    auto load_bc = [&](sj_i64 c, int e) { return sj_load_bc<T>(p, b, c * TS, NBLK, nb0, e); };
+    auto load_bc = [&](sj_i64 c, int k) { return sj_load_bc<T>(p, b, c * TS + bc_t0 + k * bc_step, nb0 + bc_j); };
 
     sj_stager<4, sj_bwd_raw> st_td;
     sj_stager<2, sj_bc_raw> st_bc;
-    const int items_td = TS * 32, items_bc = TS * NBLK;
     auto issue = [&](sj_i64 c) {
-        st_td.issue(items_td, [&](int e) { return load_td(c, e); });
-        st_bc.issue(items_bc, [&](int e) { return load_bc(c, e); });
+        st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
+        st_bc.issue(cnt_bc, [&](int k) { return load_bc(c, k); });
     };
     auto commit = [&](sj_i64 c, float *buf) {
-        st_td.commit(items_td, [&](int e) { return load_td(c, e); },
-                     [&](int e, const sj_bwd_raw &r) { store_td(buf, c, e, r); });
-        st_bc.commit(items_bc, [&](int e) { return load_bc(c, e); }, [&](int e, const sj_bc_raw &r) {
+        st_td.commit(cnt_td, [&](int k) { return load_td(c, k); },
+                     [&](int k, const sj_bwd_raw &r) { store_td(buf, c, k, r); });
+        st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); }, [&](int k, const sj_bc_raw &r) {
+            const int e = (bc_t0 + k * bc_step) * NBLK + bc_j;
             buf[e] = r.b;
             buf[TS * NBLK + e] = r.c;
         });
@@ -351,9 +356,7 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
     {                                                                                                    \
         sj_scan_bwd_reduce_bc<T>(ws, ndblk, batch, L, N, dB, sdB, dC, sdC);                              \
     }                                                                                                    \
-    SJ_SCAN_FWD_KERNEL(scan_states, false, 4, T, sfx)                                                    \
-    SJ_SCAN_FWD_KERNEL(scan_states, false, 8, T, sfx)                                                    \
-    SJ_SCAN_FWD_KERNEL(scan_states, false, 16, T, sfx)
+    SJ_SCAN_FWD_KERNEL(scan_states, false, 16, 128, T, sfx)
 
 SJ_FOR_EACH_DTYPE(SJ_SCAN_BWD_KERNELS, 0)
 

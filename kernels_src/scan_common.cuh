@@ -84,34 +84,30 @@ template <typename F> __device__ __forceinline__ void sj_for_empty_segments(cons
 }
 
 /* Staging of one chunk through registers: issue() starts the global loads
- * of up to K items per thread, commit() waits for them and writes shared
+ * of this thread's first K items, commit() waits for them and writes shared
  * memory, so the loads of the next chunk overlap the compute of this one.
- * Items beyond K per thread are loaded and stored synchronously in
- * commit(). */
+ * Items are numbered per thread (0 .. items-1); those beyond K are loaded
+ * and stored synchronously in commit(). */
 template <int K, typename V> struct sj_stager {
     V v[K];
 
     template <typename Load> __device__ __forceinline__ void issue(int items, Load load)
     {
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            int e = threadIdx.x + k * blockDim.x;
-            if (e < items)
-                v[k] = load(e);
-        }
+        for (int k = 0; k < K; ++k)
+            if (k < items)
+                v[k] = load(k);
     }
 
     template <typename Load, typename Store>
     __device__ __forceinline__ void commit(int items, Load load, Store store)
     {
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            int e = threadIdx.x + k * blockDim.x;
-            if (e < items)
-                store(e, v[k]);
-        }
-        for (int e = threadIdx.x + K * blockDim.x; e < items; e += blockDim.x)
-            store(e, load(e));
+        for (int k = 0; k < K; ++k)
+            if (k < items)
+                store(k, v[k]);
+        for (int k = K; k < items; ++k)
+            store(k, load(k));
     }
 };
 
@@ -135,13 +131,10 @@ struct sj_bc_raw {
     float b, c;
 };
 
-/* Loads B[t0 + t][n0 + j] and C[...] for item e = t * width + j, zero past
- * the sequence or past N. */
+/* B[t][n] and C[t][n] of batch row b, zero past the sequence or past N. */
 template <typename T>
-__device__ __forceinline__ sj_bc_raw sj_load_bc(const sj_scan_params &p, sj_i64 b, sj_i64 t0, int width,
-                                                sj_i64 n0, int e)
+__device__ __forceinline__ sj_bc_raw sj_load_bc(const sj_scan_params &p, sj_i64 b, sj_i64 t, sj_i64 n)
 {
-    sj_i64 t = t0 + e / width, n = n0 + e % width;
     sj_bc_raw r = {0.0f, 0.0f};
     if (t < p.L && n < p.N) {
         sj_i64 row = b * p.L + t;
@@ -163,15 +156,19 @@ __device__ __forceinline__ float sj_dt_of(const sj_scan_params &p, float delta, 
 /*
  * Block: BD channels (lanes, so loads and stores of a token are coalesced
  * across the warp) x G state groups (warps), NS states per thread in
- * registers, N padded to G * NS.  The block walks L in chunks of
- * SJ_SCAN_CHUNK tokens; each chunk's inputs are staged once in shared
- * memory (dt and the gate already transformed) and shared by the G groups,
- * while the loads of the next chunk are in flight.  With G > 1 the per-group
- * partial outputs are summed through shared memory after each chunk.
+ * registers, N padded to G * NS.  Without output (OUT = false: only the
+ * states, for the checkpoint) the states are independent, so blockIdx.z
+ * picks a slice of G * NS of them and the grid covers N in slices.
+ * The block walks L in chunks of SJ_SCAN_CHUNK tokens; each chunk's inputs
+ * are staged once in shared memory (dt and the gate already transformed)
+ * and shared by the G groups, while the loads of the next chunk are in
+ * flight.  The per-group partial outputs are summed through shared memory
+ * after each chunk, each thread finishing y for its own channel at tokens
+ * g, g + G, ...
  *
  * Shared memory, per stage buffer (two): B, C [TS][Npad]; u, dt, gate
  * [TS][BD]; token info [TS] (int2); then one [TS][G][BD] partial-output
- * array when G > 1.  scan_fwd_smem_floats() in src/ops_scan.c mirrors it.
+ * array.  fwd_smem_bytes() in src/ops_scan.c mirrors it.
  */
 template <int NS> struct sj_fwd_layout {
     int BD, G, Npad, buf;
@@ -193,8 +190,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const int tid = threadIdx.x, dl = tid % BD, g = tid / BD;
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + dl;
     const bool dok = d < p.D;
-    const sj_i64 N = p.N, n0 = (sj_i64)g * NS;
-    float *ypart = smem + 2 * lay.buf; /* [TS][G][BD], used when G > 1 */
+    const sj_i64 N = p.N, nbase = (sj_i64)blockIdx.z * Npad, n0 = nbase + g * NS;
+    float *ypart = smem + 2 * lay.buf; /* [TS][G][BD] */
 
     float A2[NS], h[NS];
 #pragma unroll
@@ -215,52 +212,54 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     if (nch == 0)
         return;
 
-    /* Per-(token, channel) items: e = t * BD + dl, so each thread loads its
-     * own channel (coalesced across lanes). */
-    auto load_td = [&](sj_i64 c, int e) {
-        sj_i64 t = c * TS + e / BD, dd = d0 + e % BD;
+    /* Staging without divisions: this thread stages its own channel for
+     * tokens g, g + G, ... (coalesced across lanes), and B, C at state
+     * bc_j for tokens bc_t0, bc_t0 + bc_step, ... (blockDim is a multiple
+     * of Npad). */
+    const int cnt_td = (TS - g + G - 1) / G;
+    const int bc_step = BD / NS, bc_t0 = tid / Npad, bc_j = tid % Npad;
+    const int cnt_bc = bc_t0 < TS ? (TS - bc_t0 + bc_step - 1) / bc_step : 0;
+    auto load_td = [&](sj_i64 c, int k) {
+        const sj_i64 t = c * TS + g + k * G;
         sj_fwd_raw r = {0.0f, 0.0f, 0.0f};
-        if (t < p.L && dd < p.D) {
-            sj_i64 row = b * p.L + t;
-            r.u = sj_ld<T>(p.u, row * p.su + dd);
-            r.delta = sj_ld<T>(p.delta, row * p.sdelta + dd);
+        if (t < p.L && dok) {
+            const sj_i64 row = b * p.L + t;
+            r.u = sj_ld<T>(p.u, row * p.su + d);
+            r.delta = sj_ld<T>(p.delta, row * p.sdelta + d);
             if (OUT && p.z)
-                r.z = sj_ld<T>(p.z, row * p.sz + dd);
+                r.z = sj_ld<T>(p.z, row * p.sz + d);
         }
         return r;
     };
-    auto store_td = [&](float *buf, sj_i64 c, int e, const sj_fwd_raw &r) {
-        sj_i64 t = c * TS + e / BD, dd = d0 + e % BD;
-        bool ok = t < p.L && dd < p.D;
+    auto store_td = [&](float *buf, sj_i64 c, int k, const sj_fwd_raw &r) {
+        const int e = (g + k * G) * BD + dl;
+        const bool ok = c * TS + g + k * G < p.L && dok;
         float *su = buf + 2 * TS * Npad, *sdt = su + TS * BD, *sgz = sdt + TS * BD;
         su[e] = r.u;
-        sdt[e] = ok ? sj_dt_of(p, r.delta, dd) : 0.0f;
+        sdt[e] = ok ? sj_dt_of(p, r.delta, d) : 0.0f;
         if (OUT)
             sgz[e] = p.z ? sj_silu(r.z) : 1.0f;
     };
-    auto store_bc = [&](float *buf, int e, const sj_bc_raw &r) {
+    auto load_bc = [&](sj_i64 c, int k) { return sj_load_bc<T>(p, b, c * TS + bc_t0 + k * bc_step, nbase + bc_j); };
+    auto store_bc = [&](float *buf, int k, const sj_bc_raw &r) {
+        const int e = (bc_t0 + k * bc_step) * Npad + bc_j;
         buf[e] = r.b;
         buf[TS * Npad + e] = r.c;
     };
-    auto store_info = [&](float *buf, sj_i64 c) {
-        int2 *info = (int2 *)(buf + 2 * TS * Npad + 3 * TS * BD);
-        if (tid < TS)
-            info[tid] = sj_token_info(p, b, c * TS + tid);
-    };
 
-    sj_stager<16, sj_fwd_raw> st_td;
+    sj_stager<8, sj_fwd_raw> st_td;
     sj_stager<4, sj_bc_raw> st_bc;
-    const int items_td = TS * BD, items_bc = TS * Npad;
     auto issue = [&](sj_i64 c) {
-        st_td.issue(items_td, [&](int e) { return load_td(c, e); });
-        st_bc.issue(items_bc, [&](int e) { return sj_load_bc<T>(p, b, c * TS, Npad, 0, e); });
+        st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
+        st_bc.issue(cnt_bc, [&](int k) { return load_bc(c, k); });
     };
     auto commit = [&](sj_i64 c, float *buf) {
-        st_td.commit(items_td, [&](int e) { return load_td(c, e); },
-                     [&](int e, const sj_fwd_raw &r) { store_td(buf, c, e, r); });
-        st_bc.commit(items_bc, [&](int e) { return sj_load_bc<T>(p, b, c * TS, Npad, 0, e); },
-                     [&](int e, const sj_bc_raw &r) { store_bc(buf, e, r); });
-        store_info(buf, c);
+        st_td.commit(cnt_td, [&](int k) { return load_td(c, k); },
+                     [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r); });
+        st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); },
+                     [&](int k, const sj_bc_raw &r) { store_bc(buf, k, r); });
+        if (tid < TS)
+            ((int2 *)(buf + 2 * TS * Npad + 3 * TS * BD))[tid] = sj_token_info(p, b, c * TS + tid);
     };
 
     issue(0);
@@ -275,21 +274,12 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         if (c + 1 < nch)
             issue(c + 1);
 
-#pragma unroll 2
-        for (int i = 0; i < TS; ++i) {
-            const int2 ti = info[i];
-            if (!(ti.y & SJ_TOK_VALID))
-                break;
-            const sj_i64 t = c * TS + i;
-            if (ti.y & SJ_TOK_START) {
-#pragma unroll
-                for (int k = 0; k < NS; ++k)
-                    h[k] = p.init && dok && n0 + k < N ? p.init[((sj_i64)ti.x * p.D + d) * N + n0 + k] : 0.0f;
-            }
+        /* One token: the states and this group's part of y. */
+        auto step = [&](int i) {
             const float u = su[i * BD + dl], dt = sdt[i * BD + dl], dtu = dt * u;
-            const float4 *B4 = (const float4 *)(sB + i * Npad + n0);
-            const float4 *C4 = (const float4 *)(sC + i * Npad + n0);
-            float yp = 0.0f;
+            const float4 *B4 = (const float4 *)(sB + i * Npad + g * NS);
+            const float4 *C4 = (const float4 *)(sC + i * Npad + g * NS);
+            float yq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int q = 0; q < NS / 4; ++q) {
                 const float4 bb = B4[q];
@@ -304,21 +294,39 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     const int k = 4 * q + j;
                     h[k] = fmaf(exp2f(dt * A2[k]), h[k], dtu * bv[j]);
                     if (OUT)
-                        yp = fmaf(cv[j], h[k], yp);
+                        yq[j] = fmaf(cv[j], h[k], yq[j]);
                 }
             }
-            if ((ti.y & SJ_TOK_END) && p.final_state && dok) {
+            if (OUT)
+                ypart[(i * G + g) * BD + dl] = (yq[0] + yq[1]) + (yq[2] + yq[3]);
+        };
+        /* Chunks without a segment boundary or the end of L (all of them
+         * but the last, without cu_seqlens) run unrolled and branch-free, so
+         * the exponentials of later tokens overlap the recurrence. */
+        bool plain = true;
 #pragma unroll
-                for (int k = 0; k < NS; ++k)
-                    if (n0 + k < N)
-                        p.final_state[((sj_i64)ti.x * p.D + d) * N + n0 + k] = h[k];
-            }
-            if (OUT) {
-                if (G == 1) {
-                    if (dok)
-                        sj_st<T>(p.y, (b * p.L + t) * p.sy + d, (yp + Dd * u) * sgz[i * BD + dl]);
-                } else {
-                    ypart[(i * G + g) * BD + dl] = yp;
+        for (int i = 0; i < TS; ++i)
+            plain = plain && info[i].y == SJ_TOK_VALID;
+        if (plain) {
+#pragma unroll
+            for (int i = 0; i < TS; ++i)
+                step(i);
+        } else {
+            for (int i = 0; i < TS; ++i) {
+                const int2 ti = info[i];
+                if (!(ti.y & SJ_TOK_VALID))
+                    break;
+                if (ti.y & SJ_TOK_START) {
+#pragma unroll
+                    for (int k = 0; k < NS; ++k)
+                        h[k] = p.init && dok && n0 + k < N ? p.init[((sj_i64)ti.x * p.D + d) * N + n0 + k] : 0.0f;
+                }
+                step(i);
+                if ((ti.y & SJ_TOK_END) && p.final_state && dok) {
+#pragma unroll
+                    for (int k = 0; k < NS; ++k)
+                        if (n0 + k < N)
+                            p.final_state[((sj_i64)ti.x * p.D + d) * N + n0 + k] = h[k];
                 }
             }
         }
@@ -330,18 +338,17 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     p.ckpt[((b * (nch - 1) + c) * p.D + d) * N + n0 + k] = h[k];
         }
 
-        if (OUT && G > 1) {
+        if (OUT) {
+            /* y of this thread's channel for tokens g, g + G, ... */
             __syncthreads();
-            for (int e = tid; e < TS * BD; e += blockDim.x) {
-                const int i = e / BD, l = e % BD;
-                const sj_i64 t = c * TS + i, dd = d0 + l;
-                if (t >= p.L || dd >= p.D)
-                    continue;
+            for (int i = g; i < TS; i += G) {
+                const sj_i64 t = c * TS + i;
+                if (t >= p.L || !dok)
+                    break;
                 float y = 0.0f;
                 for (int gg = 0; gg < G; ++gg)
-                    y += ypart[(i * G + gg) * BD + l];
-                const float Dl = p.Dv ? p.Dv[dd] : 0.0f;
-                sj_st<T>(p.y, (b * p.L + t) * p.sy + dd, (y + Dl * su[e]) * sgz[e]);
+                    y += ypart[(i * G + gg) * BD + dl];
+                sj_st<T>(p.y, (b * p.L + t) * p.sy + d, (y + Dd * su[i * BD + dl]) * sgz[i * BD + dl]);
             }
         }
 
@@ -351,9 +358,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     }
 }
 
-/* Kernel names: <prefix>_ns<NS>_<dtype>. */
-#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, T, sfx)                                                  \
-    extern "C" __global__ void __launch_bounds__(512) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
-    {                                                                                                 \
-        sj_scan_fwd<T, NS, OUT>(p);                                                                   \
+/* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads. */
+#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, T, sfx)                                              \
+    extern "C" __global__ void __launch_bounds__(MAXT) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
+    {                                                                                                  \
+        sj_scan_fwd<T, NS, OUT>(p);                                                                    \
     }

@@ -4,9 +4,12 @@
  * scan_fwd_ns<NS>_<dtype> for NS = 4, 8, 16 states per thread. */
 #include "scan_common.cuh"
 
-#define SJ_SCAN_FWD_KERNELS(T, sfx, unused)          \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, T, sfx)    \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, T, sfx)    \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, T, sfx)
+/* Blocks of up to 16 state groups of 32 channels (8 with 8 states per
+ * thread, so that variant keeps 255 registers): fwd_max_groups() in
+ * src/ops_scan.c. */
+#define SJ_SCAN_FWD_KERNELS(T, sfx, unused)             \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, 512, T, sfx)  \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, 256, T, sfx)  \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, 512, T, sfx)
 
 SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)

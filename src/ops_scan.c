@@ -19,7 +19,6 @@
 
 #define SCAN_MAX_N 256
 #define SCAN_MAX_BATCH 65535 /* gridDim.y */
-#define FWD_MAX_GROUPS 16    /* state groups (warps) of a forward block: 512 threads */
 #define WS_ALIGN 256
 #define FLAT_THREADS 256u    /* reduction and decode kernels */
 #define FLAT_MAX_GRID 65535u /* they grid-stride over the rest */
@@ -211,43 +210,53 @@ typedef struct fwd_shape {
     int bd;     /* channels per block */
 } fwd_shape;
 
+/* State groups (warps of 32 channels) a forward block of ns states per
+ * thread may have: the kernels' __launch_bounds__ in scan_fwd.cu are
+ * 32 * this many threads. */
+static int64_t fwd_max_groups(int ns) { return ns == 8 ? 8 : 16; }
+
 static fwd_shape fwd_shape_for(int64_t n)
 {
     fwd_shape f;
     const int forced = atomic_load_explicit(&forced_ns, memory_order_relaxed);
     /* 8 states per thread measured fastest at N = 16 (bench/NOTES.md) */
     f.ns = n <= 64 ? 8 : 16;
-    if (forced == 4 || forced == 8 || forced == 16)
-        if (ceil_div(n, forced) <= FWD_MAX_GROUPS)
-            f.ns = forced;
+    if ((forced == 4 || forced == 8 || forced == 16) && ceil_div(n, forced) <= fwd_max_groups(forced))
+        f.ns = forced;
     f.groups = (int)ceil_div(n, f.ns);
     f.bd = 32 * (f.groups < 4 ? 4 / f.groups : 1);
     return f;
 }
+
+/* The states-only pass that rebuilds the checkpoint: slices of 16 states,
+ * one group each, over grid.z (the states are independent without y). */
+static const fwd_shape states_shape = {16, 1, 128};
 
 /* Dynamic shared memory of sj_scan_fwd (see sj_fwd_layout). */
 static unsigned fwd_smem_bytes(const fwd_shape *f)
 {
     int npad = f->groups * f->ns;
     int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * f->bd + 2 * SCAN_CHUNK;
-    int partial = f->groups > 1 ? SCAN_CHUNK * f->groups * f->bd : 0;
+    int partial = SCAN_CHUNK * f->groups * f->bd;
     return (unsigned)((2 * buf + partial) * sizeof(float));
 }
 
-/* Launches the forward scan (module scan_fwd, prefix "scan_fwd") or its
- * states-only twin (module scan_bwd, prefix "scan_states") over the B
+/* Launches the forward scan (module scan_fwd, prefix "scan_fwd", all N
+ * states in one slice) or its states-only twin (module scan_bwd, prefix
+ * "scan_states", slices of f.groups * f.ns states over grid.z) over the B
  * rows. */
 static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *prefix,
-                                ssmjit_dtype dtype, const scan_shape *sh, sj_scan_params *p, void *stream)
+                                const fwd_shape f, ssmjit_dtype dtype, const scan_shape *sh, sj_scan_params *p,
+                                void *stream)
 {
-    const fwd_shape f = fwd_shape_for(sh->N);
     char name[48];
     snprintf(name, sizeof name, "%s_ns%d_%s", prefix, f.ns, sj_dtype_suffix(dtype));
     CUfunction fn;
     SCAN_TRY(sj_kernel_get(ctx, mod, role, name, &fn));
     p->G = f.groups;
     p->BD = f.bd;
-    sj_dim3 grid = {(unsigned)ceil_div(sh->D, f.bd), (unsigned)sh->B, 1};
+    sj_dim3 grid = {(unsigned)ceil_div(sh->D, f.bd), (unsigned)sh->B,
+                    (unsigned)ceil_div(sh->N, (int64_t)f.groups * f.ns)};
     sj_dim3 block = {(unsigned)(f.bd * f.groups), 1, 1};
     void *args[] = {p};
     return sj_launch(ctx, fn, grid, block, fwd_smem_bytes(&f), stream, args);
@@ -279,7 +288,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
     p.sy = sh.sy;
     p.final_state = dptr(desc->final_state);
     p.ckpt = dptr(desc->checkpoint);
-    return launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", desc->dtype, &sh, &p, stream);
+    return launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", fwd_shape_for(sh.N), desc->dtype, &sh,
+                      &p, stream);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -435,8 +445,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         sj_scan_params p = scan_params(desc, &sh);
         p.ckpt = desc->checkpoint ? dptr(desc->checkpoint) : dptr(ws + w.ckpt);
         if (!desc->checkpoint && sh.nch > 1)
-            SCAN_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", desc->dtype, &sh, &p,
-                                stream));
+            SCAN_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", states_shape, desc->dtype,
+                                &sh, &p, stream));
         p.dy = dptr(grads->dy.data);
         p.sdy = s[0];
         p.dfinal = dptr(grads->d_final_state);

@@ -4,7 +4,8 @@
 
 /* Forces the states per thread of the forward scan kernels (4, 8 or 16; 0
  * restores the automatic choice), so that tests reach every variant.  A
- * value too small for N (more than 16 state groups) is ignored.  Not
+ * value too small for N (more state groups than a block holds) is
+ * ignored.  Not
  * thread-safe: for tests only. */
 void sj_scan_force_states_per_thread(int ns);
 

@@ -243,6 +243,9 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
     snprintf(out->shape, sizeof out->shape, "B=%lld L=%lld D=%lld N=%lld", (long long)s.b, (long long)s.l,
              (long long)s.d, (long long)s.n);
     st = alloc_state(&s, sizes, bwd ? 20 : 10, out);
+    /* A < 0 as in a real model (A = -exp(A_log)): the states stay bounded. */
+    for (int r = 0; st == SSMJIT_OK && r < out->rotations; r++)
+        st = bench_fill_f32(((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
     /* The backward restarts from a checkpoint the forward really wrote. */
     for (int r = 0; st == SSMJIT_OK && bwd && r < out->rotations; r++) {
         state *made = out->state;
@@ -307,7 +310,10 @@ static ssmjit_status setup_decode(ssmjit_context *ctx, ssmjit_dtype dt, int quic
     out->bytes = (double)(2 * st_bytes + 4 * row);
     snprintf(out->shape, sizeof out->shape, "B=%lld D=%lld N=%lld (one token)", (long long)s.b, (long long)s.d,
              (long long)s.n);
-    return alloc_state(&s, sizes, 10, out);
+    ssmjit_status st = alloc_state(&s, sizes, 10, out);
+    for (int r = 0; st == SSMJIT_OK && r < out->rotations; r++)
+        st = bench_fill_f32(((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
+    return st;
 }
 
 static ssmjit_status run_decode(void *p, int r, void *stream)

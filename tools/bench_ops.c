@@ -26,9 +26,16 @@ ssmjit_status bench_alloc(size_t bytes, void **out)
     ssmjit_status st = SJ_CU(drv, MemAlloc, &p, bytes ? bytes : 16);
     /* Random-looking, finite data: never time on zeros. */
     if (st == SSMJIT_OK)
-        st = SJ_CU(drv, MemsetD32Async, p, 0x3e9a0000u, (bytes + 3) / 4, NULL);
+        st = SJ_CU(drv, MemsetD32Async, p, 0x3e9a3e9au, (bytes + 3) / 4, NULL);
     *out = (void *)(uintptr_t)p;
     return st;
+}
+
+ssmjit_status bench_fill_f32(void *p, size_t n, float v)
+{
+    unsigned bits;
+    memcpy(&bits, &v, sizeof bits);
+    return SJ_CU(drv, MemsetD32Async, (CUdeviceptr)(uintptr_t)p, bits, n, NULL);
 }
 
 void bench_free(void *p)
