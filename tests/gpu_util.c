@@ -195,3 +195,72 @@ void *gu_alloc_poisoned(size_t n, ssmjit_dtype dtype)
 }
 
 double gu_tolerance(ssmjit_dtype dtype) { return dtype == SSMJIT_F32 ? 1e-5 : 1e-2; }
+
+const gu_view gu_no_view = {NULL, 0, 0, 0, 0, SSMJIT_F32};
+
+static gu_view view_layout(size_t rows, size_t w, ssmjit_dtype dtype, int strided)
+{
+    gu_view v = {NULL, rows, w, w, 0, dtype};
+    if (strided) {
+        v.ld = 2 * w + 3;
+        v.off = w + 1;
+    }
+    return v;
+}
+
+gu_view gu_view_upload(double *host, size_t rows, size_t w, ssmjit_dtype dtype, int strided)
+{
+    if (!host)
+        return gu_no_view;
+    gu_view v = view_layout(rows, w, dtype, strided);
+    double *pad = malloc((rows * v.ld + 1) * sizeof *pad);
+    assert_non_null(pad);
+    for (size_t i = 0; i < rows * v.ld; ++i)
+        pad[i] = NAN;
+    for (size_t r = 0; r < rows; ++r)
+        memcpy(pad + r * v.ld + v.off, host + r * w, w * sizeof *host);
+    v.base = gu_upload_new(pad, rows * v.ld, dtype);
+    for (size_t r = 0; r < rows; ++r)
+        memcpy(host + r * w, pad + r * v.ld + v.off, w * sizeof *host);
+    free(pad);
+    return v;
+}
+
+gu_view gu_view_poisoned(size_t rows, size_t w, ssmjit_dtype dtype, int strided)
+{
+    gu_view v = view_layout(rows, w, dtype, strided);
+    v.base = gu_alloc_poisoned(rows * v.ld, dtype);
+    return v;
+}
+
+void gu_view_download(double *host, const gu_view *v)
+{
+    double *pad = malloc((v->rows * v->ld + 1) * sizeof *pad);
+    assert_non_null(pad);
+    gu_download_as(pad, v->base, v->rows * v->ld, v->dtype);
+    for (size_t r = 0; r < v->rows; ++r)
+        for (size_t j = 0; j < v->ld; ++j) {
+            double x = pad[r * v->ld + j];
+            if (j >= v->off && j < v->off + v->w)
+                host[r * v->w + j - v->off] = x;
+            else if (!isnan(x))
+                fail_msg("padding at row %zu column %zu was written", r, j);
+        }
+    free(pad);
+}
+
+ssmjit_matrix gu_view_matrix(const gu_view *v)
+{
+    ssmjit_matrix m = {NULL, 0};
+    if (!v->base)
+        return m;
+    m.data = (char *)v->base + v->off * ssmjit_dtype_size(v->dtype);
+    m.stride = v->ld == v->w ? 0 : (int64_t)v->ld;
+    return m;
+}
+
+void gu_view_free(gu_view *v)
+{
+    gu_free(v->base);
+    v->base = NULL;
+}

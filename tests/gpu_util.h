@@ -46,6 +46,38 @@ void gu_download_as(double *host, const void *dptr, size_t n, ssmjit_dtype dtype
 /* Device memory holding n NaN-poisoned elements of dtype. */
 void *gu_alloc_poisoned(size_t n, ssmjit_dtype dtype);
 
+/* A [rows, w] view at column `off` of a [rows, ld] device buffer.
+ * Strided views sit inside rows more than twice as wide at an odd offset
+ * (like one half of a fused projection); everything outside the view is
+ * NaN, so a kernel that reads it spoils its result and one that writes it
+ * is caught when the padding is checked.  A view without a buffer stands
+ * for an absent optional argument. */
+typedef struct gu_view {
+    void *base;
+    size_t rows, w, ld, off;
+    ssmjit_dtype dtype;
+} gu_view;
+
+extern const gu_view gu_no_view;
+
+/* Uploads host[rows * w] (rounded in place to what the device holds);
+ * NULL host gives gu_no_view. */
+gu_view gu_view_upload(double *host, size_t rows, size_t w, ssmjit_dtype dtype, int strided);
+
+/* A view whose elements (and padding) are NaN. */
+gu_view gu_view_poisoned(size_t rows, size_t w, ssmjit_dtype dtype, int strided);
+
+/* Downloads the view into host[rows * w]; fails the test if the padding
+ * was written. */
+void gu_view_download(double *host, const gu_view *v);
+
+/* The ssmjit operand: stride 0 (contiguous) without padding, {NULL, 0}
+ * for gu_no_view. */
+ssmjit_matrix gu_view_matrix(const gu_view *v);
+
+/* Frees the buffer (NULL-safe) and empties the view. */
+void gu_view_free(gu_view *v);
+
 /* Tolerance the op tests hold dtype to: 1e-5 for f32 (fast math off),
  * 1e-2 for f16 and bf16. */
 double gu_tolerance(ssmjit_dtype dtype);

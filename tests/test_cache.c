@@ -352,26 +352,10 @@ static int record_child(const char *dir)
     sj_toolchain tc;
     if (sj_toolchain_get(dir, 0, 0, &tc) != SSMJIT_OK || tc.num_archs == 0)
         return 1;
-    FILE *maps = fopen("/proc/self/maps", "r");
-    char line[4096];
-    int nvrtc = 0;
-    while (maps && fgets(line, sizeof line, maps))
-        nvrtc |= strstr(line, "libnvrtc") != NULL;
-    if (maps)
-        fclose(maps);
-    return nvrtc ? 2 : 0;
+    return tu_nvrtc_mapped() ? 2 : 0;
 }
 
-static int run_record_child(const char *dir)
-{
-    char exe[4096], cmd[8400];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    assert_true(n > 0);
-    exe[n] = '\0';
-    snprintf(cmd, sizeof cmd, "'%s' --record-child '%s'", exe, dir);
-    int status = system(cmd);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+static int run_record_child(const char *dir) { return tu_run_self("--record-child", dir); }
 
 static void test_toolchain_record(void **state)
 {

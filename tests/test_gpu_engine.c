@@ -103,29 +103,13 @@ static int warm_child_main(const char *dir)
         fprintf(stderr, "warm child: %s\n", ssmjit_last_error());
         return 1;
     }
-    FILE *maps = fopen("/proc/self/maps", "r");
-    char line[4096];
-    int nvrtc = 0;
-    while (maps && fgets(line, sizeof line, maps))
-        nvrtc |= strstr(line, "libnvrtc") != NULL;
-    if (maps)
-        fclose(maps);
-    return nvrtc ? 2 : 0;
+    return tu_nvrtc_mapped() ? 2 : 0;
 }
 
 /* A fresh process (CUDA does not survive fork; its in-memory image table
  * is empty) loads every module: 0 when that needed no NVRTC at all, i.e.
  * the disk cache and its toolchain record served a warm start. */
-static int warm_child(const char *dir)
-{
-    char cmd[8400], exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    assert_true(n > 0);
-    exe[n] = '\0';
-    snprintf(cmd, sizeof cmd, "'%s' --warm-child '%s'", exe, dir);
-    int status = system(cmd);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+static int warm_child(const char *dir) { return tu_run_self("--warm-child", dir); }
 
 static void test_cold_then_warm_cache(void **state)
 {

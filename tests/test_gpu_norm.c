@@ -18,91 +18,6 @@
 #include "test_util.h"
 
 /* ------------------------------------------------------------------------ */
-/* Device matrices inside NaN padding                                       */
-/* ------------------------------------------------------------------------ */
-
-/* A [rows, d] view at column `off` of a [rows, ld] buffer.  Strided views
- * sit in the middle of rows more than twice as wide (like one half of a
- * fused projection, at an odd offset); everything outside the view is NaN,
- * so a kernel that reads it produces NaN and one that writes it is caught
- * when the padding is checked. */
-typedef struct dmat {
-    void *base;
-    size_t rows, d, ld, off;
-    ssmjit_dtype dtype;
-} dmat;
-
-static dmat dmat_layout(size_t rows, size_t d, ssmjit_dtype dtype, int strided)
-{
-    dmat m = {NULL, rows, d, d, 0, dtype};
-    if (strided) {
-        m.ld = 2 * d + 3;
-        m.off = d + 1;
-    }
-    return m;
-}
-
-/* Uploads host[rows * d], which is rounded in place to what the device holds. */
-static dmat dmat_upload(double *host, size_t rows, size_t d, ssmjit_dtype dtype, int strided)
-{
-    dmat m = dmat_layout(rows, d, dtype, strided);
-    double *pad = tu_doubles(rows * m.ld);
-    for (size_t i = 0; i < rows * m.ld; ++i)
-        pad[i] = NAN;
-    for (size_t r = 0; r < rows; ++r)
-        memcpy(pad + r * m.ld + m.off, host + r * d, d * sizeof *host);
-    m.base = gu_upload_new(pad, rows * m.ld, dtype);
-    for (size_t r = 0; r < rows; ++r)
-        memcpy(host + r * d, pad + r * m.ld + m.off, d * sizeof *host);
-    free(pad);
-    return m;
-}
-
-static dmat dmat_poisoned(size_t rows, size_t d, ssmjit_dtype dtype, int strided)
-{
-    dmat m = dmat_layout(rows, d, dtype, strided);
-    m.base = gu_alloc_poisoned(rows * m.ld, dtype);
-    return m;
-}
-
-/* Downloads the view into host[rows * d] and asserts the padding is NaN. */
-static void dmat_download(double *host, const dmat *m)
-{
-    double *pad = tu_doubles(m->rows * m->ld);
-    gu_download_as(pad, m->base, m->rows * m->ld, m->dtype);
-    for (size_t r = 0; r < m->rows; ++r)
-        for (size_t j = 0; j < m->ld; ++j) {
-            double v = pad[r * m->ld + j];
-            if (j >= m->off && j < m->off + m->d)
-                host[r * m->d + j - m->off] = v;
-            else if (!isnan(v))
-                fail_msg("padding at row %zu column %zu was written", r, j);
-        }
-    free(pad);
-}
-
-/* The ssmjit view: stride 0 (contiguous) when there is no padding.  A
- * matrix without a buffer is the absent optional argument. */
-static ssmjit_matrix dmat_view(const dmat *m)
-{
-    ssmjit_matrix v = {NULL, 0};
-    if (!m->base)
-        return v;
-    v.data = (char *)m->base + m->off * ssmjit_dtype_size(m->dtype);
-    v.stride = m->ld == m->d ? 0 : (int64_t)m->ld;
-    return v;
-}
-
-static void dmat_free(dmat *m)
-{
-    if (m->base)
-        gu_free(m->base);
-    m->base = NULL;
-}
-
-static const dmat no_dmat = {NULL, 0, 0, 0, 0, SSMJIT_F32};
-
-/* ------------------------------------------------------------------------ */
 /* Inputs, references and comparisons                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -130,11 +45,11 @@ static void expect_close(const double *got, const double *ref, size_t n, ssmjit_
         fail_msg("%s (%s): relative error %g > %g", what, case_name, err, gu_tolerance(dtype));
 }
 
-static void expect_dmat(const dmat *m, const double *ref, const char *what)
+static void expect_view(const gu_view *m, const double *ref, const char *what)
 {
-    double *got = tu_doubles(m->rows * m->d);
-    dmat_download(got, m);
-    expect_close(got, ref, m->rows * m->d, m->dtype, what);
+    double *got = tu_doubles(m->rows * m->w);
+    gu_view_download(got, m);
+    expect_close(got, ref, m->rows * m->w, m->dtype, what);
     free(got);
 }
 
@@ -206,56 +121,56 @@ static void check_case(ssmjit_context *ctx, const norm_case *c)
     /* Forward, residual_out and rstd requested (the backward needs them). */
     double *x = normals(n), *res = c->has_residual ? normals(n) : NULL, *w = tu_doubles(d);
     tu_fill_uniform(w, d, -2.0, 2.0);
-    dmat X = dmat_upload(x, rows, d, c->dtype, c->strided);
-    dmat R = res ? dmat_upload(res, rows, d, rdtype, c->strided) : no_dmat;
+    gu_view X = gu_view_upload(x, rows, d, c->dtype, c->strided);
+    gu_view R = res ? gu_view_upload(res, rows, d, rdtype, c->strided) : gu_no_view;
     void *W = gu_upload_new(w, d, SSMJIT_F32);
-    dmat Y = dmat_poisoned(rows, d, c->dtype, c->strided);
-    dmat RO = res ? dmat_poisoned(rows, d, rdtype, !c->strided) : no_dmat;
+    gu_view Y = gu_view_poisoned(rows, d, c->dtype, c->strided);
+    gu_view RO = res ? gu_view_poisoned(rows, d, rdtype, !c->strided) : gu_no_view;
     void *RSTD = gu_alloc_poisoned(rows, SSMJIT_F32);
-    assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, dmat_view(&X), dmat_view(&R), W,
-                                        dmat_view(&Y), dmat_view(&RO), RSTD, NULL),
+    assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, gu_view_matrix(&X), gu_view_matrix(&R), W,
+                                        gu_view_matrix(&Y), gu_view_matrix(&RO), RSTD, NULL),
                      SSMJIT_OK);
     gu_sync();
 
     double *h = normalised_input(x, res, n, rdtype), *y = tu_doubles(n);
     double *rstd = tu_doubles(rows);
     ref_rmsnorm_fwd(h, NULL, w, rows, d, desc.eps, y, NULL, rstd);
-    expect_dmat(&Y, y, "y");
+    expect_view(&Y, y, "y");
     expect_f32(RSTD, rstd, rows, "rstd");
     if (res) {
-        expect_dmat(&RO, h, "residual_out");
-        dmat_download(h, &RO); /* exactly what the backward reads */
+        expect_view(&RO, h, "residual_out");
+        gu_view_download(h, &RO); /* exactly what the backward reads */
     }
 
     /* Backward from the forward's own residual_out (or x) and rstd. */
     double *dy = normals(n), *dro = c->has_residual && c->with_dro ? normals(n) : NULL;
-    dmat DY = dmat_upload(dy, rows, d, c->dtype, !c->strided);
-    dmat DRO = dro ? dmat_upload(dro, rows, d, rdtype, c->strided) : no_dmat;
-    dmat DX = dmat_poisoned(rows, d, c->dtype, c->strided);
-    dmat DRES = c->has_residual && c->with_dres ? dmat_poisoned(rows, d, rdtype, c->strided)
-                                                : no_dmat;
+    gu_view DY = gu_view_upload(dy, rows, d, c->dtype, !c->strided);
+    gu_view DRO = dro ? gu_view_upload(dro, rows, d, rdtype, c->strided) : gu_no_view;
+    gu_view DX = gu_view_poisoned(rows, d, c->dtype, c->strided);
+    gu_view DRES = c->has_residual && c->with_dres ? gu_view_poisoned(rows, d, rdtype, c->strided)
+                                                : gu_no_view;
     void *DW = NULL, *WS = NULL;
     size_t ws_bytes = 0;
     if (c->with_dweight) {
         DW = gu_alloc_poisoned(d, SSMJIT_F32);
         WS = workspace_for(ctx, &desc, &ws_bytes);
     }
-    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, dmat_view(res ? &RO : &X), W, RSTD,
-                                        dmat_view(&DY), dmat_view(&DRO), dmat_view(&DX),
-                                        dmat_view(&DRES), DW, WS, ws_bytes, NULL),
+    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, gu_view_matrix(res ? &RO : &X), W, RSTD,
+                                        gu_view_matrix(&DY), gu_view_matrix(&DRO), gu_view_matrix(&DX),
+                                        gu_view_matrix(&DRES), DW, WS, ws_bytes, NULL),
                      SSMJIT_OK);
     gu_sync();
 
     double *dh = tu_doubles(n), *dw = tu_doubles(d);
     ref_rmsnorm_bwd(h, w, rows, d, desc.eps, dy, dro, dh, dw);
-    expect_dmat(&DX, dh, "dx");
+    expect_view(&DX, dh, "dx");
     if (DRES.base)
-        expect_dmat(&DRES, dh, "d_residual");
+        expect_view(&DRES, dh, "d_residual");
     if (DW)
         expect_f32(DW, dw, d, "dweight");
 
-    dmat_free(&X), dmat_free(&R), dmat_free(&Y), dmat_free(&RO), dmat_free(&DY);
-    dmat_free(&DRO), dmat_free(&DX), dmat_free(&DRES);
+    gu_view_free(&X), gu_view_free(&R), gu_view_free(&Y), gu_view_free(&RO), gu_view_free(&DY);
+    gu_view_free(&DRO), gu_view_free(&DX), gu_view_free(&DRES);
     gu_free(W), gu_free(RSTD);
     if (DW)
         gu_free(DW), gu_free(WS);
@@ -356,18 +271,18 @@ static void test_fwd_without_optional_outputs(void **state)
         snprintf(case_name, sizeof case_name, "no optional outputs, rows %zu, d %zu", rows, d);
         double *x = normals(n), *res = normals(n), *w = tu_doubles(d), *y = tu_doubles(n);
         tu_fill_uniform(w, d, 0.5, 1.5);
-        dmat X = dmat_upload(x, rows, d, SSMJIT_BF16, 0);
-        dmat R = dmat_upload(res, rows, d, SSMJIT_F32, 1);
-        dmat Y = dmat_poisoned(rows, d, SSMJIT_BF16, 1);
+        gu_view X = gu_view_upload(x, rows, d, SSMJIT_BF16, 0);
+        gu_view R = gu_view_upload(res, rows, d, SSMJIT_F32, 1);
+        gu_view Y = gu_view_poisoned(rows, d, SSMJIT_BF16, 1);
         void *W = gu_upload_new(w, d, SSMJIT_F32);
-        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, dmat_view(&X), dmat_view(&R), W,
-                                            dmat_view(&Y), dmat_view(&no_dmat), NULL, NULL),
+        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, gu_view_matrix(&X), gu_view_matrix(&R), W,
+                                            gu_view_matrix(&Y), gu_view_matrix(&gu_no_view), NULL, NULL),
                          SSMJIT_OK);
         gu_sync();
         double *h = normalised_input(x, res, n, SSMJIT_F32);
         ref_rmsnorm_fwd(h, NULL, w, rows, d, desc.eps, y, NULL, NULL);
-        expect_dmat(&Y, y, "y");
-        dmat_free(&X), dmat_free(&R), dmat_free(&Y), gu_free(W);
+        expect_view(&Y, y, "y");
+        gu_view_free(&X), gu_view_free(&R), gu_view_free(&Y), gu_free(W);
         free(x), free(res), free(w), free(y), free(h);
     }
     ssmjit_context_destroy(ctx);
@@ -394,19 +309,19 @@ static void test_residual_stream_start(void **state)
                  dtype_name(cases[i].dtype), dtype_name(cases[i].rdtype), d);
         double *x = normals(n), *w = tu_doubles(d), *y = tu_doubles(n), *rstd = tu_doubles(rows);
         tu_fill_uniform(w, d, -2.0, 2.0);
-        dmat X = dmat_upload(x, rows, d, cases[i].dtype, 1);
-        dmat Y = dmat_poisoned(rows, d, cases[i].dtype, 0);
-        dmat RO = dmat_poisoned(rows, d, cases[i].rdtype, 1);
+        gu_view X = gu_view_upload(x, rows, d, cases[i].dtype, 1);
+        gu_view Y = gu_view_poisoned(rows, d, cases[i].dtype, 0);
+        gu_view RO = gu_view_poisoned(rows, d, cases[i].rdtype, 1);
         void *W = gu_upload_new(w, d, SSMJIT_F32), *RSTD = gu_alloc_poisoned(rows, SSMJIT_F32);
-        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, dmat_view(&X), dmat_view(&no_dmat), W,
-                                            dmat_view(&Y), dmat_view(&RO), RSTD, NULL),
+        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, gu_view_matrix(&X), gu_view_matrix(&gu_no_view), W,
+                                            gu_view_matrix(&Y), gu_view_matrix(&RO), RSTD, NULL),
                          SSMJIT_OK);
         gu_sync();
         ref_rmsnorm_fwd(x, NULL, w, rows, d, desc.eps, y, NULL, rstd);
-        expect_dmat(&Y, y, "y");
-        expect_dmat(&RO, x, "residual_out");
+        expect_view(&Y, y, "y");
+        expect_view(&RO, x, "residual_out");
         expect_f32(RSTD, rstd, rows, "rstd");
-        dmat_free(&X), dmat_free(&Y), dmat_free(&RO), gu_free(W), gu_free(RSTD);
+        gu_view_free(&X), gu_view_free(&Y), gu_view_free(&RO), gu_free(W), gu_free(RSTD);
         free(x), free(w), free(y), free(rstd);
     }
     ssmjit_context_destroy(ctx);
@@ -437,31 +352,31 @@ static void test_in_place(void **state)
         double *rstd = tu_doubles(rows), *dy = normals(n), *dro = normals(n);
         double *dh = tu_doubles(n), *dw = tu_doubles(d);
         tu_fill_uniform(w, d, -2.0, 2.0);
-        dmat X = dmat_upload(x, rows, d, dt, 1), R = dmat_upload(res, rows, d, rdt, 1);
+        gu_view X = gu_view_upload(x, rows, d, dt, 1), R = gu_view_upload(res, rows, d, rdt, 1);
         void *W = gu_upload_new(w, d, SSMJIT_F32), *RSTD = gu_alloc_poisoned(rows, SSMJIT_F32);
-        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, dmat_view(&X), dmat_view(&R), W,
-                                            dmat_view(&X), dmat_view(&R), RSTD, NULL),
+        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, gu_view_matrix(&X), gu_view_matrix(&R), W,
+                                            gu_view_matrix(&X), gu_view_matrix(&R), RSTD, NULL),
                          SSMJIT_OK);
         gu_sync();
         double *h = normalised_input(x, res, n, rdt);
         ref_rmsnorm_fwd(h, NULL, w, rows, d, desc.eps, y, NULL, rstd);
-        expect_dmat(&X, y, "y in place of x");
-        expect_dmat(&R, h, "residual_out in place of residual");
-        dmat_download(h, &R);
+        expect_view(&X, y, "y in place of x");
+        expect_view(&R, h, "residual_out in place of residual");
+        gu_view_download(h, &R);
 
-        dmat DY = dmat_upload(dy, rows, d, dt, 1), DRO = dmat_upload(dro, rows, d, rdt, 1);
+        gu_view DY = gu_view_upload(dy, rows, d, dt, 1), DRO = gu_view_upload(dro, rows, d, rdt, 1);
         size_t ws_bytes;
         void *DW = gu_alloc_poisoned(d, SSMJIT_F32), *WS = workspace_for(ctx, &desc, &ws_bytes);
-        assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, dmat_view(&R), W, RSTD, dmat_view(&DY),
-                                            dmat_view(&DRO), dmat_view(&DY), dmat_view(&DRO), DW,
+        assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, gu_view_matrix(&R), W, RSTD, gu_view_matrix(&DY),
+                                            gu_view_matrix(&DRO), gu_view_matrix(&DY), gu_view_matrix(&DRO), DW,
                                             WS, ws_bytes, NULL),
                          SSMJIT_OK);
         gu_sync();
         ref_rmsnorm_bwd(h, w, rows, d, desc.eps, dy, dro, dh, dw);
-        expect_dmat(&DY, dh, "dx in place of dy");
-        expect_dmat(&DRO, dh, "d_residual in place of d_residual_out");
+        expect_view(&DY, dh, "dx in place of dy");
+        expect_view(&DRO, dh, "d_residual in place of d_residual_out");
         expect_f32(DW, dw, d, "dweight");
-        dmat_free(&X), dmat_free(&R), dmat_free(&DY), dmat_free(&DRO);
+        gu_view_free(&X), gu_view_free(&R), gu_view_free(&DY), gu_view_free(&DRO);
         gu_free(W), gu_free(RSTD), gu_free(DW), gu_free(WS);
         free(x), free(res), free(w), free(y), free(rstd), free(dy), free(dro), free(dh),
             free(dw), free(h);
@@ -498,22 +413,22 @@ typedef struct bwd_bytes {
 } bwd_bytes;
 
 static bwd_bytes run_bwd_bytes(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *desc,
-                               const dmat *H, const void *W, const void *RSTD, const dmat *DY)
+                               const gu_view *H, const void *W, const void *RSTD, const gu_view *DY)
 {
     const size_t rows = (size_t)desc->rows, d = (size_t)desc->d;
-    dmat DX = dmat_poisoned(rows, d, desc->dtype, 0);
-    dmat DRES = dmat_poisoned(rows, d, desc->residual_dtype, 0);
+    gu_view DX = gu_view_poisoned(rows, d, desc->dtype, 0);
+    gu_view DRES = gu_view_poisoned(rows, d, desc->residual_dtype, 0);
     size_t ws_bytes;
     void *DW = gu_alloc_poisoned(d, SSMJIT_F32), *WS = workspace_for(ctx, desc, &ws_bytes);
-    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, desc, dmat_view(H), W, RSTD, dmat_view(DY),
-                                        dmat_view(&no_dmat), dmat_view(&DX), dmat_view(&DRES), DW,
+    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, desc, gu_view_matrix(H), W, RSTD, gu_view_matrix(DY),
+                                        gu_view_matrix(&gu_no_view), gu_view_matrix(&DX), gu_view_matrix(&DRES), DW,
                                         WS, ws_bytes, NULL),
                      SSMJIT_OK);
     gu_sync();
     bwd_bytes b = {download_bytes(DX.base, rows * d * ssmjit_dtype_size(desc->dtype)),
                    download_bytes(DRES.base, rows * d * ssmjit_dtype_size(desc->residual_dtype)),
                    download_bytes(DW, d * sizeof(float))};
-    dmat_free(&DX), dmat_free(&DRES), gu_free(DW), gu_free(WS);
+    gu_view_free(&DX), gu_view_free(&DRES), gu_free(DW), gu_free(WS);
     return b;
 }
 
@@ -545,7 +460,7 @@ static void test_deterministic(void **state)
         double *h = normals(n), *dy = normals(n), *w = tu_doubles(d), *rstd = tu_doubles(rows);
         tu_fill_uniform(w, d, -2.0, 2.0);
         tu_fill_uniform(rstd, rows, 0.5, 2.0);
-        dmat H = dmat_upload(h, rows, d, SSMJIT_F32, 0), DY = dmat_upload(dy, rows, d,
+        gu_view H = gu_view_upload(h, rows, d, SSMJIT_F32, 0), DY = gu_view_upload(dy, rows, d,
                                                                          SSMJIT_BF16, 0);
         void *W = gu_upload_new(w, d, SSMJIT_F32), *RSTD = gu_upload_new(rstd, rows, SSMJIT_F32);
         bwd_bytes a = run_bwd_bytes(ctx, &desc, &H, W, RSTD, &DY);
@@ -556,7 +471,7 @@ static void test_deterministic(void **state)
         expect_same_bytes(&a, &c, &desc);
         expect_same_bytes(&c, &e, &desc);
         free_bytes(&a), free_bytes(&b), free_bytes(&c), free_bytes(&e);
-        dmat_free(&H), dmat_free(&DY), gu_free(W), gu_free(RSTD);
+        gu_view_free(&H), gu_view_free(&DY), gu_free(W), gu_free(RSTD);
         free(h), free(dy), free(w), free(rstd);
     }
     ssmjit_context_destroy(det);

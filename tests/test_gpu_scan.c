@@ -21,88 +21,8 @@
 #include "test_util.h"
 
 /* ------------------------------------------------------------------------ */
-/* Device activations inside NaN padding                                    */
+/* Device arrays                                                            */
 /* ------------------------------------------------------------------------ */
-
-/* A [rows, w] view at column `off` of a [rows, ld] buffer.  Strided views
- * sit inside rows more than twice as wide at an odd offset; everything
- * outside the view is NaN, so reading it spoils the result and writing it
- * is caught when the padding is checked. */
-typedef struct dview {
-    void *base;
-    size_t rows, w, ld, off;
-    ssmjit_dtype dtype;
-} dview;
-
-static const dview no_view = {NULL, 0, 0, 0, 0, SSMJIT_F32};
-
-static dview view_layout(size_t rows, size_t w, ssmjit_dtype dtype, int strided)
-{
-    dview v = {NULL, rows, w, w, 0, dtype};
-    if (strided) {
-        v.ld = 2 * w + 3;
-        v.off = w + 1;
-    }
-    return v;
-}
-
-/* Uploads host[rows * w], rounded in place to what the device holds. */
-static dview view_upload(double *host, size_t rows, size_t w, ssmjit_dtype dtype, int strided)
-{
-    if (!host)
-        return no_view;
-    dview v = view_layout(rows, w, dtype, strided);
-    double *pad = tu_doubles(rows * v.ld + 1);
-    for (size_t i = 0; i < rows * v.ld; ++i)
-        pad[i] = NAN;
-    for (size_t r = 0; r < rows; ++r)
-        memcpy(pad + r * v.ld + v.off, host + r * w, w * sizeof *host);
-    v.base = gu_upload_new(pad, rows * v.ld, dtype);
-    for (size_t r = 0; r < rows; ++r)
-        memcpy(host + r * w, pad + r * v.ld + v.off, w * sizeof *host);
-    free(pad);
-    return v;
-}
-
-static dview view_poisoned(size_t rows, size_t w, ssmjit_dtype dtype, int strided)
-{
-    dview v = view_layout(rows, w, dtype, strided);
-    v.base = gu_alloc_poisoned(rows * v.ld, dtype);
-    return v;
-}
-
-/* Downloads the view into host[rows * w] and fails if the padding changed. */
-static void view_download(double *host, const dview *v)
-{
-    double *pad = tu_doubles(v->rows * v->ld + 1);
-    gu_download_as(pad, v->base, v->rows * v->ld, v->dtype);
-    for (size_t r = 0; r < v->rows; ++r)
-        for (size_t j = 0; j < v->ld; ++j) {
-            double x = pad[r * v->ld + j];
-            if (j >= v->off && j < v->off + v->w)
-                host[r * v->w + j - v->off] = x;
-            else if (!isnan(x))
-                fail_msg("padding at row %zu column %zu was written", r, j);
-        }
-    free(pad);
-}
-
-/* The ssmjit view; stride 0 (contiguous) without padding. */
-static ssmjit_matrix view_mat(const dview *v)
-{
-    ssmjit_matrix m = {NULL, 0};
-    if (!v->base)
-        return m;
-    m.data = (char *)v->base + v->off * ssmjit_dtype_size(v->dtype);
-    m.stride = v->ld == v->w ? 0 : (int64_t)v->ld;
-    return m;
-}
-
-static void view_free(dview *v)
-{
-    gu_free(v->base);
-    v->base = NULL;
-}
 
 /* f32 arrays; NULL host gives NULL. */
 static void *f32_upload(double *host, size_t n) { return host ? gu_upload_new(host, n, SSMJIT_F32) : NULL; }
@@ -118,12 +38,12 @@ static double *f32_download(const void *dptr, size_t n)
     return h;
 }
 
-static double *view_fetch(const dview *v)
+static double *view_fetch(const gu_view *v)
 {
     if (!v->base)
         return NULL;
     double *h = tu_doubles(v->rows * v->w + 1);
-    view_download(h, v);
+    gu_view_download(h, v);
     return h;
 }
 
@@ -175,7 +95,7 @@ static void *upload_cu(const ref_scan_options *o)
 
 /* The inputs on the device (host arrays rounded in place to match). */
 typedef struct dinputs {
-    dview u, delta, B, C, z, dy;
+    gu_view u, delta, B, C, z, dy;
     void *A, *D, *bias, *init, *dfinal, *cu;
 } dinputs;
 
@@ -183,12 +103,12 @@ static dinputs upload_inputs(const scase *c, ref_scan_inputs *in)
 {
     const ref_scan_options *o = &c->o;
     const size_t rows = o->B * o->L, SDN = in->S * o->D * o->N;
-    dinputs d = {view_upload(in->u, rows, o->D, c->dtype, c->strided),
-                 view_upload(in->delta, rows, o->D, c->dtype, c->strided),
-                 view_upload(in->Bm, rows, o->N, c->dtype, c->strided),
-                 view_upload(in->Cm, rows, o->N, c->dtype, c->strided),
-                 view_upload(in->z, rows, o->D, c->dtype, c->strided),
-                 view_upload(in->dy, rows, o->D, c->dtype, c->strided),
+    dinputs d = {gu_view_upload(in->u, rows, o->D, c->dtype, c->strided),
+                 gu_view_upload(in->delta, rows, o->D, c->dtype, c->strided),
+                 gu_view_upload(in->Bm, rows, o->N, c->dtype, c->strided),
+                 gu_view_upload(in->Cm, rows, o->N, c->dtype, c->strided),
+                 gu_view_upload(in->z, rows, o->D, c->dtype, c->strided),
+                 gu_view_upload(in->dy, rows, o->D, c->dtype, c->strided),
                  f32_upload(in->A, o->D * o->N),
                  f32_upload(in->Dv, o->D),
                  f32_upload(in->bias, o->D),
@@ -200,9 +120,9 @@ static dinputs upload_inputs(const scase *c, ref_scan_inputs *in)
 
 static void free_inputs(dinputs *d)
 {
-    dview *v[] = {&d->u, &d->delta, &d->B, &d->C, &d->z, &d->dy};
+    gu_view *v[] = {&d->u, &d->delta, &d->B, &d->C, &d->z, &d->dy};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        view_free(v[i]);
+        gu_view_free(v[i]);
     void *p[] = {d->A, d->D, d->bias, d->init, d->dfinal, d->cu};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         gu_free(p[i]);
@@ -217,13 +137,13 @@ static ssmjit_selective_scan_desc make_desc(const scase *c, const dinputs *d)
     desc.seqlen = (int64_t)c->o.L;
     desc.dim = (int64_t)c->o.D;
     desc.dstate = (int64_t)c->o.N;
-    desc.u = view_mat(&d->u);
-    desc.delta = view_mat(&d->delta);
+    desc.u = gu_view_matrix(&d->u);
+    desc.delta = gu_view_matrix(&d->delta);
     desc.A = d->A;
-    desc.B = view_mat(&d->B);
-    desc.C = view_mat(&d->C);
+    desc.B = gu_view_matrix(&d->B);
+    desc.C = gu_view_matrix(&d->C);
     desc.D = d->D;
-    desc.z = view_mat(&d->z);
+    desc.z = gu_view_matrix(&d->z);
     desc.delta_bias = d->bias;
     desc.delta_softplus = c->o.softplus;
     desc.initial_state = d->init;
@@ -239,9 +159,9 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     dinputs d = upload_inputs(c, in);
     ssmjit_selective_scan_desc desc = make_desc(c, &d);
 
-    dview Y = view_poisoned(rows, o->D, c->dtype, c->strided);
+    gu_view Y = gu_view_poisoned(rows, o->D, c->dtype, c->strided);
     void *FIN = f32_poisoned(SDN, c->final_state), *CK = NULL;
-    desc.y = view_mat(&Y);
+    desc.y = gu_view_matrix(&Y);
     desc.final_state = FIN;
     size_t ck_bytes, ws_bytes;
     assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(&desc, &ck_bytes), SSMJIT_OK);
@@ -255,18 +175,18 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
 
     ssmjit_selective_scan_grads gr;
     memset(&gr, 0, sizeof gr);
-    dview DU = view_poisoned(rows, o->D, c->dtype, c->strided),
-          DDL = view_poisoned(rows, o->D, c->dtype, !c->strided),
-          DB = view_poisoned(rows, o->N, c->dtype, c->strided),
-          DC = view_poisoned(rows, o->N, c->dtype, !c->strided),
-          DZ = in->z ? view_poisoned(rows, o->D, c->dtype, c->strided) : no_view;
-    gr.dy = view_mat(&d.dy);
+    gu_view DU = gu_view_poisoned(rows, o->D, c->dtype, c->strided),
+          DDL = gu_view_poisoned(rows, o->D, c->dtype, !c->strided),
+          DB = gu_view_poisoned(rows, o->N, c->dtype, c->strided),
+          DC = gu_view_poisoned(rows, o->N, c->dtype, !c->strided),
+          DZ = in->z ? gu_view_poisoned(rows, o->D, c->dtype, c->strided) : gu_no_view;
+    gr.dy = gu_view_matrix(&d.dy);
     gr.d_final_state = d.dfinal;
-    gr.du = view_mat(&DU);
-    gr.ddelta = view_mat(&DDL);
-    gr.dB = view_mat(&DB);
-    gr.dC = view_mat(&DC);
-    gr.dz = view_mat(&DZ);
+    gr.du = gu_view_matrix(&DU);
+    gr.ddelta = gu_view_matrix(&DDL);
+    gr.dB = gu_view_matrix(&DB);
+    gr.dC = gu_view_matrix(&DC);
+    gr.dz = gu_view_matrix(&DZ);
     gr.dA = f32_poisoned(o->D * o->N, 1);
     gr.dD = f32_poisoned(o->D, in->Dv != NULL);
     gr.ddelta_bias = f32_poisoned(o->D, in->bias != NULL);
@@ -282,9 +202,9 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
                  f32_download(gr.dA, o->D * o->N), view_fetch(&DB), view_fetch(&DC),
                  f32_download(gr.dD, o->D), view_fetch(&DZ), f32_download(gr.ddelta_bias, o->D),
                  f32_download(gr.d_initial_state, SDN)};
-    dview *v[] = {&Y, &DU, &DDL, &DB, &DC, &DZ};
+    gu_view *v[] = {&Y, &DU, &DDL, &DB, &DC, &DZ};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        view_free(v[i]);
+        gu_view_free(v[i]);
     void *p[] = {FIN, CK, WS, gr.dA, gr.dD, gr.ddelta_bias, gr.d_initial_state};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         gu_free(p[i]);
@@ -570,9 +490,9 @@ static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B
     ref_scan_inputs in = ref_scan_random(&c.o);
     dinputs d = upload_inputs(&c, &in);
     ssmjit_selective_scan_desc desc = make_desc(&c, &d);
-    dview Y = view_poisoned(B * L, D, dtype, 0), Y2 = view_poisoned(B * L, D, dtype, 0);
+    gu_view Y = gu_view_poisoned(B * L, D, dtype, 0), Y2 = gu_view_poisoned(B * L, D, dtype, 0);
     void *FIN = f32_poisoned(B * D * N, 1), *ST = f32_upload(in.init, B * D * N);
-    desc.y = view_mat(&Y);
+    desc.y = gu_view_matrix(&Y);
     desc.final_state = FIN;
     assert_int_equal(ssmjit_selective_scan_fwd(ctx, &desc, NULL), SSMJIT_OK);
 
@@ -609,7 +529,7 @@ static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B
     expect_close(st, r.fin, B * D * N, ftol, "decode chain vs reference: state");
     free(y), free(y2), free(fin), free(st);
     gpu_out_free(&r);
-    view_free(&Y), view_free(&Y2), gu_free(FIN), gu_free(ST);
+    gu_view_free(&Y), gu_view_free(&Y2), gu_free(FIN), gu_free(ST);
     free_inputs(&d);
     ref_scan_inputs_free(&in);
 }
@@ -655,25 +575,25 @@ static void test_decode_strided(void **state)
         tu_fill_uniform(bias, D, 0.0, 0.2);
         for (size_t i = 0; i < D; i++)
             Dv[i] = tu_normal();
-        dview X = view_upload(x, B, D, dtypes[t], 1), DT = view_upload(dt, B, D, dtypes[t], 1),
-              Z = view_upload(z, B, D, dtypes[t], 1), BV = view_upload(Bm, B, N, dtypes[t], 1),
-              CV = view_upload(Cm, B, N, dtypes[t], 1), O = view_poisoned(B, D, dtypes[t], 1);
+        gu_view X = gu_view_upload(x, B, D, dtypes[t], 1), DT = gu_view_upload(dt, B, D, dtypes[t], 1),
+              Z = gu_view_upload(z, B, D, dtypes[t], 1), BV = gu_view_upload(Bm, B, N, dtypes[t], 1),
+              CV = gu_view_upload(Cm, B, N, dtypes[t], 1), O = gu_view_poisoned(B, D, dtypes[t], 1);
         void *dA = f32_upload(A, D * N), *dD = f32_upload(Dv, D), *dbias = f32_upload(bias, D),
              *dst = f32_upload(st, B * D * N);
-        ssmjit_state_update_desc s = {dtypes[t], (int64_t)B, (int64_t)D, (int64_t)N, view_mat(&X), view_mat(&DT),
-                                      dA, view_mat(&BV), view_mat(&CV), dD, view_mat(&Z), dbias, 1, dst,
-                                      view_mat(&O)};
+        ssmjit_state_update_desc s = {dtypes[t], (int64_t)B, (int64_t)D, (int64_t)N, gu_view_matrix(&X), gu_view_matrix(&DT),
+                                      dA, gu_view_matrix(&BV), gu_view_matrix(&CV), dD, gu_view_matrix(&Z), dbias, 1, dst,
+                                      gu_view_matrix(&O)};
         assert_int_equal(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_OK);
         gu_sync();
         ref_state_update(B, D, N, x, dt, A, Bm, Cm, Dv, z, bias, 1, st, out);
-        view_download(got, &O);
+        gu_view_download(got, &O);
         gu_download_as(gst, dst, B * D * N, SSMJIT_F32);
         expect_close(got, out, B * D, gu_tolerance(dtypes[t]), "state update: out");
         expect_close(gst, st, B * D * N, dtypes[t] == SSMJIT_F32 ? gu_tolerance(SSMJIT_F32) : gu_tolerance(dtypes[t]),
                      "state update: state");
-        dview *v[] = {&X, &DT, &Z, &BV, &CV, &O};
+        gu_view *v[] = {&X, &DT, &Z, &BV, &CV, &O};
         for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-            view_free(v[i]);
+            gu_view_free(v[i]);
         gu_free(dA), gu_free(dD), gu_free(dbias), gu_free(dst);
         double *all[] = {x, dt, z, Bm, Cm, A, Dv, bias, st, out, got, gst};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)

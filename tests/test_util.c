@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* xoshiro256** : small, fast and good enough for test inputs. */
@@ -93,4 +94,27 @@ double *tu_doubles(size_t n)
     double *p = malloc((n ? n : 1) * sizeof *p);
     assert_non_null(p);
     return p;
+}
+
+int tu_nvrtc_mapped(void)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[4096];
+    int found = 0;
+    while (maps && fgets(line, sizeof line, maps))
+        found |= strstr(line, "libnvrtc") != NULL;
+    if (maps)
+        fclose(maps);
+    return found;
+}
+
+int tu_run_self(const char *arg1, const char *arg2)
+{
+    char exe[4096], cmd[8400];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", exe, arg1, arg2);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -29,6 +29,14 @@ char *tu_mkdtemp(void);
 /* Removes a directory tree (rm -rf). */
 void tu_rmtree(const char *path);
 
+/* Nonzero when NVRTC is mapped into this process (it was opened). */
+int tu_nvrtc_mapped(void);
+
+/* Runs this test program again as `<self> arg1 arg2` and returns its exit
+ * status (-1 if it did not exit normally): for checks that need a fresh
+ * process (CUDA does not survive fork, and in-memory tables start empty). */
+int tu_run_self(const char *arg1, const char *arg2);
+
 /* Allocates n doubles (asserts on failure); free with free(). */
 double *tu_doubles(size_t n);
 
