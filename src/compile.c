@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
+#include "cache.h"
 #include "error.h"
 #include "sha256.h"
 
@@ -99,6 +101,14 @@ void sj_compile_key_versions(const sj_embedded_module *m, const sj_compile_spec 
                    spec->ptx ? "ptx" : "cubin", tc->major, tc->minor, tc->build, tc->probe_hash);
     sj_sha256_field(&h, text, (size_t)len);
     sj_sha256_final(&h, key);
+}
+
+int sj_compile_entry_path(const char *dir, const uint8_t key[32], const sj_compile_spec *spec,
+                          const sj_toolchain *tc, char *out, size_t cap)
+{
+    char target[32];
+    sj_arch_name(spec->arch, spec->ptx, target, sizeof target);
+    return sj_cache_entry_path(dir, key, target, tc->major, tc->minor, spec->ptx, out, cap);
 }
 
 ssmjit_status sj_compile_module(const sj_embedded_module *m, const sj_compile_spec *spec,

@@ -43,6 +43,11 @@ void sj_compile_key_versions(const sj_embedded_module *m, const sj_compile_spec 
                              const sj_toolchain *tc, unsigned format, const char *library,
                              uint8_t key[32]);
 
+/* Path of the cache entry for key under dir (see cache.h); 0 on success,
+ * -1 if it does not fit in cap. */
+int sj_compile_entry_path(const char *dir, const uint8_t key[32], const sj_compile_spec *spec,
+                          const sj_toolchain *tc, char *out, size_t cap);
+
 /* Compiles module m for spec (NVRTC needed). *image is malloc'd. */
 ssmjit_status sj_compile_module(const sj_embedded_module *m, const sj_compile_spec *spec,
                                 void **image, size_t *size);

@@ -158,10 +158,9 @@ SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx)
         return;
     if (ctx->cu)
         sj_modules_unload(ctx);
-    else
-        for (int m = 0; m < SJ_MODULE_COUNT; m++)
-            for (int f = 0; f < 2; f++)
-                pthread_mutex_destroy(&ctx->modules[m][f].lock);
+    for (int m = 0; m < SJ_MODULE_COUNT; m++)
+        for (int f = 0; f < 2; f++)
+            pthread_mutex_destroy(&ctx->modules[m][f].lock);
     if (ctx->owns_primary)
         (void)SJ_CU(ctx->drv, DevicePrimaryCtxRelease, ctx->device);
     pthread_mutex_destroy(&ctx->target_lock);

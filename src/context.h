@@ -62,7 +62,7 @@ ssmjit_status sj_context_target(ssmjit_context *ctx, int *arch, int *ptx);
 /* Loads variant `fast` of module `mod` if not loaded yet. */
 ssmjit_status sj_module_ensure(ssmjit_context *ctx, sj_module_id mod, int fast, CUmodule *out);
 
-/* Unloads every module (context destruction). */
+/* Unloads every module and frees its kernel table (context destruction). */
 void sj_modules_unload(ssmjit_context *ctx);
 
 #endif

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
 #include "cache.h"
 #include "error.h"
 
@@ -38,15 +37,6 @@ static void unlink_entry(entry *gone)
         }
 }
 
-static void entry_path(const sj_cache_config *cache, const uint8_t key[32], const sj_compile_spec *spec,
-                       const sj_toolchain *tc, char *path, size_t cap)
-{
-    char target[32];
-    sj_arch_name(spec->arch, spec->ptx, target, sizeof target);
-    if (sj_cache_entry_path(cache->dir, key, target, tc->major, tc->minor, spec->ptx, path, cap) != 0)
-        path[0] = '\0';
-}
-
 /* Disk, else NVRTC (then disk write, degrading to memory only).  Sets
  * *retry when the NVRTC actually loaded is not the one the key was made
  * for: the caller must make the key again. */
@@ -56,7 +46,8 @@ static ssmjit_status produce(const sj_embedded_module *m, const sj_compile_spec 
 {
     char path[PATH_MAX] = "";
     if (cache->mode != SSMJIT_CACHE_OFF) {
-        entry_path(cache, key, spec, tc, path, sizeof path);
+        if (sj_compile_entry_path(cache->dir, key, spec, tc, path, sizeof path) != 0)
+            path[0] = '\0';
         if (path[0] && sj_cache_entry_read(path, key, spec->ptx, &e->image, &e->size) == SSMJIT_OK)
             return SSMJIT_OK;
     }

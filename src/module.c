@@ -132,7 +132,6 @@ void sj_modules_unload(ssmjit_context *ctx)
                 (void)SJ_CU(ctx->drv, ModuleUnload, h);
             for (size_t i = 0; i < SJ_FUNC_SLOTS; i++)
                 free((void *)atomic_load(&m->funcs[i].name));
-            pthread_mutex_destroy(&m->lock);
         }
     if (entered)
         sj_context_leave(ctx, pushed);

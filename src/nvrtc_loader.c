@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "fileio.h"
@@ -315,15 +316,17 @@ ssmjit_status sj_toolchain_get(const char *cache_dir, int writable, int confirme
     int have_file = cache_dir && *cache_dir && record_path(cache_dir, file, sizeof file) == 0;
     lib_identity recorded, actual;
     sj_toolchain from_record;
+    int record_ok;
     pthread_mutex_lock(&tc_lock);
-    int record_ok = have_file && read_record(file, &from_record, &recorded) == 0;
     if (tc_state == 2 || (tc_state == 1 && !confirmed)) {
         /* Known already (from another directory, say): give this one a
-         * record too, so the next process starts warm from it. */
-        if (have_file && writable && !record_ok && tc_identity.path[0])
+         * record too, so the next process starts warm from it.  Only its
+         * existence is checked: this runs at every module load. */
+        if (have_file && writable && tc_identity.path[0] && access(file, F_OK) != 0)
             write_record(cache_dir, file, &tc_memo, &tc_identity);
         goto done;
     }
+    record_ok = have_file && read_record(file, &from_record, &recorded) == 0;
     if (!confirmed && record_ok && identify(recorded.path, &actual) == 0 &&
         same_identity(&recorded, &actual)) {
         tc_memo = from_record;

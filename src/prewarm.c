@@ -58,10 +58,9 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
     spec.defines = (const char *const *)defines;
     const sj_embedded_module *m = &sj_modules[module];
     uint8_t key[32];
-    char path[PATH_MAX], target[32];
+    char path[PATH_MAX];
     sj_compile_key(m, &spec, &tc, key);
-    sj_arch_name(arch, 0, target, sizeof target);
-    if (sj_cache_entry_path(dir, key, target, tc.major, tc.minor, 0, path, sizeof path) != 0) {
+    if (sj_compile_entry_path(dir, key, &spec, &tc, path, sizeof path) != 0) {
         free(defines);
         return sj_error(SSMJIT_ERR_IO, "cache entry path under '%s' is too long", dir);
     }

@@ -46,6 +46,15 @@ static void check_silu(ssmjit_context *ctx, void *stream, int64_t rows, int64_t 
     free(got);
 }
 
+/* Skips the calling test on a machine without a usable GPU. */
+static void require_gpu(void)
+{
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_destroy(probe);
+}
+
 static ssmjit_context *context_in(const char *dir, ssmjit_cache_mode mode)
 {
     ssmjit_context_options o;
@@ -114,10 +123,7 @@ static int warm_child(const char *dir) { return tu_run_self("--warm-child", dir)
 static void test_cold_then_warm_cache(void **state)
 {
     (void)state;
-    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
-    ssmjit_context_destroy(probe);
+    require_gpu();
     char *dir = tu_mkdtemp();
     assert_int_equal(warm_child(dir), 2); /* cold: compiles */
     ssmjit_context *ctx = context_in(dir, SSMJIT_CACHE_RW);
@@ -147,10 +153,7 @@ static void test_cold_then_warm_cache(void **state)
 static void test_cache_off_and_sizes(void **state)
 {
     (void)state;
-    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
-    ssmjit_context_destroy(probe);
+    require_gpu();
     char *dir = tu_mkdtemp();
     ssmjit_context *ctx = context_in(dir, SSMJIT_CACHE_OFF);
     check_silu(ctx, NULL, 1, 1);
@@ -189,10 +192,7 @@ static void use_application_context(const sj_driver *d, CUcontext app)
 static void test_application_primary_context_and_stream(void **state)
 {
     (void)state;
-    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
-    ssmjit_context_destroy(probe);
+    require_gpu();
     const sj_driver *d;
     CUcontext app;
     assert_int_equal(sj_driver_get(&d), SSMJIT_OK);
@@ -206,10 +206,7 @@ static void test_application_primary_context_and_stream(void **state)
 static void test_application_created_context(void **state)
 {
     (void)state;
-    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
-    ssmjit_context_destroy(probe);
+    require_gpu();
     const sj_driver *d;
     CUdevice dev;
     CUcontext app, previous;

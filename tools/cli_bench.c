@@ -71,14 +71,22 @@ static int startup_child(int detail)
     return CLI_OK;
 }
 
-static double child_load_ms(void)
+/* The command line running this program with `args`, in a fresh process. */
+static int self_command(const char *args, char *cmd, size_t cap)
 {
-    char cmd[4200], exe[4096];
+    char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0)
         return -1;
     exe[n] = '\0';
-    snprintf(cmd, sizeof cmd, "'%s' bench --startup-child", exe);
+    return snprintf(cmd, cap, "'%s' %s", exe, args) < (int)cap ? 0 : -1;
+}
+
+static double child_load_ms(void)
+{
+    char cmd[4200];
+    if (self_command("bench --startup-child", cmd, sizeof cmd) != 0)
+        return -1;
     FILE *p = popen(cmd, "r");
     double ms = -1;
     if (!p || fscanf(p, "%lf", &ms) != 1)
@@ -101,15 +109,10 @@ static int bench_engine(ssmjit_context *ctx)
         }
     printf("engine  warm start, all %zu modules x variants: %.3f ms (median of 7 fresh processes)\n",
            ssmjit_module_count(), bench_median(loads, 7));
-    char cmd[4200], exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        snprintf(cmd, sizeof cmd, "'%s' bench --startup-detail", exe);
-        fflush(stdout);
-        if (system(cmd) != 0)
-            fprintf(stderr, "ssmjit bench: the per-module start-up probe failed\n");
-    }
+    char cmd[4200];
+    fflush(stdout);
+    if (self_command("bench --startup-detail", cmd, sizeof cmd) != 0 || system(cmd) != 0)
+        fprintf(stderr, "ssmjit bench: the per-module start-up probe failed\n");
 
     CUfunction fn;
     const int lookups = 1000000;
