@@ -121,9 +121,85 @@ template <typename T> __device__ __forceinline__ void sj_st(void *base, sj_i64 i
     ((T *)base)[i] = sj_from_float<T>(v);
 }
 
-/* Raw per-(token, channel) forward inputs of one staging item. */
+/* 16 bytes of one activation row: 4 f32 or 8 f16/bf16 values. */
+__device__ __forceinline__ unsigned sj_bits(float v) { return __float_as_uint(v); }
+__device__ __forceinline__ unsigned sj_bits(sj_half v) { return v.bits; }
+__device__ __forceinline__ unsigned sj_bits(sj_bf16 v) { return v.bits; }
+
+__device__ __forceinline__ unsigned sj_word(const uint4 &v, int w)
+{
+    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+/* Value i of a 16-byte group of T. */
+template <typename T> __device__ __forceinline__ float sj_lane(const uint4 &v, int i);
+template <> __device__ __forceinline__ float sj_lane<float>(const uint4 &v, int i)
+{
+    return __uint_as_float(sj_word(v, i));
+}
+template <> __device__ __forceinline__ float sj_lane<sj_half>(const uint4 &v, int i)
+{
+    return sj_to_float(sj_half{(unsigned short)(sj_word(v, i >> 1) >> (16 * (i & 1)))});
+}
+template <> __device__ __forceinline__ float sj_lane<sj_bf16>(const uint4 &v, int i)
+{
+    return sj_to_float(sj_bf16{(unsigned short)(sj_word(v, i >> 1) >> (16 * (i & 1)))});
+}
+
+/* Elements off .. off + 16/sizeof(T) - 1 of base, those from `rem` on
+ * zero: one 16-byte load when `vec` says the row is aligned for it and the
+ * whole group is inside, else one load per element (row tails, odd
+ * strides). */
+template <typename T> __device__ __forceinline__ uint4 sj_load16(const void *base, sj_i64 off, sj_i64 rem, bool vec)
+{
+    constexpr int VE = 16 / sizeof(T);
+    const T *p = (const T *)base + off;
+    if (vec && rem >= VE)
+        return *(const uint4 *)p;
+    unsigned w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < VE; ++i)
+        if (i < rem)
+            w[i * (int)sizeof(T) / 4] |= sj_bits(p[i]) << (sizeof(T) == 2 ? 16 * (i & 1) : 0);
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* Stores v[0 .. rem - 1] (at most 16/sizeof(T) values) at base + off, in
+ * one 16-byte store when `vec` allows and the whole group is inside. */
+template <typename T>
+__device__ __forceinline__ void sj_store16(void *base, sj_i64 off, sj_i64 rem, bool vec, const float *v)
+{
+    constexpr int VE = 16 / sizeof(T);
+    T *p = (T *)base + off;
+    if (vec && rem >= VE) {
+        unsigned w[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int i = 0; i < VE; ++i)
+            w[i * (int)sizeof(T) / 4] |= sj_bits(sj_from_float<T>(v[i])) << (sizeof(T) == 2 ? 16 * (i & 1) : 0);
+        *(uint4 *)p = make_uint4(w[0], w[1], w[2], w[3]);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < VE; ++i)
+        if (i < rem)
+            p[i] = sj_from_float<T>(v[i]);
+}
+
+/* Whether rows of a tensor with this base and row stride can be read in
+ * 16-byte groups starting at multiples of 16/sizeof(T) elements. */
+template <typename T> __device__ __forceinline__ bool sj_vec_ok(const void *base, sj_i64 stride)
+{
+    return ((unsigned long long)base % 16 == 0) && stride % (16 / (sj_i64)sizeof(T)) == 0;
+}
+
+/* Shared-memory float4 view; callers keep offsets multiples of 4. */
+__device__ __forceinline__ float4 *sj_f4(float *p) { return (float4 *)p; }
+__device__ __forceinline__ const float4 *sj_f4(const float *p) { return (const float4 *)p; }
+
+/* Raw forward inputs of one staging item: a 16-byte group of channels of
+ * one token. */
 struct sj_fwd_raw {
-    float u, delta, z;
+    uint4 u, delta, z;
 };
 
 /* B and C values of one (token, state) staging item. */
@@ -144,12 +220,6 @@ __device__ __forceinline__ sj_bc_raw sj_load_bc(const sj_scan_params &p, sj_i64 
     return r;
 }
 
-__device__ __forceinline__ float sj_dt_of(const sj_scan_params &p, float delta, sj_i64 d)
-{
-    float x = delta + (p.dbias ? p.dbias[d] : 0.0f);
-    return p.softplus ? sj_softplus(x) : x;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Forward scan                                                             */
 /* ------------------------------------------------------------------------ */
@@ -163,12 +233,12 @@ __device__ __forceinline__ float sj_dt_of(const sj_scan_params &p, float delta, 
  * are staged once in shared memory (dt and the gate already transformed)
  * and shared by the G groups, while the loads of the next chunk are in
  * flight.  The per-group partial outputs are summed through shared memory
- * after each chunk, each thread finishing y for its own channel at tokens
- * g, g + G, ...
+ * after each chunk and y leaves in 16-byte groups, like the inputs came.
  *
  * Shared memory, per stage buffer (two): B, C [TS][Npad]; u, dt, gate
  * [TS][BD]; token info [TS] (int2); then one [TS][G][BD] partial-output
- * array.  fwd_smem_bytes() in src/ops_scan.c mirrors it.
+ * array and delta_bias, D [BD] (zero when absent).  fwd_smem_bytes() in
+ * src/ops_scan.c mirrors it.
  */
 template <int NS> struct sj_fwd_layout {
     int BD, G, Npad, buf;
@@ -192,6 +262,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const bool dok = d < p.D;
     const sj_i64 N = p.N, nbase = (sj_i64)blockIdx.z * Npad, n0 = nbase + g * NS;
     float *ypart = smem + 2 * lay.buf; /* [TS][G][BD] */
+    float *sbias = ypart + TS * G * BD, *sDv = sbias + BD;
 
     float A2[NS], h[NS];
 #pragma unroll
@@ -199,7 +270,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         A2[k] = dok && n0 + k < N ? p.A[d * N + n0 + k] * SJ_LOG2E : 0.0f;
         h[k] = 0.0f;
     }
-    const float Dd = dok && p.Dv ? p.Dv[d] : 0.0f;
 
     if (p.final_state && dok)
         sj_for_empty_segments(p, [&](sj_i64 s) {
@@ -211,34 +281,59 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const sj_i64 nch = (p.L + TS - 1) / TS;
     if (nch == 0)
         return;
+    if (tid < BD) {
+        sbias[tid] = dok && p.dbias ? p.dbias[d] : 0.0f;
+        sDv[tid] = dok && p.Dv ? p.Dv[d] : 0.0f;
+    }
+    __syncthreads();
 
-    /* Staging without divisions: this thread stages its own channel for
-     * tokens g, g + G, ... (coalesced across lanes), and B, C at state
-     * bc_j for tokens bc_t0, bc_t0 + bc_step, ... (blockDim is a multiple
-     * of Npad). */
-    const int cnt_td = (TS - g + G - 1) / G;
+    /* Staging without divisions: u, dt and the gate in 16-byte groups of
+     * VE channels, group j of the chunk's [TS][BD] tile at token j / (BD /
+     * VE) (a shift: BD and VE are powers of two), this thread taking
+     * groups tid, tid + blockDim, ...; B, C at state bc_j for tokens
+     * bc_t0, bc_t0 + bc_step, ... (blockDim is a multiple of Npad). */
+    constexpr int VE = 16 / sizeof(T);
+    const int nthr = BD * G, vshift = __ffs(BD / VE) - 1, ngrp = TS * BD / VE;
+    const int cnt_td = tid < ngrp ? (ngrp - tid + nthr - 1) / nthr : 0;
+    const bool vu = sj_vec_ok<T>(p.u, p.su), vdelta = sj_vec_ok<T>(p.delta, p.sdelta),
+               vz = sj_vec_ok<T>(p.z, p.sz), vy = sj_vec_ok<T>(p.y, p.sy);
     const int bc_step = BD / NS, bc_t0 = tid / Npad, bc_j = tid % Npad;
     const int cnt_bc = bc_t0 < TS ? (TS - bc_t0 + bc_step - 1) / bc_step : 0;
     auto load_td = [&](sj_i64 c, int k) {
-        const sj_i64 t = c * TS + g + k * G;
-        sj_fwd_raw r = {0.0f, 0.0f, 0.0f};
-        if (t < p.L && dok) {
+        const int j = tid + k * nthr;
+        const sj_i64 t = c * TS + (j >> vshift), dc = d0 + (j & (BD / VE - 1)) * VE;
+        sj_fwd_raw r = {};
+        if (t < p.L) {
             const sj_i64 row = b * p.L + t;
-            r.u = sj_ld<T>(p.u, row * p.su + d);
-            r.delta = sj_ld<T>(p.delta, row * p.sdelta + d);
+            r.u = sj_load16<T>(p.u, row * p.su + dc, p.D - dc, vu);
+            r.delta = sj_load16<T>(p.delta, row * p.sdelta + dc, p.D - dc, vdelta);
             if (OUT && p.z)
-                r.z = sj_ld<T>(p.z, row * p.sz + d);
+                r.z = sj_load16<T>(p.z, row * p.sz + dc, p.D - dc, vz);
         }
         return r;
     };
     auto store_td = [&](float *buf, sj_i64 c, int k, const sj_fwd_raw &r) {
-        const int e = (g + k * G) * BD + dl;
-        const bool ok = c * TS + g + k * G < p.L && dok;
+        const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
+        const bool tok = c * TS + i < p.L;
         float *su = buf + 2 * TS * Npad, *sdt = su + TS * BD, *sgz = sdt + TS * BD;
-        su[e] = r.u;
-        sdt[e] = ok ? sj_dt_of(p, r.delta, d) : 0.0f;
-        if (OUT)
-            sgz[e] = p.z ? sj_silu(r.z) : 1.0f;
+        const int at = i * BD + col;
+#pragma unroll
+        for (int q = 0; q < VE / 4; ++q) {
+            float uv[4], dtv[4], gv[4];
+            const float4 bias = sj_f4(sbias + col)[q];
+            const float bv[4] = {bias.x, bias.y, bias.z, bias.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                uv[e] = sj_lane<T>(r.u, 4 * q + e);
+                const float x = sj_lane<T>(r.delta, 4 * q + e) + bv[e];
+                dtv[e] = tok && d0 + col + 4 * q + e < p.D ? (p.softplus ? sj_softplus(x) : x) : 0.0f;
+                gv[e] = OUT && p.z ? sj_silu(sj_lane<T>(r.z, 4 * q + e)) : 1.0f;
+            }
+            sj_f4(su + at)[q] = make_float4(uv[0], uv[1], uv[2], uv[3]);
+            sj_f4(sdt + at)[q] = make_float4(dtv[0], dtv[1], dtv[2], dtv[3]);
+            if (OUT)
+                sj_f4(sgz + at)[q] = make_float4(gv[0], gv[1], gv[2], gv[3]);
+        }
     };
     auto load_bc = [&](sj_i64 c, int k) { return sj_load_bc<T>(p, b, c * TS + bc_t0 + k * bc_step, nbase + bc_j); };
     auto store_bc = [&](float *buf, int k, const sj_bc_raw &r) {
@@ -247,7 +342,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         buf[TS * Npad + e] = r.c;
     };
 
-    sj_stager<8, sj_fwd_raw> st_td;
+    sj_stager<NS / 4, sj_fwd_raw> st_td;
     sj_stager<4, sj_bc_raw> st_bc;
     auto issue = [&](sj_i64 c) {
         st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
@@ -339,16 +434,29 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         }
 
         if (OUT) {
-            /* y of this thread's channel for tokens g, g + G, ... */
+            /* y of the staged groups: the same items as load_td's */
             __syncthreads();
-            for (int i = g; i < TS; i += G) {
-                const sj_i64 t = c * TS + i;
-                if (t >= p.L || !dok)
+            for (int k = 0; k < cnt_td; ++k) {
+                const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
+                const sj_i64 t = c * TS + i, dc = d0 + col;
+                if (t >= p.L)
                     break;
-                float y = 0.0f;
-                for (int gg = 0; gg < G; ++gg)
-                    y += ypart[(i * G + gg) * BD + dl];
-                sj_st<T>(p.y, (b * p.L + t) * p.sy + d, (y + Dd * su[i * BD + dl]) * sgz[i * BD + dl]);
+                const int at = i * BD + col;
+                float yv[VE];
+#pragma unroll
+                for (int q = 0; q < VE / 4; ++q) {
+                    float4 y = sj_f4(ypart + i * G * BD + col)[q];
+                    for (int gg = 1; gg < G; ++gg) {
+                        const float4 o = sj_f4(ypart + (i * G + gg) * BD + col)[q];
+                        y = make_float4(y.x + o.x, y.y + o.y, y.z + o.z, y.w + o.w);
+                    }
+                    const float4 dv = sj_f4(sDv + col)[q], uu = sj_f4(su + at)[q], gz = sj_f4(sgz + at)[q];
+                    yv[4 * q] = fmaf(dv.x, uu.x, y.x) * gz.x;
+                    yv[4 * q + 1] = fmaf(dv.y, uu.y, y.y) * gz.y;
+                    yv[4 * q + 2] = fmaf(dv.z, uu.z, y.z) * gz.z;
+                    yv[4 * q + 3] = fmaf(dv.w, uu.w, y.w) * gz.w;
+                }
+                sj_store16<T>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
             }
         }
 
@@ -358,9 +466,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     }
 }
 
-/* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads. */
-#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, T, sfx)                                              \
-    extern "C" __global__ void __launch_bounds__(MAXT) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
+/* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads,
+ * MINB of them resident per SM (which caps the registers per thread). */
+#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, MINB, T, sfx)                                           \
+    extern "C" __global__ void __launch_bounds__(MAXT, MINB) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
     {                                                                                                  \
         sj_scan_fwd<T, NS, OUT>(p);                                                                    \
     }

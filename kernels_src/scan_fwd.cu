@@ -4,12 +4,13 @@
  * scan_fwd_ns<NS>_<dtype> for NS = 4, 8, 16 states per thread. */
 #include "scan_common.cuh"
 
-/* Blocks of up to 16 state groups of 32 channels (8 with 8 states per
- * thread, so that variant keeps 255 registers): fwd_max_groups() in
- * src/ops_scan.c. */
-#define SJ_SCAN_FWD_KERNELS(T, sfx, unused)             \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, 512, T, sfx)  \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, 256, T, sfx)  \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, 512, T, sfx)
+/* Blocks of at most 256 threads (fwd_shape_for() in src/ops_scan.c).  With
+ * 16 states per thread one block per SM may keep 255 registers a thread;
+ * with 8 or 4 (twice or four times the threads per channel) two blocks,
+ * 128 registers, so that the reference shape is resident at once. */
+#define SJ_SCAN_FWD_KERNELS(T, sfx, unused)                \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, 256, 2, T, sfx)  \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, 256, 2, T, sfx)  \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, 256, 1, T, sfx)
 
 SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)

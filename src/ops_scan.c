@@ -62,9 +62,13 @@ typedef struct sj_update_params {
 } sj_update_params;
 _Static_assert(sizeof(sj_update_params) == 21 * 8, "layout of sj_update_params in state_update.cu");
 
-static atomic_int forced_ns;
+static atomic_int forced_ns, forced_bd;
 
-void sj_scan_force_states_per_thread(int ns) { atomic_store_explicit(&forced_ns, ns, memory_order_relaxed); }
+void sj_scan_force_shape(int ns, int bd)
+{
+    atomic_store_explicit(&forced_ns, ns, memory_order_relaxed);
+    atomic_store_explicit(&forced_bd, bd, memory_order_relaxed);
+}
 
 static uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
 
@@ -210,21 +214,27 @@ typedef struct fwd_shape {
     int bd;     /* channels per block */
 } fwd_shape;
 
-/* State groups (warps of 32 channels) a forward block of ns states per
- * thread may have: the kernels' __launch_bounds__ in scan_fwd.cu are
- * 32 * this many threads. */
-static int64_t fwd_max_groups(int ns) { return ns == 8 ? 8 : 16; }
+#define FWD_MAX_THREADS 256 /* __launch_bounds__ of the kernels in scan_fwd.cu */
 
+/* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits)
+ * and as many channels per block as fill 256 threads, from 16 to 128: at
+ * the reference shape that keeps twice as many warps resident as 16
+ * states per thread, which hides more of the latency of the recurrence
+ * (bench/NOTES.md).  A forced shape that does not fit is ignored. */
 static fwd_shape fwd_shape_for(int64_t n)
 {
+    const int ns = atomic_load_explicit(&forced_ns, memory_order_relaxed),
+              bd = atomic_load_explicit(&forced_bd, memory_order_relaxed);
     fwd_shape f;
-    const int forced = atomic_load_explicit(&forced_ns, memory_order_relaxed);
-    /* 8 states per thread measured fastest at N = 16 (bench/NOTES.md) */
-    f.ns = n <= 64 ? 8 : 16;
-    if ((forced == 4 || forced == 8 || forced == 16) && ceil_div(n, forced) <= fwd_max_groups(forced))
-        f.ns = forced;
+    f.ns = n <= 4 ? 4 : n <= 128 ? 8 : 16;
+    if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= FWD_MAX_THREADS)
+        f.ns = ns;
     f.groups = (int)ceil_div(n, f.ns);
-    f.bd = 32 * (f.groups < 4 ? 4 / f.groups : 1);
+    f.bd = 16;
+    while (f.bd < 128 && 2 * f.bd * f.groups <= FWD_MAX_THREADS)
+        f.bd *= 2;
+    if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= FWD_MAX_THREADS)
+        f.bd = bd;
     return f;
 }
 
@@ -237,8 +247,8 @@ static unsigned fwd_smem_bytes(const fwd_shape *f)
 {
     int npad = f->groups * f->ns;
     int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * f->bd + 2 * SCAN_CHUNK;
-    int partial = SCAN_CHUNK * f->groups * f->bd;
-    return (unsigned)((2 * buf + partial) * sizeof(float));
+    int partial = SCAN_CHUNK * f->groups * f->bd, bias_and_d = 2 * f->bd;
+    return (unsigned)((2 * buf + partial + bias_and_d) * sizeof(float));
 }
 
 /* Launches the forward scan (module scan_fwd, prefix "scan_fwd", all N

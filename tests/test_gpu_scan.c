@@ -70,6 +70,7 @@ typedef struct scase {
     ref_scan_options o;
     int final_state, checkpoint, strided;
     int ns; /* forced states per thread of the forward, 0 = automatic */
+    int bd; /* forced channels per block of the forward, 0 = automatic */
 } scase;
 
 /* Everything the GPU computed, widened to double (NULL where not asked). */
@@ -167,9 +168,9 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(&desc, &ck_bytes), SSMJIT_OK);
     if (c->checkpoint)
         desc.checkpoint = CK = poisoned_workspace(ck_bytes);
-    sj_scan_force_states_per_thread(c->ns);
+    sj_scan_force_shape(c->ns, c->bd);
     ssmjit_status st = ssmjit_selective_scan_fwd(ctx, &desc, NULL);
-    sj_scan_force_states_per_thread(0);
+    sj_scan_force_shape(0, 0);
     if (st != SSMJIT_OK)
         fail_msg("forward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
 
@@ -278,7 +279,7 @@ static void check_case(ssmjit_context *ctx, const scase *c)
 
 static scase all_options(ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N)
 {
-    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0};
+    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0};
     return c;
 }
 
@@ -304,7 +305,7 @@ static void test_options(void **state)
             scase e = {dtypes[t],
                        {2, 37, 70, 16, opt == 1, opt == 2, opt == 3 || opt == 4, opt == 4 || opt == 5,
                         opt == 6, opt == 7, NULL, 0},
-                       opt == 7 || opt == 8, opt == 8, 0, 0};
+                       opt == 7 || opt == 8, opt == 8, 0, 0, 0};
             check_case(ctx, &e);
         }
     }
@@ -353,6 +354,28 @@ static void test_state_sizes(void **state)
             c.checkpoint = v != 3;
             check_case(ctx, &c);
         }
+    ssmjit_context_destroy(ctx);
+}
+
+/* Every forward block width with rows that take 16-byte loads (D a
+ * multiple of 8, a partial last block) and rows that cannot (odd D). */
+static void test_block_widths(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    const size_t dims[] = {72, 77};
+    const int widths[] = {16, 32, 64, 128}, variants[] = {4, 8, 16};
+    for (size_t t = 0; t < 3; t++)
+        for (size_t i = 0; i < 2; i++)
+            for (size_t w = 0; w < 4; w++) {
+                scase c = all_options(dtypes[t], 2, 40, dims[i], 16);
+                c.ns = variants[(t + w) % 3];
+                c.bd = widths[w];
+                check_case(ctx, &c);
+            }
     ssmjit_context_destroy(ctx);
 }
 
@@ -486,7 +509,7 @@ static void test_deterministic(void **state)
 static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N,
                                int opts)
 {
-    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0};
     ref_scan_inputs in = ref_scan_random(&c.o);
     dinputs d = upload_inputs(&c, &in);
     ssmjit_selective_scan_desc desc = make_desc(&c, &d);
@@ -856,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_lengths),
         cmocka_unit_test(test_state_sizes),
+        cmocka_unit_test(test_block_widths),
         cmocka_unit_test(test_strided),
         cmocka_unit_test(test_packed),
         cmocka_unit_test(test_deterministic),

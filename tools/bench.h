@@ -7,7 +7,8 @@
 /* Median of v[0..n) (sorts v). */
 double bench_median(double *v, int n);
 
-/* Times every op (bench_ops.c); returns a CLI exit code. */
-int bench_ops(ssmjit_context *ctx, int quick);
+/* Times every op, or those whose name contains `only` when it is not
+ * NULL (bench_ops.c); returns a CLI exit code. */
+int bench_ops(ssmjit_context *ctx, int quick, const char *only);
 
 #endif

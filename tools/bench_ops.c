@@ -115,7 +115,7 @@ static void print_row(const char *name, const bench_instance *in, ssmjit_dtype d
            100.0 * gbps / copy);
 }
 
-int bench_ops(ssmjit_context *ctx, int quick)
+int bench_ops(ssmjit_context *ctx, int quick, const char *only)
 {
     drv = ctx->drv;
     int pushed;
@@ -132,7 +132,7 @@ int bench_ops(ssmjit_context *ctx, int quick)
     printf("%-34s %-30s %-5s %9s %9s %7s\n", "op", "shape", "dtype", "ms", "GB/s", "of copy");
     int rc = CLI_OK;
     for (const bench_case *c = bench_cases; c->name; c++)
-        for (int dt = 0; dt < 3; dt++) {
+        for (int dt = 0; dt < 3 && (!only || strstr(c->name, only)); dt++) {
             bench_instance in = {0};
             ssmjit_dtype dtype = (ssmjit_dtype)dt;
             double ms = 0;
@@ -147,13 +147,14 @@ int bench_ops(ssmjit_context *ctx, int quick)
             else
                 rc = cli_fail(c->name, st);
             /* the forward's states-per-thread variants, for bench/NOTES.md */
-            for (int i = 0; c->scan_variants && st == SSMJIT_OK && i < 3; i++) {
-                static const int ns[] = {4, 8, 16};
+            static const int shapes[][2] = {{16, 32}, {16, 64}, {16, 128}, {8, 32}, {8, 64}, {8, 128}, {4, 32}, {4, 64}};
+            for (size_t i = 0; c->scan_variants && st == SSMJIT_OK && i < sizeof shapes / sizeof *shapes; i++) {
                 char name[64];
-                snprintf(name, sizeof name, "  variant: %d states/thread", ns[i]);
-                sj_scan_force_states_per_thread(ns[i]);
+                snprintf(name, sizeof name, "  variant: %d states/thread, %d channels/block", shapes[i][0],
+                         shapes[i][1]);
+                sj_scan_force_shape(shapes[i][0], shapes[i][1]);
                 st = time_case(c->run, in.state, in.rotations, stream, &ms);
-                sj_scan_force_states_per_thread(0);
+                sj_scan_force_shape(0, 0);
                 if (st == SSMJIT_OK)
                     print_row(name, &in, dtype, ms, copy);
                 else

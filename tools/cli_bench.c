@@ -12,7 +12,7 @@
 #include "context.h"
 
 static const char help[] =
-    "usage: ssmjit bench [--engine] [--ops] [--quick]\n"
+    "usage: ssmjit bench [--engine] [--ops] [--quick] [--only TEXT]\n"
     "Times, on GPU 0 (default: both parts):\n"
     "  --engine  loading every module from a warm disk cache in a fresh process,\n"
     "            a repeated kernel lookup, and a launch through the library\n"
@@ -20,7 +20,8 @@ static const char help[] =
     "  --ops     each op at the reference shape (B=8, L=2048, D=4096, N=16) with\n"
     "            CUDA events (median of 25 runs after warm-up, rotating inputs\n"
     "            larger than L2), with GB/s against the measured copy bandwidth\n"
-    "  --quick   smaller shapes, for a smoke test\n";
+    "  --quick   smaller shapes, for a smoke test\n"
+    "  --only TEXT  only the ops whose name contains TEXT (implies --ops)\n";
 
 static int compare_doubles(const void *a, const void *b)
 {
@@ -165,6 +166,7 @@ static int bench_engine(ssmjit_context *ctx)
 int cli_bench(int argc, char **argv)
 {
     int engine = 0, ops = 0, quick = 0;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--startup-child"))
             return startup_child(0);
@@ -176,6 +178,8 @@ int cli_bench(int argc, char **argv)
             ops = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i], ops = 1;
         else {
             int h = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fputs(help, h ? stdout : stderr);
@@ -190,7 +194,7 @@ int cli_bench(int argc, char **argv)
         return cli_fail("context", st);
     int rc = engine ? bench_engine(ctx) : CLI_OK;
     if (rc == CLI_OK && ops)
-        rc = bench_ops(ctx, quick);
+        rc = bench_ops(ctx, quick, only);
     ssmjit_context_destroy(ctx);
     return rc;
 }

@@ -2,7 +2,9 @@
 # The GPU session's one command: unpack cmocka (carried as Debian packages
 # in .device-debs), build, run every test, then the benchmark.  Logs go
 # to $OUT; the last lines are a short summary.
-#   tools/gpu-check.sh [--no-bench] [--bench-only] [meson test args...]
+#   tools/gpu-check.sh [--no-bench] [--bench-only] [--bench "ARGS"]
+#                      [meson test args...]
+# --bench "ARGS" passes ARGS to `ssmjit bench` (e.g. "--only scan").
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ssmjit-out}
@@ -10,11 +12,15 @@ mkdir -p "$OUT" /tmp/cm
 for f in .device-debs/*.deb; do dpkg -x "$f" /tmp/cm; done
 export PKG_CONFIG_SYSROOT_DIR=/tmp/cm PKG_CONFIG_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu/pkgconfig
 export LD_LIBRARY_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bench=1 tests=1
-case "${1:-}" in
-    --no-bench) bench=0; shift ;;
-    --bench-only) tests=0; shift ;;
-esac
+bench=1 tests=1 bench_args=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-bench) bench=0; shift ;;
+        --bench-only) tests=0; shift ;;
+        --bench) bench_args=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 rm -rf build
 meson setup build > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
@@ -29,7 +35,7 @@ fi
 if [ $bench = 1 ]; then
     build/ssmjit prewarm --jobs 16 > "$OUT/prewarm.log" 2>&1
     tail -1 "$OUT/prewarm.log"
-    build/ssmjit bench > "$OUT/bench.log" 2>&1
+    build/ssmjit bench $bench_args > "$OUT/bench.log" 2>&1
     cat "$OUT/bench.log"
 fi
 cat "$OUT/gpu.txt"
