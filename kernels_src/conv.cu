@@ -1,28 +1,42 @@
 /* Causal depthwise conv1d forward; see conv_common.cuh.  The aligned
- * kernels move 16 bytes per access where their registers allow; one
+ * kernels move 4 channels per access (16 bytes in f32, 8 in 16-bit); one
  * element-wise fallback at 8 taps serves anything unaligned and every width.
  * src/ops_conv.c picks among exactly these. */
 #include "conv_common.cuh"
 
-/* N tokens of the forward from the rows at xp, yp. */
-template <typename T, int TAPS, int VEC, int N>
-__device__ __forceinline__ void fwd_steps(const conv_fwd_args &a, const conv_filter<TAPS, VEC> &f,
-                                          float (&win)[TAPS - 1][VEC], const T *xp, T *yp)
+/* Loads the rows of n <= CONV_UNROLL tokens from xp on, packed: a 16-bit
+ * row of 8 channels stays in 4 registers until it is used. */
+template <typename T, int VEC>
+__device__ __forceinline__ void fetch_rows(conv_pack<T, VEC> (&rows)[CONV_UNROLL], const T *xp, sj_i64 sx,
+                                           sj_i64 n)
 {
-    float cur[N][VEC];
 #pragma unroll
-    for (int u = 0; u < N; ++u)
-        load_vec<T, VEC>(xp + u * a.sx, cur[u]);
+    for (int u = 0; u < CONV_UNROLL; ++u)
+        if (u < n)
+            rows[u].raw = *reinterpret_cast<const decltype(rows[u].raw) *>(xp + u * sx);
+}
+
+/* The forward of n <= CONV_UNROLL tokens whose inputs are in rows. */
+template <typename T, int TAPS, int VEC>
+__device__ __forceinline__ void fwd_steps(const conv_fwd_args &a, const conv_filter<TAPS, VEC> &f,
+                                          float (&win)[TAPS - 1][VEC], const conv_pack<T, VEC> (&rows)[CONV_UNROLL],
+                                          T *yp, sj_i64 n)
+{
 #pragma unroll
-    for (int u = 0; u < N; ++u) {
-        float out[VEC];
+    for (int u = 0; u < CONV_UNROLL; ++u) {
+        if (u >= n)
+            break;
+        float cur[VEC], out[VEC];
+#pragma unroll
+        for (int i = 0; i < VEC; ++i)
+            cur[i] = sj_to_float(rows[u].e[i]);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
-            const float pre = f.dot(win, cur[u], i);
+            const float pre = f.dot(win, cur, i);
             out[i] = a.silu ? sj_silu(pre) : pre;
         }
         store_vec<T, VEC>(yp + u * a.sy, out);
-        shift_in<TAPS - 1, VEC>(win, cur[u]);
+        shift_in<TAPS - 1, VEC>(win, cur);
     }
 }
 
@@ -42,18 +56,20 @@ template <typename T, int TAPS, int VEC> __device__ void conv_fwd(const conv_fwd
             float win[TAPS - 1][VEC];
             load_window<T, TAPS, VEC>(x, a.sx, a.init_state, b, t0, q, win);
 
+            /* The next group's rows are in flight while this group's are
+             * computed. */
             const T *xp = x + (b * a.seqlen + t0) * a.sx + q.d0;
             T *yp = y + (b * a.seqlen + t0) * a.sy + q.d0;
-            sj_i64 t = t0;
-            for (; t + CONV_UNROLL <= tend; t += CONV_UNROLL) {
-                fwd_steps<T, TAPS, VEC, CONV_UNROLL>(a, f, win, xp, yp);
+            conv_pack<T, VEC> cur[CONV_UNROLL], next[CONV_UNROLL];
+            fetch_rows<T, VEC>(next, xp, a.sx, tend - t0);
+            for (sj_i64 t = t0; t < tend; t += CONV_UNROLL) {
+#pragma unroll
+                for (int u = 0; u < CONV_UNROLL; ++u)
+                    cur[u] = next[u];
                 xp += CONV_UNROLL * a.sx;
+                fetch_rows<T, VEC>(next, xp, a.sx, tend - t - CONV_UNROLL);
+                fwd_steps<T, TAPS, VEC>(a, f, win, cur, yp, tend - t);
                 yp += CONV_UNROLL * a.sy;
-            }
-            for (; t < tend; ++t) {
-                fwd_steps<T, TAPS, VEC, 1>(a, f, win, xp, yp);
-                xp += a.sx;
-                yp += a.sy;
             }
 
             /* The last chunk's window ends with the last W-1 inputs (the
@@ -70,11 +86,11 @@ template <typename T, int TAPS, int VEC> __device__ void conv_fwd(const conv_fwd
     }
 }
 
-#define CONV_FWD_KERNELS(T, sfx, VEC4, VEC8) \
-    CONV_KERNEL(fwd, T, sfx, 4, VEC4)        \
-    CONV_KERNEL(fwd, T, sfx, 8, VEC8)        \
+#define CONV_FWD_KERNELS(T, sfx) \
+    CONV_KERNEL(fwd, T, sfx, 4, 4)  \
+    CONV_KERNEL(fwd, T, sfx, 8, 4)  \
     CONV_KERNEL(fwd, T, sfx, 8, 1)
 
-CONV_FWD_KERNELS(float, f32, 4, 4)
-CONV_FWD_KERNELS(sj_half, f16, 8, 4)
-CONV_FWD_KERNELS(sj_bf16, bf16, 8, 4)
+CONV_FWD_KERNELS(float, f32)
+CONV_FWD_KERNELS(sj_half, f16)
+CONV_FWD_KERNELS(sj_bf16, bf16)

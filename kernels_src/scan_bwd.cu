@@ -160,134 +160,150 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         if (c > 0)
             issue(c - 1);
 
-        float h0[NS], hs[TS][NS];
 #pragma unroll
         for (int k = 0; k < NS; ++k)
             dAc[k] = 0.0f;
         dDc = dbc = 0.0f;
-#pragma unroll
-        for (int k = 0; k < NS; ++k)
-            h0[k] = c > 0 ? state_at(p.ckpt + (b * (nch - 1) + c - 1) * D * N, 0, k) : 0.0f;
 
-        /* States of every token of the chunk. */
+        /* The chunk's work, instantiated twice (the lambda is inlined at
+         * both calls): for chunks without a segment boundary or the end of
+         * L (all but the first and last without cu_seqlens) every token
+         * check folds away, so no per-token loads of initial or final
+         * states and no branches remain in the unrolled loops. */
+        auto run_chunk = [&](const bool plain) {
+            float h0[NS], hs[TS][NS];
 #pragma unroll
-        for (int i = 0; i < TS; ++i) {
-            const int2 ti = info[i];
-            const float dt = sdt[i * 32 + lane], dtu = dt * su[i * 32 + lane];
-            const float4 bb = *(const float4 *)(sB + i * NBLK + g * NS);
-            const float bv[NS] = {bb.x, bb.y, bb.z, bb.w};
-#pragma unroll
-            for (int k = 0; k < NS; ++k) {
-                float hp = i > 0 ? hs[i - 1][k] : h0[k];
-                if (ti.y & SJ_TOK_START)
-                    hp = state_at(p.init, ti.x, k);
-                hs[i][k] = fmaf(exp2f(dt * A2[k]), hp, dtu * bv[k]);
-            }
-        }
+            for (int k = 0; k < NS; ++k)
+                h0[k] = c > 0 ? state_at(p.ckpt + (b * (nch - 1) + c - 1) * D * N, 0, k) : 0.0f;
 
-        /* Adjoint recurrence, last token first, in groups of TR tokens. */
+            /* States of every token of the chunk. */
 #pragma unroll
-        for (int grp = TS / TR - 1; grp >= 0; --grp) {
-            float *rd = red + par * RED;
-#pragma unroll
-            for (int r = TR - 1; r >= 0; --r) {
-                const int i = grp * TR + r;
-                const int2 ti = info[i];
-                const float u = su[i * 32 + lane], dt = sdt[i * 32 + lane], dyp = sdyp[i * 32 + lane];
-                const float dtu = dt * u;
+            for (int i = 0; i < TS; ++i) {
+                const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
+                const float dt = sdt[i * 32 + lane], dtu = dt * su[i * 32 + lane];
                 const float4 bb = *(const float4 *)(sB + i * NBLK + g * NS);
-                const float4 cc = *(const float4 *)(sC + i * NBLK + g * NS);
-                const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, cv[NS] = {cc.x, cc.y, cc.z, cc.w};
-                float duraw = 0.0f, ddtA = 0.0f, yp = 0.0f, vB[NS], vC[NS];
+                const float bv[NS] = {bb.x, bb.y, bb.z, bb.w};
 #pragma unroll
                 for (int k = 0; k < NS; ++k) {
-                    if (ti.y & SJ_TOK_END)
-                        gc[k] = state_at(p.dfinal, ti.x, k);
                     float hp = i > 0 ? hs[i - 1][k] : h0[k];
                     if (ti.y & SJ_TOK_START)
                         hp = state_at(p.init, ti.x, k);
-                    const float a = exp2f(dt * A2[k]);
-                    const float gk = fmaf(cv[k], dyp, gc[k]);
-                    vB[k] = gk * dtu;
-                    vC[k] = dyp * hs[i][k];
-                    duraw = fmaf(gk, bv[k], duraw);
-                    yp = fmaf(cv[k], hs[i][k], yp);
-                    gc[k] = a * gk;
-                    const float q = gc[k] * hp;
-                    dAc[k] = fmaf(q, dt, dAc[k]);
-                    ddtA = fmaf(q, Ar[k], ddtA);
+                    hs[i][k] = fmaf(exp2f(dt * A2[k]), hp, dtu * bv[k]);
                 }
-                if ((ti.y & SJ_TOK_START) && p.dinit && dok) {
+            }
+
+            /* Adjoint recurrence, last token first, in groups of TR tokens. */
 #pragma unroll
-                    for (int k = 0; k < NS; ++k)
-                        if (n0 + k < N)
-                            p.dinit[((sj_i64)ti.x * D + d) * N + n0 + k] = gc[k];
+            for (int grp = TS / TR - 1; grp >= 0; --grp) {
+                float *rd = red + par * RED;
+#pragma unroll
+                for (int r = TR - 1; r >= 0; --r) {
+                    const int i = grp * TR + r;
+                    const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
+                    const float u = su[i * 32 + lane], dt = sdt[i * 32 + lane], dyp = sdyp[i * 32 + lane];
+                    const float dtu = dt * u;
+                    const float4 bb = *(const float4 *)(sB + i * NBLK + g * NS);
+                    const float4 cc = *(const float4 *)(sC + i * NBLK + g * NS);
+                    const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, cv[NS] = {cc.x, cc.y, cc.z, cc.w};
+                    float duraw = 0.0f, ddtA = 0.0f, yp = 0.0f, vB[NS], vC[NS];
+#pragma unroll
+                    for (int k = 0; k < NS; ++k) {
+                        if (ti.y & SJ_TOK_END)
+                            gc[k] = state_at(p.dfinal, ti.x, k);
+                        float hp = i > 0 ? hs[i - 1][k] : h0[k];
+                        if (ti.y & SJ_TOK_START)
+                            hp = state_at(p.init, ti.x, k);
+                        const float a = exp2f(dt * A2[k]);
+                        const float gk = fmaf(cv[k], dyp, gc[k]);
+                        vB[k] = gk * dtu;
+                        vC[k] = dyp * hs[i][k];
+                        duraw = fmaf(gk, bv[k], duraw);
+                        yp = fmaf(cv[k], hs[i][k], yp);
+                        gc[k] = a * gk;
+                        const float q = gc[k] * hp;
+                        dAc[k] = fmaf(q, dt, dAc[k]);
+                        ddtA = fmaf(q, Ar[k], ddtA);
+                    }
+                    if ((ti.y & SJ_TOK_START) && p.dinit && dok) {
+#pragma unroll
+                        for (int k = 0; k < NS; ++k)
+                            if (n0 + k < N)
+                                p.dinit[((sj_i64)ti.x * D + d) * N + n0 + k] = gc[k];
+                    }
+                    float *row = wb + r * SJ_WB_TOK + lane * SJ_WB_ROW;
+                    *(float4 *)row = make_float4(vB[0], vB[1], vB[2], vB[3]);
+                    *(float4 *)(row + 4) = make_float4(vC[0], vC[1], vC[2], vC[3]);
+                    rd[((r * 3 + 0) * GB + g) * 32 + lane] = duraw;
+                    rd[((r * 3 + 1) * GB + g) * 32 + lane] = ddtA;
+                    rd[((r * 3 + 2) * GB + g) * 32 + lane] = yp;
                 }
-                float *row = wb + r * SJ_WB_TOK + lane * SJ_WB_ROW;
-                *(float4 *)row = make_float4(vB[0], vB[1], vB[2], vB[3]);
-                *(float4 *)(row + 4) = make_float4(vC[0], vC[1], vC[2], vC[3]);
-                rd[((r * 3 + 0) * GB + g) * 32 + lane] = duraw;
-                rd[((r * 3 + 1) * GB + g) * 32 + lane] = ddtA;
-                rd[((r * 3 + 2) * GB + g) * 32 + lane] = yp;
-            }
 
-            /* dB, dC of this warp's states summed over its 32 channels: lane
-             * (r, j) adds column j of token r. */
-            __syncwarp();
-            {
-                const int r = lane >> 3, j = lane & 7;
-                const float *col = wb + r * SJ_WB_TOK + j;
-                float s = 0.0f;
+                /* dB, dC of this warp's states summed over its 32 channels: lane
+                 * (r, j) adds column j of token r. */
+                __syncwarp();
+                {
+                    const int r = lane >> 3, j = lane & 7;
+                    const float *col = wb + r * SJ_WB_TOK + j;
+                    float s = 0.0f;
 #pragma unroll 8
-                for (int l = 0; l < 32; ++l)
-                    s += col[l * SJ_WB_ROW];
-                const sj_i64 t = c * TS + grp * TR + r, n = n0 + (j & 3);
-                if (t < L && n < N)
-                    p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (j >> 2) * N + n] = s;
-            }
-            __syncwarp();
-            __syncthreads();
+                    for (int l = 0; l < 32; ++l)
+                        s += col[l * SJ_WB_ROW];
+                    const sj_i64 t = c * TS + grp * TR + r, n = n0 + (j & 3);
+                    if (t < L && n < N)
+                        p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (j >> 2) * N + n] = s;
+                }
+                __syncwarp();
+                __syncthreads();
 
-            /* Per (token, channel): the sums over this launch's states in warp
-             * order, then over launches, then the outputs. */
-            for (int e = tid; e < TR * 32; e += blockDim.x) {
-                const int r = e >> 5, i = grp * TR + r, ei = i * 32 + lane;
-                const sj_i64 t = c * TS + i;
-                float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
-                for (int w = 0; w < GB; ++w) {
-                    s0 += rd[((r * 3 + 0) * GB + w) * 32 + lane];
-                    s1 += rd[((r * 3 + 1) * GB + w) * 32 + lane];
-                    s2 += rd[((r * 3 + 2) * GB + w) * 32 + lane];
-                }
-                if (t >= L || !dok)
-                    continue;
-                if (p.NB > 1) {
-                    float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
-                    if (p.nb > 0) {
-                        s0 += acc[0];
-                        s1 += acc[1];
-                        s2 += acc[2];
+                /* Per (token, channel): the sums over this launch's states in warp
+                 * order, then over launches, then the outputs. */
+                for (int e = tid; e < TR * 32; e += blockDim.x) {
+                    const int r = e >> 5, i = grp * TR + r, ei = i * 32 + lane;
+                    const sj_i64 t = c * TS + i;
+                    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+                    for (int w = 0; w < GB; ++w) {
+                        s0 += rd[((r * 3 + 0) * GB + w) * 32 + lane];
+                        s1 += rd[((r * 3 + 1) * GB + w) * 32 + lane];
+                        s2 += rd[((r * 3 + 2) * GB + w) * 32 + lane];
                     }
-                    if (!last_nb) {
-                        acc[0] = s0;
-                        acc[1] = s1;
-                        acc[2] = s2;
+                    if (t >= L || !dok)
                         continue;
+                    if (p.NB > 1) {
+                        float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
+                        if (p.nb > 0) {
+                            s0 += acc[0];
+                            s1 += acc[1];
+                            s2 += acc[2];
+                        }
+                        if (!last_nb) {
+                            acc[0] = s0;
+                            acc[1] = s1;
+                            acc[2] = s2;
+                            continue;
+                        }
                     }
+                    const float u = su[ei], dt = sdt[ei], dyp = sdyp[ei];
+                    const float Dd = p.Dv ? p.Dv[d] : 0.0f;
+                    const sj_i64 row = b * L + t;
+                    const float ddl = fmaf(u, s0, s1) * sspg[ei];
+                    sj_st<T>(p.du, row * p.sdu + d, fmaf(dt, s0, Dd * dyp));
+                    sj_st<T>(p.ddelta, row * p.sddelta + d, ddl);
+                    if (p.z)
+                        sj_st<T>(p.dz, row * p.sdz + d, szf[ei] * fmaf(Dd, u, s2));
+                    dDc = fmaf(dyp, u, dDc);
+                    dbc += ddl;
                 }
-                const float u = su[ei], dt = sdt[ei], dyp = sdyp[ei];
-                const float Dd = p.Dv ? p.Dv[d] : 0.0f;
-                const sj_i64 row = b * L + t;
-                const float ddl = fmaf(u, s0, s1) * sspg[ei];
-                sj_st<T>(p.du, row * p.sdu + d, fmaf(dt, s0, Dd * dyp));
-                sj_st<T>(p.ddelta, row * p.sddelta + d, ddl);
-                if (p.z)
-                    sj_st<T>(p.dz, row * p.sdz + d, szf[ei] * fmaf(Dd, u, s2));
-                dDc = fmaf(dyp, u, dDc);
-                dbc += ddl;
+                par ^= 1;
             }
-            par ^= 1;
-        }
+        };
+        bool plain = true;
+#pragma unroll
+        for (int i = 0; i < TS; ++i)
+            plain = plain && info[i].y == SJ_TOK_VALID;
+        if (plain)
+            run_chunk(true);
+        else
+            run_chunk(false);
 
 #pragma unroll
         for (int k = 0; k < NS; ++k)

@@ -145,11 +145,13 @@ static int taps_of(int width) { return width <= 4 ? 4 : 8; }
 /* Channels per thread of the vector kernels, exactly as instantiated at the
  * end of kernels_src/conv.cu and conv_bwd.cu (the kernel lookup fails on a
  * mismatch). */
-static int vector_width(ssmjit_dtype dtype, int taps, int bwd)
+/* Channels per thread of the vector kernels.  The forward moves 4 per
+ * thread in every dtype: 16-bit rows at 8 (16-byte accesses) needed so many
+ * registers that fewer loads were in flight, 47% of copy bandwidth against
+ * 70% at 4 (bench/NOTES.md). */
+static int vector_width(int taps, int bwd)
 {
-    if (bwd)
-        return taps == 4 ? 4 : 2;
-    return taps == 8 || dtype == SSMJIT_F32 ? 4 : 8;
+    return bwd && taps == 8 ? 2 : 4;
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -178,7 +180,7 @@ static void make_plan(ssmjit_context *ctx, const ssmjit_conv1d_desc *d, int bwd,
     const sj_device_props *props = sj_context_props(ctx);
     const int taps = taps_of(d->width);
     /* At least one vector, so that D = 0 (a workspace query) divides by nothing. */
-    const int64_t nvec = ceil_div(d->dim > 0 ? d->dim : 1, vector_width(d->dtype, taps, bwd));
+    const int64_t nvec = ceil_div(d->dim > 0 ? d->dim : 1, vector_width(taps, bwd));
     const int64_t bx = nvec >= THREADS ? THREADS : ceil_div(nvec, 32) * 32, by = THREADS / bx;
     const int64_t resident = (int64_t)props->sm_count * props->max_threads_per_sm;
 
@@ -241,7 +243,7 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx,
         return SSMJIT_OK;
 
     const ssmjit_matrix *acts[] = {&x, &y};
-    int vec = vector_width(desc->dtype, taps_of(desc->width), 0);
+    int vec = vector_width(taps_of(desc->width), 0);
     if (!rows_aligned(acts, 2, desc->dim, vec, ssmjit_dtype_size(desc->dtype)))
         vec = 1;
     conv_plan p;
@@ -260,7 +262,7 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx,
 /* Partial-sum rows of D*W dweight + D dbias floats. */
 static size_t workspace_bytes(ssmjit_context *ctx, const ssmjit_conv1d_desc *d, conv_plan *p)
 {
-    make_plan(ctx, d, 1, vector_width(d->dtype, taps_of(d->width), 1), p);
+    make_plan(ctx, d, 1, vector_width(taps_of(d->width), 1), p);
     return (size_t)p->rows * (size_t)d->dim * (size_t)(d->width + 1) * sizeof(float);
 }
 
@@ -333,7 +335,7 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
 
     if (p.rows > 0) {
         const ssmjit_matrix *acts[] = {&x, &dy, &dx};
-        int vec = vector_width(desc->dtype, taps_of(desc->width), 1);
+        int vec = vector_width(taps_of(desc->width), 1);
         if (!rows_aligned(acts, 3, desc->dim, vec, ssmjit_dtype_size(desc->dtype))) {
             vec = 1;
             make_plan(ctx, desc, 1, vec, &p);

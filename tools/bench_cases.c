@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "bench_cases.h"
+#include "ops_scan.h"
 
 #define MAX_BUFS 20
 #define MAX_ROT 4
@@ -339,16 +340,28 @@ static ssmjit_status run_decode(void *p, int r, void *stream)
     return ssmjit_selective_state_update(s->ctx, &d, stream);
 }
 
+static const bench_variant scan_fwd_variants[] = {
+    {"  variant: 16 states/thread, 32 channels/block", sj_scan_force_shape, 16, 32},
+    {"  variant: 16 states/thread, 64 channels/block", sj_scan_force_shape, 16, 64},
+    {"  variant: 16 states/thread, 128 channels/block", sj_scan_force_shape, 16, 128},
+    {"  variant: 8 states/thread, 32 channels/block", sj_scan_force_shape, 8, 32},
+    {"  variant: 8 states/thread, 64 channels/block", sj_scan_force_shape, 8, 64},
+    {"  variant: 8 states/thread, 128 channels/block", sj_scan_force_shape, 8, 128},
+    {"  variant: 4 states/thread, 32 channels/block", sj_scan_force_shape, 4, 32},
+    {"  variant: 4 states/thread, 64 channels/block", sj_scan_force_shape, 4, 64},
+    {NULL, NULL, 0, 0},
+};
+
 const bench_case bench_cases[] = {
-    {"silu fwd", setup_two, run_silu_fwd, teardown, 0},
-    {"gate y*silu(z) fwd", setup_three, run_gate_fwd, teardown, 0},
-    {"rmsnorm fwd (fused residual add)", setup_norm_fwd, run_norm_fwd, teardown, 0},
-    {"rmsnorm bwd", setup_norm_bwd, run_norm_bwd, teardown, 0},
-    {"causal_conv1d fwd (silu)", setup_conv_fwd, run_conv_fwd, teardown, 0},
-    {"causal_conv1d bwd (silu)", setup_conv_bwd, run_conv_bwd, teardown, 0},
-    {"selective_scan fwd", setup_scan_fwd, run_scan_fwd, teardown, 1},
-    {"selective_scan fwd + checkpoint", setup_scan_fwd, run_scan_fwd_ckpt, teardown, 0},
-    {"selective_scan bwd", setup_scan_bwd, run_scan_bwd, teardown, 0},
-    {"selective_state_update", setup_decode, run_decode, teardown, 0},
-    {NULL, NULL, NULL, NULL, 0},
+    {"silu fwd", setup_two, run_silu_fwd, teardown, NULL},
+    {"gate y*silu(z) fwd", setup_three, run_gate_fwd, teardown, NULL},
+    {"rmsnorm fwd (fused residual add)", setup_norm_fwd, run_norm_fwd, teardown, NULL},
+    {"rmsnorm bwd", setup_norm_bwd, run_norm_bwd, teardown, NULL},
+    {"causal_conv1d fwd (silu)", setup_conv_fwd, run_conv_fwd, teardown, NULL},
+    {"causal_conv1d bwd (silu)", setup_conv_bwd, run_conv_bwd, teardown, NULL},
+    {"selective_scan fwd", setup_scan_fwd, run_scan_fwd, teardown, scan_fwd_variants},
+    {"selective_scan fwd + checkpoint", setup_scan_fwd, run_scan_fwd_ckpt, teardown, NULL},
+    {"selective_scan bwd", setup_scan_bwd, run_scan_bwd, teardown, NULL},
+    {"selective_state_update", setup_decode, run_decode, teardown, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };

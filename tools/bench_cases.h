@@ -17,12 +17,20 @@ typedef struct bench_instance {
     char shape[64];
 } bench_instance;
 
+/* A launch shape an op is also timed with, for the comparisons in
+ * bench/NOTES.md: force(a, b) before the runs, force(0, 0) after. */
+typedef struct bench_variant {
+    const char *label;
+    void (*force)(int a, int b);
+    int a, b;
+} bench_variant;
+
 typedef struct bench_case {
     const char *name;
     ssmjit_status (*setup)(ssmjit_context *ctx, ssmjit_dtype dtype, int quick, bench_instance *out);
     bench_run_fn run;
     void (*teardown)(void *state);
-    int scan_variants; /* also time each forward states-per-thread variant */
+    const bench_variant *variants; /* ended by a NULL label, or NULL */
 } bench_case;
 
 /* NULL-terminated list (bench_cases.c). */

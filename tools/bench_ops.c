@@ -12,7 +12,6 @@
 #include "bench_cases.h"
 #include "cli.h"
 #include "context.h"
-#include "ops_scan.h"
 #include "validate.h"
 
 #define RUNS 25
@@ -146,19 +145,14 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only)
                 print_row(c->name, &in, dtype, ms, copy);
             else
                 rc = cli_fail(c->name, st);
-            /* the forward's states-per-thread variants, for bench/NOTES.md */
-            static const int shapes[][2] = {{16, 32}, {16, 64}, {16, 128}, {8, 32}, {8, 64}, {8, 128}, {4, 32}, {4, 64}};
-            for (size_t i = 0; c->scan_variants && st == SSMJIT_OK && i < sizeof shapes / sizeof *shapes; i++) {
-                char name[64];
-                snprintf(name, sizeof name, "  variant: %d states/thread, %d channels/block", shapes[i][0],
-                         shapes[i][1]);
-                sj_scan_force_shape(shapes[i][0], shapes[i][1]);
+            for (const bench_variant *v = c->variants; v && v->label && st == SSMJIT_OK; v++) {
+                v->force(v->a, v->b);
                 st = time_case(c->run, in.state, in.rotations, stream, &ms);
-                sj_scan_force_shape(0, 0);
+                v->force(0, 0);
                 if (st == SSMJIT_OK)
-                    print_row(name, &in, dtype, ms, copy);
+                    print_row(v->label, &in, dtype, ms, copy);
                 else
-                    rc = cli_fail(name, st);
+                    rc = cli_fail(v->label, st);
             }
             if (in.state)
                 c->teardown(in.state);
