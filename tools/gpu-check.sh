@@ -3,8 +3,11 @@
 # in .device-debs), build, run every test, then the benchmark.  Logs go
 # to $OUT; the last lines are a short summary.
 #   tools/gpu-check.sh [--no-bench] [--bench-only] [--bench "ARGS"]
-#                      [meson test args...]
+#                      [--sanitize TOOL] [meson test args...]
 # --bench "ARGS" passes ARGS to `ssmjit bench` (e.g. "--only scan").
+# --sanitize TOOL runs the tests under compute-sanitizer --tool TOOL
+# (memcheck, racecheck, ...), any error failing the test, with 20 times
+# the usual timeouts; no benchmark then.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ssmjit-out}
@@ -12,12 +15,16 @@ mkdir -p "$OUT" /tmp/cm
 for f in .device-debs/*.deb; do dpkg -x "$f" /tmp/cm; done
 export PKG_CONFIG_SYSROOT_DIR=/tmp/cm PKG_CONFIG_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu/pkgconfig
 export LD_LIBRARY_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bench=1 tests=1 bench_args=""
+bench=1 tests=1 bench_args="" wrap=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-bench) bench=0; shift ;;
         --bench-only) tests=0; shift ;;
         --bench) bench_args=$2; shift 2 ;;
+        --sanitize)
+            wrap=(--timeout-multiplier 20
+                  --wrapper "compute-sanitizer --tool $2 --error-exitcode 1 --print-limit 20")
+            bench=0; shift 2 ;;
         *) break ;;
     esac
 done
@@ -28,7 +35,7 @@ ninja -C build > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.l
 export SSMJIT_CACHE_DIR=/tmp/ssmjit-cache
 summary=""
 if [ $tests = 1 ]; then
-    meson test -C build --print-errorlogs --num-processes 4 "$@" > "$OUT/test.log" 2>&1
+    meson test -C build --print-errorlogs --num-processes 4 "${wrap[@]}" "$@" > "$OUT/test.log" 2>&1
     cp build/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null
     summary=$(grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log" | sed 's/^ *//')
 fi

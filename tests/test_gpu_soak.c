@@ -1,0 +1,331 @@
+/* Soak: 10,000 launches of a mix of ops (each kernel module, f32 and bf16)
+ * from 8 host threads, each with its own stream, on one context.  Every
+ * launch writes into outputs poisoned just before it, and its result must
+ * equal, byte for byte, what the same op gave on the main thread first
+ * (forward kernels have no atomics, so any difference is corruption: a
+ * race in the library's per-context state, a wrong stream, a shared
+ * buffer).  The silu baseline is also held to the double reference so the
+ * baseline itself is known good. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "gpu_util.h"
+#include "ref_elementwise.h"
+#include "test_util.h"
+
+#define THREADS 8
+#define LAUNCHES 10000
+#define MAX_OUT 3
+
+/* Read-only device inputs shared by every thread. */
+typedef struct inputs {
+    void *silu_x;                                     /* [64, 1000] f32 */
+    void *norm_x, *norm_res, *norm_w;                 /* [64, 768] bf16, f32, [768] f32 */
+    void *conv_x, *conv_w, *conv_b;                   /* [2, 100, 96] f32, [96, 4], [96] */
+    void *scan_u, *scan_dt, *scan_A, *scan_B, *scan_C; /* B=2 L=70 D=64 N=16, bf16 */
+    void *scan_D, *scan_z, *scan_bias;
+    void *upd_x, *upd_dt, *upd_B, *upd_C, *upd_state; /* B=4 D=64 N=16 f32; state pristine */
+} inputs;
+
+static inputs in;
+static ssmjit_context *ctx;
+static const sj_driver *drv;
+
+static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0}; }
+
+typedef struct soak_op {
+    const char *name;
+    int nout;
+    size_t out_bytes[MAX_OUT];
+    /* Output 0 of the state update is its in-place state, reset first. */
+    int resets_state;
+    ssmjit_status (*run)(void *const *out, void *stream);
+} soak_op;
+
+static ssmjit_status run_silu(void *const *out, void *stream)
+{
+    ssmjit_unary_desc d = {SSMJIT_F32, 64, 1000};
+    return ssmjit_activation_fwd(ctx, SSMJIT_ACT_SILU, &d, mat(in.silu_x), mat(out[0]), stream);
+}
+
+static ssmjit_status run_norm(void *const *out, void *stream)
+{
+    ssmjit_rmsnorm_desc d = {SSMJIT_BF16, 64, 768, 1e-5f, 1, SSMJIT_F32};
+    return ssmjit_rmsnorm_fwd(ctx, &d, mat(in.norm_x), mat(in.norm_res), in.norm_w, mat(out[0]), mat(out[1]),
+                              out[2], stream);
+}
+
+static ssmjit_status run_conv(void *const *out, void *stream)
+{
+    ssmjit_conv1d_desc d = {SSMJIT_F32, 2, 100, 96, 4, 1};
+    ssmjit_conv1d_inputs ci = {mat(in.conv_x), in.conv_w, in.conv_b, NULL};
+    return ssmjit_causal_conv1d_fwd(ctx, &d, &ci, mat(out[0]), out[1], stream);
+}
+
+static ssmjit_status run_scan(void *const *out, void *stream)
+{
+    ssmjit_selective_scan_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = SSMJIT_BF16;
+    d.batch = 2;
+    d.seqlen = 70;
+    d.dim = 64;
+    d.dstate = 16;
+    d.u = mat(in.scan_u);
+    d.delta = mat(in.scan_dt);
+    d.A = in.scan_A;
+    d.B = mat(in.scan_B);
+    d.C = mat(in.scan_C);
+    d.D = in.scan_D;
+    d.z = mat(in.scan_z);
+    d.delta_bias = in.scan_bias;
+    d.delta_softplus = 1;
+    d.y = mat(out[0]);
+    d.final_state = out[1];
+    return ssmjit_selective_scan_fwd(ctx, &d, stream);
+}
+
+static ssmjit_status run_update(void *const *out, void *stream)
+{
+    ssmjit_state_update_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = SSMJIT_F32;
+    d.batch = 4;
+    d.dim = 64;
+    d.dstate = 16;
+    d.x = mat(in.upd_x);
+    d.dt = mat(in.upd_dt);
+    d.A = in.scan_A;
+    d.B = mat(in.upd_B);
+    d.C = mat(in.upd_C);
+    d.dt_bias = in.scan_bias;
+    d.dt_softplus = 1;
+    d.state = out[0];
+    d.out = mat(out[1]);
+    return ssmjit_selective_state_update(ctx, &d, stream);
+}
+
+static const soak_op ops[] = {
+    {"silu", 1, {64 * 1000 * 4}, 0, run_silu},
+    {"rmsnorm", 3, {64 * 768 * 2, 64 * 768 * 4, 64 * 4}, 0, run_norm},
+    {"conv1d", 2, {2 * 100 * 96 * 4, 2 * 96 * 3 * 4}, 0, run_conv},
+    {"scan", 2, {2 * 70 * 64 * 2, 2 * 64 * 16 * 4}, 0, run_scan},
+    {"state_update", 2, {4 * 64 * 16 * 4, 4 * 64 * 4}, 1, run_update},
+};
+#define NOPS (sizeof ops / sizeof *ops)
+
+static unsigned char *baseline[NOPS][MAX_OUT];
+
+static void *upload_random(size_t n, ssmjit_dtype dtype, double lo, double hi)
+{
+    double *h = malloc(n * sizeof *h);
+    assert_non_null(h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = tu_uniform(lo, hi);
+    void *d = gu_upload_new(h, n, dtype);
+    free(h);
+    return d;
+}
+
+static void make_inputs(void)
+{
+    in.silu_x = upload_random(64 * 1000, SSMJIT_F32, -6, 6);
+    in.norm_x = upload_random(64 * 768, SSMJIT_BF16, -2, 2);
+    in.norm_res = upload_random(64 * 768, SSMJIT_F32, -2, 2);
+    in.norm_w = upload_random(768, SSMJIT_F32, 0.5, 1.5);
+    in.conv_x = upload_random(2 * 100 * 96, SSMJIT_F32, -1, 1);
+    in.conv_w = upload_random(96 * 4, SSMJIT_F32, -1, 1);
+    in.conv_b = upload_random(96, SSMJIT_F32, -1, 1);
+    in.scan_u = upload_random(2 * 70 * 64, SSMJIT_BF16, -1, 1);
+    in.scan_dt = upload_random(2 * 70 * 64, SSMJIT_BF16, -3, 0);
+    in.scan_A = upload_random(64 * 16, SSMJIT_F32, -2, -0.1);
+    in.scan_B = upload_random(2 * 70 * 16, SSMJIT_BF16, -1, 1);
+    in.scan_C = upload_random(2 * 70 * 16, SSMJIT_BF16, -1, 1);
+    in.scan_D = upload_random(64, SSMJIT_F32, -1, 1);
+    in.scan_z = upload_random(2 * 70 * 64, SSMJIT_BF16, -2, 2);
+    in.scan_bias = upload_random(64, SSMJIT_F32, -1, 0);
+    in.upd_x = upload_random(4 * 64, SSMJIT_F32, -1, 1);
+    in.upd_dt = upload_random(4 * 64, SSMJIT_F32, -3, 0);
+    in.upd_B = upload_random(4 * 16, SSMJIT_F32, -1, 1);
+    in.upd_C = upload_random(4 * 16, SSMJIT_F32, -1, 1);
+    in.upd_state = upload_random(4 * 64 * 16, SSMJIT_F32, -1, 1);
+}
+
+/* Each thread's outputs and failures.  Workers make no cmocka calls (its
+ * assertions are not thread-safe); the main thread checks what they
+ * recorded. */
+typedef struct worker {
+    int id;
+    CUcontext cu;
+    int launches, mismatches, failures;
+    char first[256];
+} worker;
+
+static void note(worker *w, const char *fmt, const char *what, const char *detail)
+{
+    if (!w->first[0])
+        snprintf(w->first, sizeof w->first, fmt, what, detail);
+}
+
+static int cu_ok(worker *w, CUresult r, const char *what)
+{
+    if (r == CUDA_SUCCESS)
+        return 1;
+    w->failures++;
+    note(w, "%s failed: %s", what, "driver error");
+    return 0;
+}
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    if (!cu_ok(w, drv->CtxSetCurrent(w->cu), "cuCtxSetCurrent"))
+        return NULL;
+    CUstream stream;
+    if (!cu_ok(w, drv->StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
+        return NULL;
+    CUdeviceptr out[NOPS][MAX_OUT] = {{0}};
+    unsigned char *host[MAX_OUT];
+    size_t most = 0;
+    for (size_t o = 0; o < NOPS; o++)
+        for (int k = 0; k < ops[o].nout; k++) {
+            cu_ok(w, drv->MemAlloc(&out[o][k], ops[o].out_bytes[k]), "cuMemAlloc");
+            most = ops[o].out_bytes[k] > most ? ops[o].out_bytes[k] : most;
+        }
+    for (int k = 0; k < MAX_OUT; k++)
+        host[k] = malloc(most);
+
+    for (int i = 0; i < LAUNCHES / THREADS && !w->failures; i++) {
+        const soak_op *op = &ops[(size_t)(i * 3 + w->id) % NOPS];
+        const size_t o = (size_t)(op - ops);
+        void *dptr[MAX_OUT];
+        for (int k = 0; k < op->nout; k++) {
+            dptr[k] = (void *)(uintptr_t)out[o][k];
+            const CUdeviceptr pristine = (CUdeviceptr)(uintptr_t)in.upd_state;
+            if (k == 0 && op->resets_state)
+                cu_ok(w, drv->MemcpyDtoDAsync(out[o][k], pristine, op->out_bytes[k], stream), "cuMemcpyDtoDAsync");
+            else
+                cu_ok(w, drv->MemsetD8Async(out[o][k], 0xFF, op->out_bytes[k], stream), "cuMemsetD8Async");
+        }
+        ssmjit_status st = op->run(dptr, stream);
+        w->launches++;
+        if (st != SSMJIT_OK) {
+            w->failures++;
+            note(w, "%s: %s", op->name, ssmjit_last_error());
+            break;
+        }
+        if (!cu_ok(w, drv->StreamSynchronize(stream), "cuStreamSynchronize"))
+            break;
+        for (int k = 0; k < op->nout; k++)
+            cu_ok(w, drv->MemcpyDtoH(host[k], out[o][k], op->out_bytes[k]), "cuMemcpyDtoH");
+        for (int k = 0; k < op->nout; k++)
+            if (memcmp(host[k], baseline[o][k], op->out_bytes[k]) != 0) {
+                w->mismatches++;
+                note(w, "%s: output %s differs from the single-threaded run", op->name,
+                     k == 0 ? "0" : k == 1 ? "1" : "2");
+            }
+    }
+
+    for (int k = 0; k < MAX_OUT; k++)
+        free(host[k]);
+    for (size_t o = 0; o < NOPS; o++)
+        for (int k = 0; k < ops[o].nout; k++)
+            drv->MemFree(out[o][k]);
+    drv->StreamDestroy(stream);
+    return NULL;
+}
+
+/* Each op once on the main thread: the bytes every later launch must give. */
+static void make_baselines(void)
+{
+    for (size_t o = 0; o < NOPS; o++) {
+        void *dptr[MAX_OUT];
+        for (int k = 0; k < ops[o].nout; k++) {
+            dptr[k] = gu_alloc(ops[o].out_bytes[k]);
+            gu_poison(dptr[k], ops[o].out_bytes[k]);
+        }
+        if (ops[o].resets_state) {
+            CUdeviceptr dst = (CUdeviceptr)(uintptr_t)dptr[0], src = (CUdeviceptr)(uintptr_t)in.upd_state;
+            assert_int_equal(drv->MemcpyDtoD(dst, src, ops[o].out_bytes[0]), CUDA_SUCCESS);
+        }
+        ssmjit_status st = ops[o].run(dptr, NULL);
+        if (st != SSMJIT_OK)
+            fail_msg("%s: %s", ops[o].name, ssmjit_last_error());
+        gu_sync();
+        for (int k = 0; k < ops[o].nout; k++) {
+            baseline[o][k] = malloc(ops[o].out_bytes[k]);
+            assert_non_null(baseline[o][k]);
+            gu_download(baseline[o][k], dptr[k], ops[o].out_bytes[k]);
+            gu_free(dptr[k]);
+        }
+    }
+    /* The silu baseline against the double reference (f32, fast math off). */
+    double *x = malloc(64 * 1000 * sizeof *x), *want = malloc(64 * 1000 * sizeof *want);
+    assert_non_null(x);
+    assert_non_null(want);
+    gu_download_as(x, in.silu_x, 64 * 1000, SSMJIT_F32);
+    ref_activation_fwd(SSMJIT_ACT_SILU, x, want, 64 * 1000);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < 64 * 1000; i++) {
+        float got;
+        memcpy(&got, baseline[0][0] + 4 * i, 4);
+        num += (got - want[i]) * (got - want[i]);
+        den += want[i] * want[i];
+    }
+    assert_true(sqrt(num / den) <= gu_tolerance(SSMJIT_F32));
+    free(x);
+    free(want);
+}
+
+static void test_soak(void **state)
+{
+    (void)state;
+    ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!ctx)
+        skip();
+    tu_seed();
+    assert_int_equal(sj_driver_get(&drv), SSMJIT_OK);
+    CUcontext cu;
+    assert_int_equal(drv->CtxGetCurrent(&cu), CUDA_SUCCESS);
+    make_inputs();
+    make_baselines();
+
+    worker w[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        w[t] = (worker){t, cu, 0, 0, 0, {0}};
+        assert_int_equal(pthread_create(&th[t], NULL, work, &w[t]), 0);
+    }
+    int launches = 0;
+    for (int t = 0; t < THREADS; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        if (w[t].first[0])
+            print_message("thread %d: %s\n", t, w[t].first);
+        assert_int_equal(w[t].failures, 0);
+        assert_int_equal(w[t].mismatches, 0);
+        launches += w[t].launches;
+    }
+    assert_int_equal(launches, LAUNCHES);
+    print_message("%d launches from %d threads, all equal to the single-threaded results\n", launches, THREADS);
+    for (size_t o = 0; o < NOPS; o++)
+        for (int k = 0; k < ops[o].nout; k++)
+            free(baseline[o][k]);
+    ssmjit_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_soak),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
