@@ -232,7 +232,7 @@ static void test_read_only_mode(void **state)
     char *dir = tu_mkdtemp();
     const char *define;
     sj_compile_spec spec = spec_with(&define);
-    sj_cache_config ro = {dir, SSMJIT_CACHE_RO, 1};
+    sj_cache_config ro = {dir, SSMJIT_CACHE_RO, 1, 0};
     const void *image;
     size_t size;
     /* miss: compiled, nothing written */
@@ -256,7 +256,7 @@ static void test_off_mode(void **state)
     const char *define;
     sj_compile_spec spec = spec_with(&define);
     plant(dir, &spec, "planted payload");
-    sj_cache_config off = {dir, SSMJIT_CACHE_OFF, 1};
+    sj_cache_config off = {dir, SSMJIT_CACHE_OFF, 1, 0};
     const void *image;
     size_t size;
     assert_int_equal(sj_image_get(elementwise(), &spec, &off, &image, &size), SSMJIT_OK);
@@ -285,7 +285,7 @@ static void test_missing_dir_created_private(void **state)
     snprintf(dir, sizeof dir, "%s/a/b/cache", base);
     const char *define;
     sj_compile_spec spec = spec_with(&define);
-    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 1};
+    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 1, 0};
     const void *image;
     size_t size;
     assert_int_equal(sj_image_get(elementwise(), &spec, &rw, &image, &size), SSMJIT_OK);
@@ -307,7 +307,7 @@ static int warnings_for_unwritable(const char *dir)
     int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 2);
     close(fd);
-    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 0};
+    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 0, 0};
     for (int i = 0; i < 2; i++) {
         const char *define;
         sj_compile_spec spec = spec_with(&define);

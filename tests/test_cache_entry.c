@@ -52,7 +52,7 @@ static void test_round_trip_and_layout(void **state)
     fixture *f = *state;
     void *got;
     size_t size;
-    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, &got, &size), SSMJIT_OK);
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
     assert_int_equal(size, f->size);
     assert_memory_equal(got, f->payload, size);
     free(got);
@@ -81,7 +81,7 @@ static void expect_rejected(fixture *f, const char *why)
 {
     void *got = NULL;
     size_t size;
-    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 0, &got, &size), SSMJIT_OK);
+    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
     assert_null(got);
     assert_non_null(strstr(ssmjit_last_error(), why));
     assert_int_not_equal(sj_cache_entry_check(f->path, NULL), SSMJIT_OK);
@@ -146,7 +146,7 @@ static void test_wrong_key(void **state)
     f->key[(int)tu_uniform(0, 32)] ^= 0x10;
     void *got = NULL;
     size_t size;
-    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 0, &got, &size), SSMJIT_OK);
+    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
     assert_null(got);
     assert_non_null(strstr(ssmjit_last_error(), "key"));
 }
@@ -156,7 +156,7 @@ static void test_wrong_kind(void **state)
     fixture *f = *state;
     void *got = NULL;
     size_t size;
-    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 1, &got, &size), SSMJIT_OK);
+    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 1, 0, &got, &size), SSMJIT_OK);
     assert_non_null(strstr(ssmjit_last_error(), "kind"));
 }
 
@@ -168,7 +168,7 @@ static void test_rewrite_replaces(void **state)
     assert_int_equal(sj_cache_entry_write(f->path, f->key, 0, f->payload, f->size), SSMJIT_OK);
     void *got;
     size_t size;
-    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, &got, &size), SSMJIT_OK);
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
     assert_memory_equal(got, f->payload, f->size);
     free(got);
 }
