@@ -42,7 +42,7 @@ ssmjit_status sj_cache_max_bytes(uint64_t *out);
 
 /* SSMJIT_OK if entries may be loaded from dir: it does not exist (whoever
  * creates it makes it 0700), or it is a directory owned by the effective
- * user that neither group nor others may write.  Otherwise SSMJIT_ERR_IO
+ * user or root that neither group nor others may write.  Otherwise SSMJIT_ERR_IO
  * says why: anyone else who can write there could plant entries. */
 ssmjit_status sj_cache_dir_check(const char *dir);
 

@@ -95,8 +95,10 @@ ssmjit_status sj_cache_dir_check(const char *dir)
                                           strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return sj_error(SSMJIT_ERR_IO, "cache directory '%s' is not a directory", dir);
-    if (st.st_uid != geteuid())
-        return sj_error(SSMJIT_ERR_IO, "cache directory '%s' belongs to uid %ld, not to this user (uid %ld)",
+    /* Root may own it too: root can change anything anyway, and a prewarmed
+     * cache shipped read-only with a program is root's. */
+    if (st.st_uid != geteuid() && st.st_uid != 0)
+        return sj_error(SSMJIT_ERR_IO, "cache directory '%s' belongs to uid %ld, not to this user (uid %ld) or root",
                         dir, (long)st.st_uid, (long)geteuid());
     if (st.st_mode & (S_IWGRP | S_IWOTH))
         return sj_error(SSMJIT_ERR_IO, "cache directory '%s' is writable by %s (mode %04o)", dir,
