@@ -184,8 +184,9 @@ SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, si
 /* The on-disk cache.
  *  - Trust: entries are loaded only from a directory owned by the effective
  *    user (or root: a prewarmed cache shipped with a program) that neither
- *    group nor others can write (a missing one is created 0700).  Any other directory is not used at all: the library warns once
- *    (see ssmjit_context_options.quiet) and keeps compiled modules in memory;
+ *    group nor others can write (a missing one is created 0700).  Any other
+ *    directory is not used at all: the library warns once (see
+ *    ssmjit_context_options.quiet) and keeps compiled modules in memory;
  *    ssmjit_prewarm_module fails with SSMJIT_ERR_IO.  A symlink in place of
  *    an entry or of a temp file is never followed.
  *  - Writes: temp file in the entry's directory, fsync, rename; a process

@@ -42,8 +42,9 @@ ssmjit_status sj_cache_max_bytes(uint64_t *out);
 
 /* SSMJIT_OK if entries may be loaded from dir: it does not exist (whoever
  * creates it makes it 0700), or it is a directory owned by the effective
- * user or root that neither group nor others may write.  Otherwise SSMJIT_ERR_IO
- * says why: anyone else who can write there could plant entries. */
+ * user or root that neither group nor others may write.  Otherwise
+ * SSMJIT_ERR_IO says why: anyone else who can write there could plant
+ * entries. */
 ssmjit_status sj_cache_dir_check(const char *dir);
 
 /* `mode`, or OFF (memory only, after the one warning unless quiet) when

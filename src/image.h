@@ -19,8 +19,9 @@ typedef struct sj_cache_config {
 
 /* The image of module m for spec.  *image stays valid for the life of the
  * process (images are kept in memory, which also covers a cache that
- * cannot be written, and one not trusted: sj_cache_mode_usable).  The toolchain in *tc is updated if the NVRTC that
- * compiles turns out to differ from the cached probe record. */
+ * cannot be written, and one not trusted: sj_cache_mode_usable).  The
+ * toolchain in *tc is updated if the NVRTC that compiles turns out to
+ * differ from the cached probe record. */
 ssmjit_status sj_image_get(const sj_embedded_module *m, const sj_compile_spec *spec,
                            const sj_cache_config *cache, const void **image, size_t *size);
 
