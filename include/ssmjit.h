@@ -12,7 +12,8 @@
  *    streams as the CUstream value cast to void * (NULL = the legacy default
  *    stream of the context).
  *  - The library never prints, except one warning on stderr when the cache
- *    directory cannot be written (suppressible, see ssmjit_context_options).
+ *    directory cannot be written or is not trusted (suppressible, see
+ *    ssmjit_context_options).
  */
 #ifndef SSMJIT_H
 #define SSMJIT_H
@@ -98,7 +99,8 @@ typedef struct ssmjit_context_options {
     size_t num_defines;
     const char *cache_dir;       /* NULL: SSMJIT_CACHE_DIR, $XDG_CACHE_HOME/ssmjit, ~/.cache/ssmjit */
     ssmjit_cache_mode cache_mode;
-    int quiet;                   /* nonzero: no warning when the cache cannot be written */
+    int quiet;                   /* nonzero (or SSMJIT_QUIET=1): no warning when the cache
+                                    cannot be written or is not trusted */
     int deterministic;           /* nonzero (or SSMJIT_DETERMINISTIC=1): backward ops must
                                     reproduce bit for bit.  Every backward op of this
                                     version always does (no float atomics), so this
@@ -112,7 +114,8 @@ SSMJIT_API void ssmjit_context_options_init(ssmjit_context_options *opts);
  * the driver (not NVRTC: modules are compiled when first used).  The target
  * architecture is the device's, capped to the newest one NVRTC supports;
  * SSMJIT_ARCH=sm_XY overrides the device's for testing.
- * Errors: SSMJIT_ERR_INVALID_ARG (out NULL, bad options, bad SSMJIT_ARCH),
+ * Errors: SSMJIT_ERR_INVALID_ARG (out NULL, bad options, bad SSMJIT_ARCH or
+ * SSMJIT_CACHE_MAX_BYTES, see the on-disk cache below),
  * SSMJIT_ERR_DRIVER_NOT_FOUND, SSMJIT_ERR_NO_DEVICE, SSMJIT_ERR_DRIVER. */
 SSMJIT_API ssmjit_status ssmjit_context_create(const ssmjit_context_options *opts,
                                                ssmjit_context **out);
@@ -178,6 +181,29 @@ SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, si
 /* Embedded modules, prewarming and the on-disk cache                       */
 /* ------------------------------------------------------------------------ */
 
+/* The on-disk cache.
+ *  - Trust: entries are loaded only from a directory owned by the effective
+ *    user (or root: a prewarmed cache shipped with a program) that neither
+ *    group nor others can write (a missing one is created 0700).  Any other
+ *    directory is not used at all: the library warns once (see
+ *    ssmjit_context_options.quiet) and keeps compiled modules in memory;
+ *    ssmjit_prewarm_module fails with SSMJIT_ERR_IO.  A symlink in place of
+ *    an entry or of a temp file is never followed.
+ *  - Writes: temp file in the entry's directory, fsync, rename; a process
+ *    killed at any moment leaves no entry that loads, only a temp file
+ *    (".tmp-<pid>-...") that later writers delete once it is an hour old.
+ *    A write that fails (disk full, EACCES, EROFS) leaves the module in
+ *    memory, usable, with the one warning.
+ *  - SSMJIT_CACHE_MAX_BYTES: size cap of the entries, as digits with an
+ *    optional K, M, G or T suffix (KiB .. TiB); default 1G; 0 means no cap.
+ *    Any other value is refused with SSMJIT_ERR_INVALID_ARG by
+ *    ssmjit_context_create, ssmjit_prewarm_module and ssmjit_cache_verify.
+ *    After each write, while the entries add up to more than the cap, the
+ *    least recently used ones are deleted (each load marks its entry used by
+ *    setting its mtime; read-only mode does not).  No lock is taken, so
+ *    processes writing at the same moment may each delete an entry more
+ *    than needed.  An entry larger than the cap on its own is not written. */
+
 /* Number of embedded kernel modules (one per .cu file of kernels_src). */
 SSMJIT_API size_t ssmjit_module_count(void);
 
@@ -206,9 +232,10 @@ SSMJIT_API void ssmjit_prewarm_options_init(ssmjit_prewarm_options *opts);
  * entry is already there (*was_cached = 1).  Needs NVRTC, not a GPU.  The
  * entry is the one a context on a device of that architecture with the same
  * options will look up.  Errors: SSMJIT_ERR_INVALID_ARG (bad arch string or
- * module index), SSMJIT_ERR_UNSUPPORTED (arch unknown to this NVRTC),
- * SSMJIT_ERR_NVRTC_NOT_FOUND, SSMJIT_ERR_COMPILE, SSMJIT_ERR_IO (the entry
- * could not be written). */
+ * module index, bad SSMJIT_CACHE_MAX_BYTES), SSMJIT_ERR_UNSUPPORTED (arch
+ * unknown to this NVRTC), SSMJIT_ERR_NVRTC_NOT_FOUND, SSMJIT_ERR_COMPILE,
+ * SSMJIT_ERR_IO (the directory is not trusted, or the entry could not be
+ * written). */
 SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opts, size_t module,
                                                int *was_cached);
 
@@ -222,11 +249,14 @@ typedef struct ssmjit_cache_stats {
     uint64_t bytes;      /* bytes in valid entries */
     size_t bad_entries;  /* files that fail the header, checksum or name check */
     size_t removed;      /* bad entries removed (when asked to) */
+    size_t temp_files;   /* temp files of writes in progress or of writers that died */
+    uint64_t max_bytes;  /* the size cap in effect (SSMJIT_CACHE_MAX_BYTES), 0: none */
 } ssmjit_cache_stats;
 
 /* Walks the cache under dir (NULL: default) and checks every entry's header,
  * key and payload checksum.  remove_bad nonzero deletes the bad ones.
- * A directory that does not exist gives zero counts and SSMJIT_OK. */
+ * A directory that does not exist gives zero counts and SSMJIT_OK.
+ * SSMJIT_ERR_INVALID_ARG when SSMJIT_CACHE_MAX_BYTES is not valid. */
 SSMJIT_API ssmjit_status ssmjit_cache_verify(const char *dir, int remove_bad,
                                              ssmjit_cache_stats *out);
 

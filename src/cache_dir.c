@@ -1,7 +1,12 @@
+/* Where the cache is, in which mode, how big it may grow, and whether it
+ * can be trusted. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "error.h"
@@ -49,6 +54,67 @@ ssmjit_status sj_cache_mode_resolve(ssmjit_cache_mode requested, ssmjit_cache_mo
     return SSMJIT_OK;
 }
 
+ssmjit_status sj_cache_max_bytes(uint64_t *out)
+{
+    const char *env = getenv("SSMJIT_CACHE_MAX_BYTES");
+    if (!env || !*env) {
+        *out = SJ_CACHE_DEFAULT_MAX_BYTES;
+        return SSMJIT_OK;
+    }
+    uint64_t v = 0;
+    const char *p = env;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            goto bad;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    static const char units[] = "KMGT";
+    const char *unit = *p ? strchr(units, *p) : NULL;
+    if (p == env || (*p && (!unit || p[1])))
+        goto bad;
+    for (int shift = unit ? 10 * (int)(unit - units + 1) : 0; shift > 0; shift -= 10) {
+        if (v > UINT64_MAX >> 10)
+            goto bad;
+        v <<= 10;
+    }
+    *out = v;
+    return SSMJIT_OK;
+bad:
+    return sj_error(SSMJIT_ERR_INVALID_ARG,
+                    "SSMJIT_CACHE_MAX_BYTES='%s' is not a byte count (digits with an optional K, M, G "
+                    "or T suffix for KiB .. TiB; 0 for no cap)",
+                    env);
+}
+
+ssmjit_status sj_cache_dir_check(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return errno == ENOENT ? SSMJIT_OK
+                               : sj_error(SSMJIT_ERR_IO, "cannot stat cache directory '%s': %s", dir,
+                                          strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return sj_error(SSMJIT_ERR_IO, "cache directory '%s' is not a directory", dir);
+    /* Root may own it too: root can change anything anyway, and a prewarmed
+     * cache shipped read-only with a program is root's. */
+    if (st.st_uid != geteuid() && st.st_uid != 0)
+        return sj_error(SSMJIT_ERR_IO, "cache directory '%s' belongs to uid %ld, not to this user (uid %ld) or root",
+                        dir, (long)st.st_uid, (long)geteuid());
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return sj_error(SSMJIT_ERR_IO, "cache directory '%s' is writable by %s (mode %04o)", dir,
+                        st.st_mode & S_IWGRP ? "its group" : "others", (unsigned)(st.st_mode & 07777));
+    return SSMJIT_OK;
+}
+
+ssmjit_cache_mode sj_cache_mode_usable(const char *dir, ssmjit_cache_mode mode, int quiet)
+{
+    if (mode == SSMJIT_CACHE_OFF || sj_cache_dir_check(dir) == SSMJIT_OK)
+        return mode;
+    sj_cache_warn_once(quiet, ssmjit_last_error());
+    sj_error_clear();
+    return SSMJIT_CACHE_OFF;
+}
+
 int sj_cache_entry_path(const char *dir, const uint8_t key[32], const char *target, int nvrtc_major,
                         int nvrtc_minor, int ptx, char *out, size_t cap)
 {
@@ -65,6 +131,6 @@ void sj_cache_warn_once(int quiet, const char *why)
     const char *env = getenv("SSMJIT_QUIET");
     if (quiet || (env && !strcmp(env, "1")) || atomic_flag_test_and_set(&warned))
         return;
-    fprintf(stderr, "ssmjit: warning: kernel cache not writable, compiled modules stay in memory only: %s\n",
+    fprintf(stderr, "ssmjit: warning: kernel cache not usable, compiled modules stay in memory only: %s\n",
             why);
 }

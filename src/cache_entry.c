@@ -50,7 +50,8 @@ static uint64_t get_u64(const uint8_t *p)
 /* A word-at-a-time multiply-xorshift hash: several GB/s, so verifying a
  * warm entry costs microseconds, and any truncation or flipped bit changes
  * it with overwhelming probability.  Not a defence against tampering: the
- * cache directory is private (0700). */
+ * cache directory must be the user's own and writable by no one else
+ * (sj_cache_dir_check). */
 uint64_t sj_checksum64(const void *data, size_t len)
 {
     const uint8_t *p = data;
@@ -94,8 +95,8 @@ static const char *entry_problem(const uint8_t *buf, size_t len, const uint8_t *
     return NULL;
 }
 
-ssmjit_status sj_cache_entry_read(const char *path, const uint8_t key[32], int ptx, void **payload,
-                                  size_t *size)
+ssmjit_status sj_cache_entry_read(const char *path, const uint8_t key[32], int ptx, int record_use,
+                                  void **payload, size_t *size)
 {
     char *buf;
     size_t len;
@@ -107,6 +108,11 @@ ssmjit_status sj_cache_entry_read(const char *path, const uint8_t key[32], int p
         free(buf);
         return sj_error(SSMJIT_ERR_IO, "cache entry '%s' rejected: %s", path, why);
     }
+    /* By path, not through the descriptor read: should a writer have
+     * renamed a fresh copy of the entry into place meanwhile, marking that
+     * copy used is just as right. */
+    if (record_use)
+        (void)utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
     *size = len - SJ_ENTRY_HEADER_SIZE;
     memmove(buf, buf + SJ_ENTRY_HEADER_SIZE, *size);
     *payload = buf;

@@ -60,6 +60,8 @@ static ssmjit_status read_options(ssmjit_context *ctx, const ssmjit_context_opti
     if (st == SSMJIT_OK && ctx->cache_mode != SSMJIT_CACHE_OFF)
         st = sj_cache_dir_resolve(o->cache_dir, ctx->cache_dir, sizeof ctx->cache_dir);
     if (st == SSMJIT_OK)
+        st = sj_cache_max_bytes(&ctx->cache_max_bytes);
+    if (st == SSMJIT_OK)
         st = sj_defines_normalize(o->defines, o->num_defines, &ctx->defines, &ctx->num_defines);
     return st;
 }
@@ -175,8 +177,9 @@ ssmjit_status sj_context_target(ssmjit_context *ctx, int *arch, int *ptx)
         pthread_mutex_lock(&ctx->target_lock);
         if (!atomic_load_explicit(&ctx->target_ready, memory_order_relaxed)) {
             sj_toolchain tc;
-            st = sj_toolchain_get(ctx->cache_mode == SSMJIT_CACHE_OFF ? NULL : ctx->cache_dir,
-                                  ctx->cache_mode == SSMJIT_CACHE_RW, 0, &tc);
+            ssmjit_cache_mode mode = sj_cache_mode_usable(ctx->cache_dir, ctx->cache_mode, ctx->quiet);
+            st = sj_toolchain_get(mode == SSMJIT_CACHE_OFF ? NULL : ctx->cache_dir,
+                                  mode == SSMJIT_CACHE_RW, 0, &tc);
             if (st == SSMJIT_OK)
                 st = sj_arch_target(&tc, ctx->want_arch, ctx->props.cc_major * 10 + ctx->props.cc_minor,
                                     &ctx->target_arch, &ctx->target_ptx);
@@ -205,7 +208,7 @@ SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_con
     sj_arch_name(arch, ptx, out->target, sizeof out->target);
     out->target_is_ptx = ptx;
     out->sm_count = ctx->props.sm_count;
-    out->cache_mode = ctx->cache_mode;
+    out->cache_mode = sj_cache_mode_usable(ctx->cache_dir, ctx->cache_mode, ctx->quiet);
     snprintf(out->cache_dir, sizeof out->cache_dir, "%s", ctx->cache_dir);
     out->deterministic = ctx->deterministic;
     return SSMJIT_OK;

@@ -42,6 +42,7 @@ struct ssmjit_context {
     size_t num_defines;
     char cache_dir[PATH_MAX];
     ssmjit_cache_mode cache_mode;
+    uint64_t cache_max_bytes;
     int quiet;
 
     pthread_mutex_t target_lock;

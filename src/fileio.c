@@ -61,7 +61,7 @@ ssmjit_status sj_write_atomic(const char *path, const void *head, size_t head_le
                      atomic_fetch_add(&counter, 1), slash ? slash + 1 : path);
     if (n < 0 || (size_t)n >= sizeof tmp)
         return sj_error(SSMJIT_ERR_IO, "cache path too long: '%s'", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return sj_error(SSMJIT_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
     const char *step = "write";
@@ -85,13 +85,20 @@ ssmjit_status sj_write_atomic(const char *path, const void *head, size_t head_le
 
 ssmjit_status sj_read_file(const char *path, char **out, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put where a file belongs must not hang the open;
+     * it has no effect on reading a regular file. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return sj_error(SSMJIT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     char *buf = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    if (fstat(fd, &st) != 0)
         goto fail;
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return sj_error(SSMJIT_ERR_IO, "cannot read '%s': not a regular file", path);
+    }
     buf = malloc((size_t)st.st_size + 1);
     if (!buf)
         goto fail;

@@ -10,13 +10,18 @@
 ssmjit_status sj_mkdirs(const char *path);
 
 /* Writes data to `path` so that no reader ever sees a partial file: a temp
- * file in the same directory (name starts with ".tmp-"), fsync, rename.  On
- * any failure the temp file is removed and SSMJIT_ERR_IO describes why. */
+ * file in the same directory, fsync, rename.  The temp file is named
+ * ".tmp-<pid>-<n>-<file name>" and created with O_EXCL (a symlink planted at
+ * that name is never followed); a writer killed before the rename leaves it
+ * behind, and sj_cache_store removes it once it is SJ_TEMP_STALE_SECONDS old.
+ * On any failure the temp file is removed and SSMJIT_ERR_IO describes why. */
 ssmjit_status sj_write_atomic(const char *path, const void *head, size_t head_len,
                               const void *data, size_t len);
 
-/* Reads a whole file into a malloc'd buffer (NUL-terminated, *len excludes
- * the NUL).  SSMJIT_ERR_IO if missing or unreadable (errno preserved). */
+/* Reads a whole regular file into a malloc'd buffer (NUL-terminated, *len
+ * excludes the NUL).  A symlink at path is refused (O_NOFOLLOW), as is
+ * anything but a regular file.  SSMJIT_ERR_IO if missing, unreadable or
+ * refused (errno preserved). */
 ssmjit_status sj_read_file(const char *path, char **out, size_t *len);
 
 #endif

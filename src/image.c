@@ -48,7 +48,8 @@ static ssmjit_status produce(const sj_embedded_module *m, const sj_compile_spec 
     if (cache->mode != SSMJIT_CACHE_OFF) {
         if (sj_compile_entry_path(cache->dir, key, spec, tc, path, sizeof path) != 0)
             path[0] = '\0';
-        if (path[0] && sj_cache_entry_read(path, key, spec->ptx, &e->image, &e->size) == SSMJIT_OK)
+        if (path[0] && sj_cache_entry_read(path, key, spec->ptx, cache->mode == SSMJIT_CACHE_RW,
+                                           &e->image, &e->size) == SSMJIT_OK)
             return SSMJIT_OK;
     }
     sj_toolchain real;
@@ -63,7 +64,8 @@ static ssmjit_status produce(const sj_embedded_module *m, const sj_compile_spec 
     st = sj_compile_module(m, spec, &e->image, &e->size);
     if (st != SSMJIT_OK || cache->mode != SSMJIT_CACHE_RW)
         return st;
-    if (!path[0] || sj_cache_entry_write(path, key, spec->ptx, e->image, e->size) != SSMJIT_OK) {
+    if (!path[0] ||
+        sj_cache_store(cache->dir, cache->max_bytes, path, key, spec->ptx, e->image, e->size) != SSMJIT_OK) {
         sj_cache_warn_once(cache->quiet, path[0] ? ssmjit_last_error() : "entry path too long");
         sj_error_clear();
     }
@@ -71,8 +73,11 @@ static ssmjit_status produce(const sj_embedded_module *m, const sj_compile_spec 
 }
 
 ssmjit_status sj_image_get(const sj_embedded_module *m, const sj_compile_spec *spec,
-                           const sj_cache_config *cache, const void **image, size_t *size)
+                           const sj_cache_config *requested, const void **image, size_t *size)
 {
+    sj_cache_config usable = *requested;
+    usable.mode = sj_cache_mode_usable(requested->dir, requested->mode, requested->quiet);
+    const sj_cache_config *cache = &usable;
     for (int attempt = 0; attempt < 2; attempt++) {
         sj_toolchain tc;
         ssmjit_status st = sj_toolchain_get(cache->mode == SSMJIT_CACHE_OFF ? NULL : cache->dir,

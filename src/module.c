@@ -25,7 +25,7 @@ ssmjit_status sj_module_ensure(ssmjit_context *ctx, sj_module_id mod, int fast, 
         spec.lineinfo = ctx->lineinfo;
         spec.defines = (const char *const *)ctx->defines;
         spec.num_defines = ctx->num_defines;
-        sj_cache_config cache = {ctx->cache_dir, ctx->cache_mode, ctx->quiet};
+        sj_cache_config cache = {ctx->cache_dir, ctx->cache_mode, ctx->quiet, ctx->cache_max_bytes};
         const void *image = NULL;
         size_t size = 0;
         if (st == SSMJIT_OK)

@@ -38,7 +38,12 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
     if (st != SSMJIT_OK)
         return st;
     char dir[PATH_MAX];
+    uint64_t max_bytes;
     st = sj_cache_dir_resolve(opts->cache_dir, dir, sizeof dir);
+    if (st == SSMJIT_OK)
+        st = sj_cache_max_bytes(&max_bytes);
+    if (st == SSMJIT_OK)
+        st = sj_cache_dir_check(dir);
     if (st != SSMJIT_OK)
         return st;
     sj_toolchain tc;
@@ -66,13 +71,13 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
     }
     void *image = NULL;
     size_t size = 0;
-    if (sj_cache_entry_read(path, key, 0, &image, &size) == SSMJIT_OK) {
+    if (sj_cache_entry_read(path, key, 0, 1, &image, &size) == SSMJIT_OK) {
         *was_cached = 1;
         sj_error_clear();
     } else {
         st = sj_compile_module(m, &spec, &image, &size);
         if (st == SSMJIT_OK)
-            st = sj_cache_entry_write(path, key, 0, image, size);
+            st = sj_cache_store(dir, max_bytes, path, key, 0, image, size);
     }
     free(image);
     free(defines);

@@ -48,7 +48,9 @@ static sj_toolchain toolchain(void)
 static const char *fresh_define(void)
 {
     static char buf[64];
-    snprintf(buf, sizeof buf, "SSMJIT_TEST_UNIQUE=%ld_%u", (long)getpid(), (unsigned)tu_uniform(0, 4e9));
+    static unsigned calls;
+    snprintf(buf, sizeof buf, "SSMJIT_TEST_UNIQUE=%ld_%u_%u", (long)getpid(), calls++,
+             (unsigned)tu_uniform(0, 4e9));
     return buf;
 }
 
@@ -232,7 +234,7 @@ static void test_read_only_mode(void **state)
     char *dir = tu_mkdtemp();
     const char *define;
     sj_compile_spec spec = spec_with(&define);
-    sj_cache_config ro = {dir, SSMJIT_CACHE_RO, 1};
+    sj_cache_config ro = {dir, SSMJIT_CACHE_RO, 1, 0};
     const void *image;
     size_t size;
     /* miss: compiled, nothing written */
@@ -256,7 +258,7 @@ static void test_off_mode(void **state)
     const char *define;
     sj_compile_spec spec = spec_with(&define);
     plant(dir, &spec, "planted payload");
-    sj_cache_config off = {dir, SSMJIT_CACHE_OFF, 1};
+    sj_cache_config off = {dir, SSMJIT_CACHE_OFF, 1, 0};
     const void *image;
     size_t size;
     assert_int_equal(sj_image_get(elementwise(), &spec, &off, &image, &size), SSMJIT_OK);
@@ -285,7 +287,7 @@ static void test_missing_dir_created_private(void **state)
     snprintf(dir, sizeof dir, "%s/a/b/cache", base);
     const char *define;
     sj_compile_spec spec = spec_with(&define);
-    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 1};
+    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 1, 0};
     const void *image;
     size_t size;
     assert_int_equal(sj_image_get(elementwise(), &spec, &rw, &image, &size), SSMJIT_OK);
@@ -307,7 +309,7 @@ static int warnings_for_unwritable(const char *dir)
     int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 2);
     close(fd);
-    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 0};
+    sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 0, 0};
     for (int i = 0; i < 2; i++) {
         const char *define;
         sj_compile_spec spec = spec_with(&define);
@@ -341,6 +343,104 @@ static void test_unwritable_dir_degrades_to_memory(void **state)
     fclose(f);
     snprintf(dir, sizeof dir, "%s/cache", file);
     assert_int_equal(warnings_for_unwritable(dir), 1);
+    tu_rmtree(base);
+    free(base);
+}
+
+static void test_directory_trust(void **state)
+{
+    (void)state;
+    char *base = tu_mkdtemp(), dir[4200];
+    snprintf(dir, sizeof dir, "%s/missing", base);
+    assert_int_equal(sj_cache_dir_check(dir), SSMJIT_OK); /* will be made 0700 */
+    assert_int_equal(sj_cache_dir_check(base), SSMJIT_OK);
+    assert_int_equal(chmod(base, 0755), 0); /* readable by others is fine */
+    assert_int_equal(sj_cache_dir_check(base), SSMJIT_OK);
+    static const mode_t bad[] = {0777, 0770, 0707, 0720, 0702};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(chmod(base, bad[i]), 0);
+        assert_int_equal(sj_cache_dir_check(base), SSMJIT_ERR_IO);
+        assert_non_null(strstr(ssmjit_last_error(), "writable by"));
+    }
+    assert_int_equal(chmod(base, 0700), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(base, 65534, 65534), 0);
+        assert_int_equal(sj_cache_dir_check(base), SSMJIT_ERR_IO);
+        assert_non_null(strstr(ssmjit_last_error(), "belongs to uid 65534"));
+        assert_int_equal(chown(base, 0, 0), 0);
+    }
+    struct stat root;
+    if (stat("/", &root) == 0 && root.st_uid == 0 && !(root.st_mode & 022))
+        assert_int_equal(sj_cache_dir_check("/"), SSMJIT_OK); /* root's is trusted */
+    snprintf(dir, sizeof dir, "%s/file", base);
+    FILE *f = fopen(dir, "w");
+    fclose(f);
+    assert_int_equal(sj_cache_dir_check(dir), SSMJIT_ERR_IO);
+    assert_non_null(strstr(ssmjit_last_error(), "not a directory"));
+    /* prewarm exists to fill the cache: it refuses an untrusted one */
+    assert_int_equal(chmod(base, 0777), 0);
+    ssmjit_prewarm_options o;
+    ssmjit_prewarm_options_init(&o);
+    o.arch = "sm_80";
+    o.cache_dir = base;
+    int cached;
+    assert_int_equal(ssmjit_prewarm_module(&o, SJ_MODULE_ELEMENTWISE, &cached), SSMJIT_ERR_IO);
+    assert_non_null(strstr(ssmjit_last_error(), "writable by"));
+    tu_rmtree(base);
+    free(base);
+}
+
+/* Child side of test_untrusted_dir_not_used, in a fresh process (the
+ * warning comes once per process): in each untrusted directory a planted
+ * entry is not loaded and nothing is written, in a trusted one it is
+ * loaded; one warning in all.  Exit 0 when all of that holds. */
+static int untrusted_child(const char *base)
+{
+    char log[4200], dir[4200];
+    snprintf(log, sizeof log, "%s/stderr", base);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0)
+        return 10;
+    static const mode_t modes[] = {0777, 0770, 0707, 0700 /* owned by nobody */, 0755 /* trusted */};
+    for (int i = 0; i < 5; i++) {
+        if (i == 3 && geteuid() != 0)
+            continue; /* only root can give a directory away */
+        snprintf(dir, sizeof dir, "%s/case%d", base, i);
+        const char *define;
+        sj_compile_spec spec = spec_with(&define);
+        plant(dir, &spec, "planted payload");
+        if (chmod(dir, modes[i]) != 0 || (i == 3 && chown(dir, 65534, 65534) != 0))
+            return 11;
+        sj_cache_config rw = {dir, SSMJIT_CACHE_RW, 0, 0};
+        const void *image;
+        size_t size;
+        if (sj_image_get(elementwise(), &spec, &rw, &image, &size) != SSMJIT_OK)
+            return 12;
+        int planted = !strcmp((const char *)image, "planted payload");
+        if (planted != (i == 4))
+            return 20 + i;
+        spec = spec_with(&define); /* a miss: compiled, and written only where trusted */
+        if (sj_image_get(elementwise(), &spec, &rw, &image, &size) != SSMJIT_OK || size < 1000)
+            return 13;
+        ssmjit_cache_stats s;
+        if (ssmjit_cache_verify(dir, 0, &s) != SSMJIT_OK || s.entries != (i == 4 ? 2u : 1u))
+            return 30 + i;
+    }
+    fflush(stderr);
+    char cmd[8600];
+    snprintf(cmd, sizeof cmd,
+             "test $(grep -c 'ssmjit: warning' '%s') = 1 && "
+             "grep -q 'case0.* is writable by its group (mode 0777)' '%s'",
+             log, log);
+    return system(cmd) == 0 ? 0 : 14;
+}
+
+static void test_untrusted_dir_not_used(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    char *base = tu_mkdtemp();
+    assert_int_equal(tu_run_self("--untrusted-child", base), 0);
     tu_rmtree(base);
     free(base);
 }
@@ -383,6 +483,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--record-child"))
         return record_child(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--untrusted-child"))
+        return untrusted_child(argv[2]);
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_changes_with_each_input),
@@ -393,6 +495,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_missing_dir_created_private),
         cmocka_unit_test(test_unwritable_dir_degrades_to_memory),
         cmocka_unit_test(test_toolchain_record),
+        cmocka_unit_test(test_directory_trust),
+        cmocka_unit_test(test_untrusted_dir_not_used),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
-/* Cache entries on disk: round trip, layout, and every kind of damage
- * rejected.  No NVRTC needed. */
+/* Cache entries on disk: round trip, layout, every kind of damage
+ * rejected, symlinks and FIFOs in place of an entry or temp file never
+ * followed, use recorded on hits.  No NVRTC needed. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "cache_util.h"
 #include "fileio.h"
 #include "test_util.h"
 
@@ -52,7 +54,7 @@ static void test_round_trip_and_layout(void **state)
     fixture *f = *state;
     void *got;
     size_t size;
-    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, &got, &size), SSMJIT_OK);
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
     assert_int_equal(size, f->size);
     assert_memory_equal(got, f->payload, size);
     free(got);
@@ -81,7 +83,7 @@ static void expect_rejected(fixture *f, const char *why)
 {
     void *got = NULL;
     size_t size;
-    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 0, &got, &size), SSMJIT_OK);
+    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
     assert_null(got);
     assert_non_null(strstr(ssmjit_last_error(), why));
     assert_int_not_equal(sj_cache_entry_check(f->path, NULL), SSMJIT_OK);
@@ -146,7 +148,7 @@ static void test_wrong_key(void **state)
     f->key[(int)tu_uniform(0, 32)] ^= 0x10;
     void *got = NULL;
     size_t size;
-    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 0, &got, &size), SSMJIT_OK);
+    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
     assert_null(got);
     assert_non_null(strstr(ssmjit_last_error(), "key"));
 }
@@ -156,7 +158,7 @@ static void test_wrong_kind(void **state)
     fixture *f = *state;
     void *got = NULL;
     size_t size;
-    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 1, &got, &size), SSMJIT_OK);
+    assert_int_not_equal(sj_cache_entry_read(f->path, f->key, 1, 0, &got, &size), SSMJIT_OK);
     assert_non_null(strstr(ssmjit_last_error(), "kind"));
 }
 
@@ -168,7 +170,7 @@ static void test_rewrite_replaces(void **state)
     assert_int_equal(sj_cache_entry_write(f->path, f->key, 0, f->payload, f->size), SSMJIT_OK);
     void *got;
     size_t size;
-    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, &got, &size), SSMJIT_OK);
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
     assert_memory_equal(got, f->payload, f->size);
     free(got);
 }
@@ -198,6 +200,103 @@ static void test_write_into_unwritable_place(void **state)
     assert_non_null(strstr(ssmjit_last_error(), "directory"));
 }
 
+/* Moves the entry to <dir>/elsewhere and puts a symlink to it in its place. */
+static void replace_with_symlink(fixture *f, char *target, size_t cap)
+{
+    snprintf(target, cap, "%s/elsewhere", f->dir);
+    assert_int_equal(rename(f->path, target), 0);
+    assert_int_equal(symlink(target, f->path), 0);
+}
+
+static void test_symlinked_entry_refused(void **state)
+{
+    fixture *f = *state;
+    char target[4200];
+    replace_with_symlink(f, target, sizeof target);
+    void *got = NULL;
+    size_t size;
+    /* the file it points to is a good entry, yet it is not loaded */
+    assert_int_equal(sj_cache_entry_check(target, NULL), SSMJIT_OK);
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 1, &got, &size), SSMJIT_ERR_IO);
+    assert_null(got);
+    assert_non_null(strstr(ssmjit_last_error(), "symbolic link"));
+    ssmjit_cache_stats s;
+    assert_int_equal(ssmjit_cache_verify(f->dir, 0, &s), SSMJIT_OK);
+    assert_int_equal(s.entries, 0);
+    assert_int_equal(s.bad_entries, 1);
+}
+
+static void test_write_replaces_symlink_not_its_target(void **state)
+{
+    fixture *f = *state;
+    char target[4200];
+    replace_with_symlink(f, target, sizeof target);
+    f->payload[0] ^= 0xff;
+    assert_int_equal(sj_cache_entry_write(f->path, f->key, 0, f->payload, f->size), SSMJIT_OK);
+    struct stat st;
+    assert_int_equal(lstat(f->path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    /* the old target still holds the old payload */
+    void *got;
+    size_t size;
+    assert_int_equal(sj_cache_entry_read(target, f->key, 0, 0, &got, &size), SSMJIT_OK);
+    assert_int_equal(((unsigned char *)got)[0], f->payload[0] ^ 0xff);
+    free(got);
+}
+
+static void test_fifo_entry_refused_without_blocking(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(unlink(f->path), 0);
+    assert_int_equal(mkfifo(f->path, 0600), 0);
+    void *got = NULL;
+    size_t size;
+    /* before O_NONBLOCK this open waited for a writer forever */
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_ERR_IO);
+    assert_non_null(strstr(ssmjit_last_error(), "not a regular file"));
+}
+
+/* A symlink planted at every temp name this process can use next: the
+ * write must fail rather than create or write the file it points to. */
+static void test_symlinked_temp_file_not_followed(void **state)
+{
+    fixture *f = *state;
+    char victim[4200], link[4400];
+    snprintf(victim, sizeof victim, "%s/victim", f->dir);
+    const char *name = strrchr(f->path, '/') + 1;
+    size_t dir_len = (size_t)(name - f->path);
+    for (int n = 0; n < 1024; n++) {
+        snprintf(link, sizeof link, "%.*s.tmp-%ld-%d-%s", (int)dir_len, f->path, (long)getpid(), n, name);
+        assert_int_equal(symlink(victim, link), 0);
+    }
+    assert_int_equal(sj_cache_entry_write(f->path, f->key, 0, f->payload, f->size), SSMJIT_ERR_IO);
+    assert_non_null(strstr(ssmjit_last_error(), "File exists"));
+    struct stat st;
+    assert_int_not_equal(lstat(victim, &st), 0);
+    /* the entry written by setup is still the good one */
+    assert_int_equal(sj_cache_entry_check(f->path, NULL), SSMJIT_OK);
+}
+
+static void test_use_recorded_only_on_good_hits(void **state)
+{
+    fixture *f = *state;
+    void *got = NULL;
+    size_t size;
+    cu_age(f->path, 86400);
+    double old = cu_mtime(f->path);
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 0, &got, &size), SSMJIT_OK);
+    free(got);
+    assert_true(cu_mtime(f->path) == old); /* not asked to */
+    f->key[0] ^= 1;
+    got = NULL;
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 1, &got, &size), SSMJIT_ERR_IO);
+    assert_true(cu_mtime(f->path) == old); /* a miss is no use */
+    f->key[0] ^= 1;
+    assert_int_equal(sj_cache_entry_read(f->path, f->key, 0, 1, &got, &size), SSMJIT_OK);
+    free(got);
+    assert_true(cu_mtime(f->path) > old + 86000);
+}
+
 int main(void)
 {
     tu_seed();
@@ -207,6 +306,9 @@ int main(void)
         T(test_bit_flipped_payload),   T(test_wrong_magic),   T(test_zero_length),
         T(test_wrong_version),         T(test_wrong_key),     T(test_wrong_kind),
         T(test_rewrite_replaces),      T(test_write_into_unwritable_place),
+        T(test_symlinked_entry_refused), T(test_write_replaces_symlink_not_its_target),
+        T(test_fifo_entry_refused_without_blocking), T(test_symlinked_temp_file_not_followed),
+        T(test_use_recorded_only_on_good_hits),
         cmocka_unit_test(test_checksum_sensitivity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

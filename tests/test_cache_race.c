@@ -108,7 +108,7 @@ static void test_threads_share_one_compile(void **state)
     pthread_t threads[WORKERS];
     for (int i = 0; i < WORKERS; i++) {
         args[i] = (thread_arg){{.arch = 86, .fast_math = 1, .defines = &d, .num_defines = 1},
-                               {dir, SSMJIT_CACHE_RW, 1}, NULL, SSMJIT_ERR_INTERNAL, &barrier};
+                               {dir, SSMJIT_CACHE_RW, 1, 0}, NULL, SSMJIT_ERR_INTERNAL, &barrier};
         assert_int_equal(pthread_create(&threads[i], NULL, ask, &args[i]), 0);
     }
     for (int i = 0; i < WORKERS; i++) {

@@ -1,5 +1,6 @@
 /* The ssmjit command line: help and exit codes, prewarm into a fresh
- * directory, then cache stats / verify / clear on what it wrote. */
+ * directory, then cache stats / verify / clear on what it wrote; stats
+ * with the size cap. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache_util.h"
 #include "ssmjit.h"
 #include "test_util.h"
 
@@ -114,6 +116,32 @@ static void test_prewarm_then_cache_commands(void **state)
     free(dir);
 }
 
+static void test_cache_stats_shows_cap(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp(), args[4300], temp[4300];
+    assert_int_equal(cu_store(dir, 0, 0, 32768 - 64), SSMJIT_OK);
+    snprintf(temp, sizeof temp, "%s/.tmp-1-0-toolchain-0123", dir);
+    FILE *f = fopen(temp, "w");
+    fclose(f);
+    snprintf(args, sizeof args, "cache stats --cache-dir '%s'", dir);
+    assert_int_equal(cli(args), 0);
+    assert_non_null(strstr(out, "entries: 1\nbytes: 32768\ncap: 1073741824 bytes (0.0% used"));
+    assert_non_null(strstr(out, "temp files: 1\n"));
+    setenv("SSMJIT_CACHE_MAX_BYTES", "64K", 1);
+    assert_int_equal(cli(args), 0);
+    assert_non_null(strstr(out, "cap: 65536 bytes (50.0% used; SSMJIT_CACHE_MAX_BYTES)"));
+    setenv("SSMJIT_CACHE_MAX_BYTES", "0", 1);
+    assert_int_equal(cli(args), 0);
+    assert_non_null(strstr(out, "cap: none"));
+    setenv("SSMJIT_CACHE_MAX_BYTES", "lots", 1);
+    assert_int_equal(cli(args), 1);
+    assert_non_null(strstr(out, "SSMJIT_CACHE_MAX_BYTES='lots' is not a byte count"));
+    unsetenv("SSMJIT_CACHE_MAX_BYTES");
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_prewarm_without_nvrtc_fails_cleanly(void **state)
 {
     (void)state;
@@ -134,6 +162,7 @@ int main(void)
         cmocka_unit_test(test_help_and_usage_errors),
         cmocka_unit_test(test_info_without_gpu_is_not_an_error),
         cmocka_unit_test(test_prewarm_then_cache_commands),
+        cmocka_unit_test(test_cache_stats_shows_cap),
         cmocka_unit_test(test_prewarm_without_nvrtc_fails_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,7 +38,7 @@ static void test_image(void **state)
 {
     (void)state;
     sj_compile_spec spec = {.arch = 80};
-    sj_cache_config off = {NULL, SSMJIT_CACHE_OFF, 1};
+    sj_cache_config off = {NULL, SSMJIT_CACHE_OFF, 1, 0};
     const void *image;
     size_t size;
     assert_int_equal(sj_image_get(&sj_modules[0], &spec, &off, &image, &size), SSMJIT_ERR_NVRTC_NOT_FOUND);

@@ -6,7 +6,7 @@
 
 static const char help[] =
     "usage: ssmjit cache stats|verify|clear [--cache-dir DIR] [--remove-bad]\n"
-    "  stats   entries, bytes and bad entries in the cache\n"
+    "  stats   entries, bytes, the size cap, bad entries and temp files in the cache\n"
     "  verify  check every entry's header, key and checksum; --remove-bad deletes\n"
     "          the bad ones; exit 3 when bad entries were found\n"
     "  clear   delete every cache entry\n";
@@ -52,8 +52,13 @@ int cli_cache(int argc, char **argv)
     st = ssmjit_cache_verify(dir, !strcmp(cmd, "verify") && remove_bad, &s);
     if (st != SSMJIT_OK)
         return cli_fail("cache scan", st);
-    printf("cache: %s\nentries: %zu\nbytes: %llu\nbad entries: %zu\n", resolved, s.entries,
-           (unsigned long long)s.bytes, s.bad_entries);
+    printf("cache: %s\nentries: %zu\nbytes: %llu\n", resolved, s.entries, (unsigned long long)s.bytes);
+    if (s.max_bytes)
+        printf("cap: %llu bytes (%.1f%% used; SSMJIT_CACHE_MAX_BYTES)\n", (unsigned long long)s.max_bytes,
+               100.0 * (double)s.bytes / (double)s.max_bytes);
+    else
+        printf("cap: none (SSMJIT_CACHE_MAX_BYTES=0)\n");
+    printf("bad entries: %zu\ntemp files: %zu\n", s.bad_entries, s.temp_files);
     if (s.removed)
         printf("removed: %zu\n", s.removed);
     return !strcmp(cmd, "verify") && s.bad_entries ? CLI_BAD_CACHE : CLI_OK;
