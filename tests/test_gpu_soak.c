@@ -1,11 +1,12 @@
 /* Soak: 10,000 launches of a mix of ops (each kernel module, f32 and bf16)
- * from 8 host threads, each with its own stream, on one context.  Every
- * launch writes into outputs poisoned just before it, and its result must
- * equal, byte for byte, what the same op gave on the main thread first
- * (forward kernels have no atomics, so any difference is corruption: a
- * race in the library's per-context state, a wrong stream, a shared
- * buffer).  The silu baseline is also held to the double reference so the
- * baseline itself is known good. */
+ * from 8 host threads, each with its own stream, on one context; then the
+ * same from 4 threads on each of two GPUs at once, where there are two.
+ * Every launch writes into outputs poisoned just before it, and its result
+ * must equal, byte for byte, what the same op gave on the main thread on
+ * GPU 0 first (forward kernels have no atomics, so any difference is
+ * corruption: a race in the library's per-context state, a wrong stream or
+ * context, a shared buffer).  The silu baseline is also held to the double
+ * reference so the baseline itself is known good. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -26,7 +27,7 @@
 #define LAUNCHES 10000
 #define MAX_OUT 3
 
-/* Read-only device inputs shared by every thread. */
+/* Read-only device inputs shared by the threads of one GPU. */
 typedef struct inputs {
     void *silu_x;                                     /* [64, 1000] f32 */
     void *norm_x, *norm_res, *norm_w;                 /* [64, 768] bf16, f32, [768] f32 */
@@ -36,8 +37,13 @@ typedef struct inputs {
     void *upd_x, *upd_dt, *upd_B, *upd_C, *upd_state; /* B=4 D=64 N=16 f32; state pristine */
 } inputs;
 
-static inputs in;
-static ssmjit_context *ctx;
+/* One GPU: its context, its CUDA context, and the inputs uploaded there. */
+typedef struct gpu {
+    ssmjit_context *ctx;
+    CUcontext cu;
+    inputs in;
+} gpu;
+
 static const sj_driver *drv;
 
 static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0}; }
@@ -48,31 +54,35 @@ typedef struct soak_op {
     size_t out_bytes[MAX_OUT];
     /* Output 0 of the state update is its in-place state, reset first. */
     int resets_state;
-    ssmjit_status (*run)(void *const *out, void *stream);
+    ssmjit_status (*run)(const gpu *g, void *const *out, void *stream);
 } soak_op;
 
-static ssmjit_status run_silu(void *const *out, void *stream)
+static ssmjit_status run_silu(const gpu *g, void *const *out, void *stream)
 {
+    const inputs *in = &g->in;
     ssmjit_unary_desc d = {SSMJIT_F32, 64, 1000};
-    return ssmjit_activation_fwd(ctx, SSMJIT_ACT_SILU, &d, mat(in.silu_x), mat(out[0]), stream);
+    return ssmjit_activation_fwd(g->ctx, SSMJIT_ACT_SILU, &d, mat(in->silu_x), mat(out[0]), stream);
 }
 
-static ssmjit_status run_norm(void *const *out, void *stream)
+static ssmjit_status run_norm(const gpu *g, void *const *out, void *stream)
 {
+    const inputs *in = &g->in;
     ssmjit_rmsnorm_desc d = {SSMJIT_BF16, 64, 768, 1e-5f, 1, SSMJIT_F32};
-    return ssmjit_rmsnorm_fwd(ctx, &d, mat(in.norm_x), mat(in.norm_res), in.norm_w, mat(out[0]), mat(out[1]),
+    return ssmjit_rmsnorm_fwd(g->ctx, &d, mat(in->norm_x), mat(in->norm_res), in->norm_w, mat(out[0]), mat(out[1]),
                               out[2], stream);
 }
 
-static ssmjit_status run_conv(void *const *out, void *stream)
+static ssmjit_status run_conv(const gpu *g, void *const *out, void *stream)
 {
+    const inputs *in = &g->in;
     ssmjit_conv1d_desc d = {SSMJIT_F32, 2, 100, 96, 4, 1};
-    ssmjit_conv1d_inputs ci = {mat(in.conv_x), in.conv_w, in.conv_b, NULL};
-    return ssmjit_causal_conv1d_fwd(ctx, &d, &ci, mat(out[0]), out[1], stream);
+    ssmjit_conv1d_inputs ci = {mat(in->conv_x), in->conv_w, in->conv_b, NULL};
+    return ssmjit_causal_conv1d_fwd(g->ctx, &d, &ci, mat(out[0]), out[1], stream);
 }
 
-static ssmjit_status run_scan(void *const *out, void *stream)
+static ssmjit_status run_scan(const gpu *g, void *const *out, void *stream)
 {
+    const inputs *in = &g->in;
     ssmjit_selective_scan_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = SSMJIT_BF16;
@@ -80,38 +90,39 @@ static ssmjit_status run_scan(void *const *out, void *stream)
     d.seqlen = 70;
     d.dim = 64;
     d.dstate = 16;
-    d.u = mat(in.scan_u);
-    d.delta = mat(in.scan_dt);
-    d.A = in.scan_A;
-    d.B = mat(in.scan_B);
-    d.C = mat(in.scan_C);
-    d.D = in.scan_D;
-    d.z = mat(in.scan_z);
-    d.delta_bias = in.scan_bias;
+    d.u = mat(in->scan_u);
+    d.delta = mat(in->scan_dt);
+    d.A = in->scan_A;
+    d.B = mat(in->scan_B);
+    d.C = mat(in->scan_C);
+    d.D = in->scan_D;
+    d.z = mat(in->scan_z);
+    d.delta_bias = in->scan_bias;
     d.delta_softplus = 1;
     d.y = mat(out[0]);
     d.final_state = out[1];
-    return ssmjit_selective_scan_fwd(ctx, &d, stream);
+    return ssmjit_selective_scan_fwd(g->ctx, &d, stream);
 }
 
-static ssmjit_status run_update(void *const *out, void *stream)
+static ssmjit_status run_update(const gpu *g, void *const *out, void *stream)
 {
+    const inputs *in = &g->in;
     ssmjit_state_update_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = SSMJIT_F32;
     d.batch = 4;
     d.dim = 64;
     d.dstate = 16;
-    d.x = mat(in.upd_x);
-    d.dt = mat(in.upd_dt);
-    d.A = in.scan_A;
-    d.B = mat(in.upd_B);
-    d.C = mat(in.upd_C);
-    d.dt_bias = in.scan_bias;
+    d.x = mat(in->upd_x);
+    d.dt = mat(in->upd_dt);
+    d.A = in->scan_A;
+    d.B = mat(in->upd_B);
+    d.C = mat(in->upd_C);
+    d.dt_bias = in->scan_bias;
     d.dt_softplus = 1;
     d.state = out[0];
     d.out = mat(out[1]);
-    return ssmjit_selective_state_update(ctx, &d, stream);
+    return ssmjit_selective_state_update(g->ctx, &d, stream);
 }
 
 static const soak_op ops[] = {
@@ -125,39 +136,73 @@ static const soak_op ops[] = {
 
 static unsigned char *baseline[NOPS][MAX_OUT];
 
-static void *upload_random(size_t n, ssmjit_dtype dtype, double lo, double hi)
+/* The inputs, drawn once and uploaded to each GPU alike. */
+static const struct {
+    size_t field, n;
+    ssmjit_dtype dtype;
+    double lo, hi;
+} input_specs[] = {
+#define IN(f, n, t, lo, hi) {offsetof(inputs, f), n, SSMJIT_##t, lo, hi}
+    IN(silu_x, 64 * 1000, F32, -6, 6),        IN(norm_x, 64 * 768, BF16, -2, 2),
+    IN(norm_res, 64 * 768, F32, -2, 2),       IN(norm_w, 768, F32, 0.5, 1.5),
+    IN(conv_x, 2 * 100 * 96, F32, -1, 1),     IN(conv_w, 96 * 4, F32, -1, 1),
+    IN(conv_b, 96, F32, -1, 1),               IN(scan_u, 2 * 70 * 64, BF16, -1, 1),
+    IN(scan_dt, 2 * 70 * 64, BF16, -3, 0),    IN(scan_A, 64 * 16, F32, -2, -0.1),
+    IN(scan_B, 2 * 70 * 16, BF16, -1, 1),     IN(scan_C, 2 * 70 * 16, BF16, -1, 1),
+    IN(scan_D, 64, F32, -1, 1),               IN(scan_z, 2 * 70 * 64, BF16, -2, 2),
+    IN(scan_bias, 64, F32, -1, 0),            IN(upd_x, 4 * 64, F32, -1, 1),
+    IN(upd_dt, 4 * 64, F32, -3, 0),           IN(upd_B, 4 * 16, F32, -1, 1),
+    IN(upd_C, 4 * 16, F32, -1, 1),            IN(upd_state, 4 * 64 * 16, F32, -1, 1),
+#undef IN
+};
+#define NINPUTS (sizeof input_specs / sizeof *input_specs)
+
+static double *host_inputs[NINPUTS];
+
+static void draw_inputs(void)
 {
-    double *h = malloc(n * sizeof *h);
-    assert_non_null(h);
-    for (size_t i = 0; i < n; i++)
-        h[i] = tu_uniform(lo, hi);
-    void *d = gu_upload_new(h, n, dtype);
-    free(h);
-    return d;
+    for (size_t i = 0; i < NINPUTS; i++) {
+        host_inputs[i] = malloc(input_specs[i].n * sizeof(double));
+        assert_non_null(host_inputs[i]);
+        tu_fill_uniform(host_inputs[i], input_specs[i].n, input_specs[i].lo, input_specs[i].hi);
+    }
 }
 
-static void make_inputs(void)
+/* A context on `device` with the inputs uploaded there (left current). */
+static gpu open_gpu(int device)
 {
-    in.silu_x = upload_random(64 * 1000, SSMJIT_F32, -6, 6);
-    in.norm_x = upload_random(64 * 768, SSMJIT_BF16, -2, 2);
-    in.norm_res = upload_random(64 * 768, SSMJIT_F32, -2, 2);
-    in.norm_w = upload_random(768, SSMJIT_F32, 0.5, 1.5);
-    in.conv_x = upload_random(2 * 100 * 96, SSMJIT_F32, -1, 1);
-    in.conv_w = upload_random(96 * 4, SSMJIT_F32, -1, 1);
-    in.conv_b = upload_random(96, SSMJIT_F32, -1, 1);
-    in.scan_u = upload_random(2 * 70 * 64, SSMJIT_BF16, -1, 1);
-    in.scan_dt = upload_random(2 * 70 * 64, SSMJIT_BF16, -3, 0);
-    in.scan_A = upload_random(64 * 16, SSMJIT_F32, -2, -0.1);
-    in.scan_B = upload_random(2 * 70 * 16, SSMJIT_BF16, -1, 1);
-    in.scan_C = upload_random(2 * 70 * 16, SSMJIT_BF16, -1, 1);
-    in.scan_D = upload_random(64, SSMJIT_F32, -1, 1);
-    in.scan_z = upload_random(2 * 70 * 64, SSMJIT_BF16, -2, 2);
-    in.scan_bias = upload_random(64, SSMJIT_F32, -1, 0);
-    in.upd_x = upload_random(4 * 64, SSMJIT_F32, -1, 1);
-    in.upd_dt = upload_random(4 * 64, SSMJIT_F32, -3, 0);
-    in.upd_B = upload_random(4 * 16, SSMJIT_F32, -1, 1);
-    in.upd_C = upload_random(4 * 16, SSMJIT_F32, -1, 1);
-    in.upd_state = upload_random(4 * 64 * 16, SSMJIT_F32, -1, 1);
+    gpu g;
+    memset(&g, 0, sizeof g);
+    ssmjit_context_options o;
+    ssmjit_context_options_init(&o);
+    o.device = device;
+    o.fast_math = SSMJIT_FAST_MATH_OFF;
+    ssmjit_status st = ssmjit_context_create(&o, &g.ctx);
+    if (st != SSMJIT_OK)
+        fail_msg("context on GPU %d: %s", device, ssmjit_last_error());
+    CUdevice dev;
+    assert_int_equal(drv->DeviceGet(&dev, device), CUDA_SUCCESS);
+    assert_int_equal(drv->DevicePrimaryCtxRetain(&g.cu, dev), CUDA_SUCCESS);
+    assert_int_equal(drv->CtxSetCurrent(g.cu), CUDA_SUCCESS);
+    for (size_t i = 0; i < NINPUTS; i++) {
+        void *d = gu_upload_new(host_inputs[i], input_specs[i].n, input_specs[i].dtype);
+        memcpy((char *)&g.in + input_specs[i].field, &d, sizeof d);
+    }
+    return g;
+}
+
+static void close_gpu(gpu *g, int device)
+{
+    CUdevice dev;
+    assert_int_equal(drv->DeviceGet(&dev, device), CUDA_SUCCESS);
+    assert_int_equal(drv->CtxSetCurrent(g->cu), CUDA_SUCCESS);
+    for (size_t i = 0; i < NINPUTS; i++) {
+        void *d;
+        memcpy(&d, (char *)&g->in + input_specs[i].field, sizeof d);
+        gu_free(d);
+    }
+    ssmjit_context_destroy(g->ctx);
+    assert_int_equal(drv->DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
 }
 
 /* Each thread's outputs and failures.  Workers make no cmocka calls (its
@@ -165,7 +210,8 @@ static void make_inputs(void)
  * recorded. */
 typedef struct worker {
     int id;
-    CUcontext cu;
+    const gpu *g;
+    int count; /* launches to make */
     int launches, mismatches, failures;
     char first[256];
 } worker;
@@ -188,7 +234,8 @@ static int cu_ok(worker *w, CUresult r, const char *what)
 static void *work(void *arg)
 {
     worker *w = arg;
-    if (!cu_ok(w, drv->CtxSetCurrent(w->cu), "cuCtxSetCurrent"))
+    const inputs *in = &w->g->in;
+    if (!cu_ok(w, drv->CtxSetCurrent(w->g->cu), "cuCtxSetCurrent"))
         return NULL;
     CUstream stream;
     if (!cu_ok(w, drv->StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
@@ -204,19 +251,19 @@ static void *work(void *arg)
     for (int k = 0; k < MAX_OUT; k++)
         host[k] = malloc(most);
 
-    for (int i = 0; i < LAUNCHES / THREADS && !w->failures; i++) {
+    for (int i = 0; i < w->count && !w->failures; i++) {
         const soak_op *op = &ops[(size_t)(i * 3 + w->id) % NOPS];
         const size_t o = (size_t)(op - ops);
         void *dptr[MAX_OUT];
         for (int k = 0; k < op->nout; k++) {
             dptr[k] = (void *)(uintptr_t)out[o][k];
-            const CUdeviceptr pristine = (CUdeviceptr)(uintptr_t)in.upd_state;
+            const CUdeviceptr pristine = (CUdeviceptr)(uintptr_t)in->upd_state;
             if (k == 0 && op->resets_state)
                 cu_ok(w, drv->MemcpyDtoDAsync(out[o][k], pristine, op->out_bytes[k], stream), "cuMemcpyDtoDAsync");
             else
                 cu_ok(w, drv->MemsetD8Async(out[o][k], 0xFF, op->out_bytes[k], stream), "cuMemsetD8Async");
         }
-        ssmjit_status st = op->run(dptr, stream);
+        ssmjit_status st = op->run(w->g, dptr, stream);
         w->launches++;
         if (st != SSMJIT_OK) {
             w->failures++;
@@ -245,8 +292,9 @@ static void *work(void *arg)
 }
 
 /* Each op once on the main thread: the bytes every later launch must give. */
-static void make_baselines(void)
+static void make_baselines(const gpu *g)
 {
+    const inputs *in = &g->in;
     for (size_t o = 0; o < NOPS; o++) {
         void *dptr[MAX_OUT];
         for (int k = 0; k < ops[o].nout; k++) {
@@ -254,10 +302,10 @@ static void make_baselines(void)
             gu_poison(dptr[k], ops[o].out_bytes[k]);
         }
         if (ops[o].resets_state) {
-            CUdeviceptr dst = (CUdeviceptr)(uintptr_t)dptr[0], src = (CUdeviceptr)(uintptr_t)in.upd_state;
+            CUdeviceptr dst = (CUdeviceptr)(uintptr_t)dptr[0], src = (CUdeviceptr)(uintptr_t)in->upd_state;
             assert_int_equal(drv->MemcpyDtoD(dst, src, ops[o].out_bytes[0]), CUDA_SUCCESS);
         }
-        ssmjit_status st = ops[o].run(dptr, NULL);
+        ssmjit_status st = ops[o].run(g, dptr, NULL);
         if (st != SSMJIT_OK)
             fail_msg("%s: %s", ops[o].name, ssmjit_last_error());
         gu_sync();
@@ -269,63 +317,99 @@ static void make_baselines(void)
         }
     }
     /* The silu baseline against the double reference (f32, fast math off). */
-    double *x = malloc(64 * 1000 * sizeof *x), *want = malloc(64 * 1000 * sizeof *want);
-    assert_non_null(x);
-    assert_non_null(want);
-    gu_download_as(x, in.silu_x, 64 * 1000, SSMJIT_F32);
-    ref_activation_fwd(SSMJIT_ACT_SILU, x, want, 64 * 1000);
     double num = 0, den = 0;
     for (size_t i = 0; i < 64 * 1000; i++) {
         float got;
+        double w = ref_silu(host_inputs[0][i]);
         memcpy(&got, baseline[0][0] + 4 * i, 4);
-        num += (got - want[i]) * (got - want[i]);
-        den += want[i] * want[i];
+        num += (got - w) * (got - w);
+        den += w * w;
     }
     assert_true(sqrt(num / den) <= gu_tolerance(SSMJIT_F32));
-    free(x);
-    free(want);
 }
 
-static void test_soak(void **state)
+static void free_baselines_and_inputs(void)
 {
-    (void)state;
-    ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
-    tu_seed();
-    assert_int_equal(sj_driver_get(&drv), SSMJIT_OK);
-    CUcontext cu;
-    assert_int_equal(drv->CtxGetCurrent(&cu), CUDA_SUCCESS);
-    make_inputs();
-    make_baselines();
+    for (size_t o = 0; o < NOPS; o++)
+        for (int k = 0; k < ops[o].nout; k++)
+            free(baseline[o][k]);
+    for (size_t i = 0; i < NINPUTS; i++)
+        free(host_inputs[i]);
+}
 
+/* Runs LAUNCHES launches split over `threads` workers, worker t on
+ * gpus[t % ngpus], and checks what they recorded. */
+static void soak(const gpu *gpus, int ngpus, int threads)
+{
     worker w[THREADS];
     pthread_t th[THREADS];
-    for (int t = 0; t < THREADS; t++) {
-        w[t] = (worker){t, cu, 0, 0, 0, {0}};
+    for (int t = 0; t < threads; t++) {
+        w[t] = (worker){t, &gpus[t % ngpus], LAUNCHES / threads, 0, 0, 0, {0}};
         assert_int_equal(pthread_create(&th[t], NULL, work, &w[t]), 0);
     }
     int launches = 0;
-    for (int t = 0; t < THREADS; t++) {
+    for (int t = 0; t < threads; t++) {
         assert_int_equal(pthread_join(th[t], NULL), 0);
         if (w[t].first[0])
-            print_message("thread %d: %s\n", t, w[t].first);
+            print_message("thread %d (GPU %d): %s\n", t, t % ngpus, w[t].first);
         assert_int_equal(w[t].failures, 0);
         assert_int_equal(w[t].mismatches, 0);
         launches += w[t].launches;
     }
     assert_int_equal(launches, LAUNCHES);
-    print_message("%d launches from %d threads, all equal to the single-threaded results\n", launches, THREADS);
-    for (size_t o = 0; o < NOPS; o++)
-        for (int k = 0; k < ops[o].nout; k++)
-            free(baseline[o][k]);
-    ssmjit_context_destroy(ctx);
+    print_message("%d launches from %d threads on %d GPU(s), all equal to the single-threaded results\n",
+                  launches, threads, ngpus);
+}
+
+static void test_soak(void **state)
+{
+    (void)state;
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_destroy(probe);
+    tu_seed();
+    assert_int_equal(sj_driver_get(&drv), SSMJIT_OK);
+    draw_inputs();
+    gpu g = open_gpu(0);
+    make_baselines(&g);
+    soak(&g, 1, THREADS);
+    free_baselines_and_inputs();
+    close_gpu(&g, 0);
+}
+
+/* Two contexts on two GPUs at once, each GPU's results equal to GPU 0's
+ * single-threaded ones (same model, same kernels). */
+static void test_two_gpus(void **state)
+{
+    (void)state;
+    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!probe)
+        skip();
+    ssmjit_context_destroy(probe);
+    assert_int_equal(sj_driver_get(&drv), SSMJIT_OK);
+    int count = 0;
+    assert_int_equal(drv->DeviceGetCount(&count), CUDA_SUCCESS);
+    if (count < 2) {
+        print_message("one GPU: nothing to pair\n");
+        skip();
+    }
+    tu_seed();
+    draw_inputs();
+    gpu gpus[2] = {open_gpu(0), open_gpu(1)};
+    assert_int_equal(drv->CtxSetCurrent(gpus[0].cu), CUDA_SUCCESS);
+    make_baselines(&gpus[0]);
+    soak(gpus, 2, THREADS);
+    free_baselines_and_inputs();
+    close_gpu(&gpus[0], 0);
+    close_gpu(&gpus[1], 1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_soak),
+        cmocka_unit_test(test_two_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
