@@ -40,6 +40,7 @@ typedef int CUdriverProcAddressQueryResult;
 typedef struct _nvrtcProgram *nvrtcProgram;
 typedef int nvrtcResult;
 #define NVRTC_SUCCESS 0
+#define NVRTC_ERROR_INVALID_OPTION 5
 #endif
 
 #endif
