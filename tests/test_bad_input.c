@@ -42,7 +42,7 @@ static _Alignas(256) unsigned char device_mem[4096];
 /* Everything a function could write on the host. */
 typedef struct outputs {
     size_t bytes, count, removed;
-    int version, major, minor, was_cached, archs[4];
+    int major, minor, was_cached, archs[4];
     const char *path;
     char dir[64];
     ssmjit_cache_stats stats;
@@ -757,7 +757,8 @@ static const bad_row rows[] = {BAD_INPUT(ROW)};
  * cache directory functions (they fill the buffer or the stats before the
  * directory is known), to be fixed there.  Status and message are still
  * checked. */
-static const char *const writes_on_error[] = {"resolve_dir_cap_short", "verify_dir_too_long", "verify_no_env"};
+static const char *const writes_on_error[] = {"resolve_dir_cap_short", "verify_dir_too_long",
+                                              "verify_no_env"};
 
 /* ------------------------------------------------------------------------ */
 /* Running the table                                                        */
@@ -876,12 +877,17 @@ static int check_row(fixture *f, const bad_row *r)
     ssmjit_status got = r->call(&a);
     const char *msg = ssmjit_last_error();
     const int dir_changed = dir_written(f->cache_dir);
-    const char *why = got != r->want                                                   ? "wrong status"
-                      : !matches(msg, r->message)                                      ? "wrong message"
-                      : !may_write(r->name) && memcmp(&out, &poisoned, sizeof out)     ? "host outputs written"
-                      : memcmp(device_mem, mem_before, sizeof device_mem)              ? "device memory written"
-                      : dir_changed                                                    ? "cache directory written"
-                                                                                       : NULL;
+    const char *why = NULL;
+    if (got != r->want)
+        why = "wrong status";
+    else if (!matches(msg, r->message))
+        why = "wrong message";
+    else if (!may_write(r->name) && memcmp(&out, &poisoned, sizeof out))
+        why = "host outputs written";
+    else if (memcmp(device_mem, mem_before, sizeof device_mem))
+        why = "device memory written";
+    else if (dir_changed)
+        why = "cache directory written";
     if (!why)
         return 0;
     print_error("%s: %s: got %s \"%s\", want %s \"%s\"\n", r->name, why, ssmjit_status_string(got), msg,
