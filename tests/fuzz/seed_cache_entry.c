@@ -98,23 +98,25 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *dir = argv[1 + check];
-    char scratch[] = "/tmp/ssmjit-seeds-XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    char scratch[4096];
+    snprintf(scratch, sizeof scratch, "%s/ssmjit-seeds-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(scratch)) {
         perror("mkdtemp");
         return 1;
     }
     int failed = 0;
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
-        char tmp[64], path[4096];
+        char entry[4200], path[4096];
         char *data;
         size_t len;
-        snprintf(tmp, sizeof tmp, "%s/entry", scratch);
+        snprintf(entry, sizeof entry, "%s/entry", scratch);
         snprintf(path, sizeof path, "%s/%s", dir, seeds[i].name);
-        if (make(&seeds[i], tmp, &data, &len) != 0) {
+        if (make(&seeds[i], entry, &data, &len) != 0) {
             failed = 1;
             continue;
         }
-        unlink(tmp);
+        unlink(entry);
         if (check && !same_as_file(path, data, len)) {
             fprintf(stderr, "%s differs from what the writer makes now: run %s %s\n", path, argv[0], dir);
             failed = 1;
