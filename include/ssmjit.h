@@ -6,7 +6,11 @@
  *
  * Conventions for every function in this header:
  *  - Functions return an ssmjit_status.  SSMJIT_OK is 0.  On failure,
- *    ssmjit_last_error() gives a message for the calling thread.
+ *    ssmjit_last_error() gives a message for the calling thread, and
+ *    outputs are left as they were (except where a function says so).
+ *  - Extents whose products (elements of a tensor, bytes of a workspace)
+ *    would pass 2^62 give SSMJIT_ERR_UNSUPPORTED ("... is too large"):
+ *    no size is ever computed with a product that wraps.
  *  - Handles are opaque.  A context may be used from several threads at once.
  *  - Device memory is passed as the CUdeviceptr value cast to a pointer, and
  *    streams as the CUstream value cast to void * (NULL = the legacy default
@@ -116,7 +120,8 @@ SSMJIT_API void ssmjit_context_options_init(ssmjit_context_options *opts);
  * SSMJIT_ARCH=sm_XY overrides the device's for testing.
  * Errors: SSMJIT_ERR_INVALID_ARG (out NULL, bad options, bad SSMJIT_ARCH or
  * SSMJIT_CACHE_MAX_BYTES, see the on-disk cache below),
- * SSMJIT_ERR_DRIVER_NOT_FOUND, SSMJIT_ERR_NO_DEVICE, SSMJIT_ERR_DRIVER. */
+ * SSMJIT_ERR_DRIVER_NOT_FOUND, SSMJIT_ERR_NO_DEVICE, SSMJIT_ERR_DRIVER.
+ * On failure *out is set to NULL (out non-NULL), so destroying it is safe. */
 SSMJIT_API ssmjit_status ssmjit_context_create(const ssmjit_context_options *opts,
                                                ssmjit_context **out);
 
@@ -164,7 +169,9 @@ typedef struct ssmjit_device_info {
     size_t total_memory;
 } ssmjit_device_info;
 
-/* Describes device `ordinal`.  Opens the driver. */
+/* Describes device `ordinal`.  Opens the driver.  Errors:
+ * SSMJIT_ERR_INVALID_ARG (out NULL, ordinal negative), SSMJIT_ERR_NO_DEVICE
+ * (no device of that ordinal), the driver's. */
 SSMJIT_API ssmjit_status ssmjit_device_get_info(int ordinal, ssmjit_device_info *out);
 
 /* Version of the NVRTC library that would be used, and the path it was
@@ -231,11 +238,12 @@ SSMJIT_API void ssmjit_prewarm_options_init(ssmjit_prewarm_options *opts);
 /* Compiles module `module` for opts->arch into the cache, unless a valid
  * entry is already there (*was_cached = 1).  Needs NVRTC, not a GPU.  The
  * entry is the one a context on a device of that architecture with the same
- * options will look up.  Errors: SSMJIT_ERR_INVALID_ARG (bad arch string or
- * module index, bad SSMJIT_CACHE_MAX_BYTES), SSMJIT_ERR_UNSUPPORTED (arch
- * unknown to this NVRTC), SSMJIT_ERR_NVRTC_NOT_FOUND, SSMJIT_ERR_COMPILE,
- * SSMJIT_ERR_IO (the directory is not trusted, or the entry could not be
- * written). */
+ * options will look up.  *was_cached is written only on success.
+ * Errors: SSMJIT_ERR_INVALID_ARG (NULL argument, bad arch string, module
+ * index, cache directory, defines or SSMJIT_CACHE_MAX_BYTES),
+ * SSMJIT_ERR_UNSUPPORTED (arch unknown to this NVRTC),
+ * SSMJIT_ERR_NVRTC_NOT_FOUND, SSMJIT_ERR_COMPILE, SSMJIT_ERR_IO (the
+ * directory is not trusted, or the entry could not be written). */
 SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opts, size_t module,
                                                int *was_cached);
 
@@ -304,7 +312,9 @@ typedef struct ssmjit_unary_desc {
     int64_t rows, cols;
 } ssmjit_unary_desc;
 
-/* y = act(x).  Errors: SSMJIT_ERR_INVALID_ARG naming the field. */
+/* y = act(x).  Errors: SSMJIT_ERR_INVALID_ARG naming the field;
+ * SSMJIT_ERR_UNSUPPORTED for extents too large (a row stride times rows
+ * past 2^62, or cols past 2^31 blocks of 256). */
 SSMJIT_API ssmjit_status ssmjit_activation_fwd(ssmjit_context *ctx, ssmjit_activation act,
                                                const ssmjit_unary_desc *desc, ssmjit_matrix x,
                                                ssmjit_matrix y, void *stream);
@@ -383,7 +393,7 @@ typedef struct ssmjit_selective_scan_desc {
 /* Bytes of desc->checkpoint: f32 states every 16 tokens,
  * B * (ceil(L / 16) - 1) * D * N * 4.  The forward needs no other
  * workspace.  Errors: SSMJIT_ERR_INVALID_ARG (desc or bytes NULL, a bad
- * extent). */
+ * extent); SSMJIT_ERR_UNSUPPORTED as for the forward. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
                                                                   size_t *bytes);
 
@@ -393,7 +403,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_s
  * Errors: SSMJIT_ERR_INVALID_ARG naming the field (NULL required pointer,
  * negative extent, N outside 1..256, stride below the row width, unknown
  * dtype, batch != 1 or num_seqs < 1 with cu_seqlens); SSMJIT_ERR_UNSUPPORTED
- * for batch > 65535. */
+ * for batch > 65535, D > 2^31-1, or extents whose activations, states or
+ * backward workspace would pass 2^62 elements or bytes. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx,
                                                    const ssmjit_selective_scan_desc *desc,
                                                    void *stream);
@@ -496,8 +507,10 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx,
  * element-wise kernels otherwise.
  *
  * Errors: SSMJIT_ERR_INVALID_ARG with a message naming the field (e.g.
- * "desc->width", "in->x.stride", "grads->dweight"), then the engine's
- * errors (compile, driver) from the first use of a module.
+ * "desc->width", "in->x.stride", "grads->dweight"); SSMJIT_ERR_UNSUPPORTED
+ * for extents too large (B * L * D, B * D * (W + 1), B * L * a stride or
+ * the workspace past 2^62, an empty extent counting as 1); then the
+ * engine's errors (compile, driver) from the first use of a module.
  */
 
 typedef struct ssmjit_conv1d_desc {
@@ -623,7 +636,8 @@ typedef struct ssmjit_rmsnorm_desc {
  * Errors: SSMJIT_ERR_INVALID_ARG naming the field (NULL or unexpected
  * pointer, negative extent, stride < d, eps < 0 or not finite, unknown
  * dtype); SSMJIT_ERR_UNSUPPORTED for a residual_dtype that is neither dtype
- * nor f32. */
+ * nor f32, or for rows * d or rows * a stride past 2^62 (rows counting as
+ * at least 1). */
 SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *desc,
                                             ssmjit_matrix x, ssmjit_matrix residual,
                                             const void *weight, ssmjit_matrix y,

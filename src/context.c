@@ -197,11 +197,11 @@ SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_con
 {
     if (!ctx || !out)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_context_get_info: %s is NULL", ctx ? "out" : "ctx");
-    memset(out, 0, sizeof *out);
     int arch, ptx;
     ssmjit_status st = sj_context_target(ctx, &arch, &ptx);
     if (st != SSMJIT_OK)
         return st;
+    memset(out, 0, sizeof *out);
     out->device = ctx->ordinal;
     out->cc_major = ctx->props.cc_major;
     out->cc_minor = ctx->props.cc_minor;

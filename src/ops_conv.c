@@ -70,6 +70,15 @@ static ssmjit_status check_desc(ssmjit_context *ctx, const char *op, const ssmji
     if (st == SSMJIT_OK && (d->width < MIN_WIDTH || d->width > MAX_WIDTH))
         st = sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->width = %d is outside %d..%d", op, d->width,
                       MIN_WIDTH, MAX_WIDTH);
+    if (st != SSMJIT_OK)
+        return st;
+    /* Empty extents count as 1 so that each extent is bounded on its own:
+     * an empty batch still has weights [D, W] and a workspace. */
+    const int64_t b = d->batch > 0 ? d->batch : 1, l = d->seqlen > 0 ? d->seqlen : 1,
+                  dim = d->dim > 0 ? d->dim : 1;
+    st = sj_check_size(b, l, dim, op, "desc->batch * desc->seqlen * desc->dim");
+    if (st == SSMJIT_OK)
+        st = sj_check_size(b, dim, d->width + 1, op, "desc->batch * desc->dim * desc->width");
     return st;
 }
 
@@ -102,11 +111,8 @@ static ssmjit_status check_act(const char *op, const ssmjit_conv1d_desc *d, ssmj
     snprintf(what, sizeof what, "%s.stride", name);
     if (st == SSMJIT_OK)
         st = sj_resolve_stride(m->stride, d->dim, op, what, &m->stride);
-    int64_t n;
-    if (st == SSMJIT_OK && (__builtin_mul_overflow(d->batch, d->seqlen, &n) ||
-                            __builtin_mul_overflow(n, m->stride, &n)))
-        st = sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s = %lld times B*L overflows int64", op, what,
-                      (long long)m->stride);
+    if (st == SSMJIT_OK)
+        st = sj_check_size(d->batch, d->seqlen, m->stride, op, what);
     return st;
 }
 
@@ -260,10 +266,15 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx,
 /* ------------------------------------------------------------------------ */
 
 /* Partial-sum rows of D*W dweight + D dbias floats. */
-static size_t workspace_bytes(ssmjit_context *ctx, const ssmjit_conv1d_desc *d, conv_plan *p)
+static ssmjit_status workspace_bytes(ssmjit_context *ctx, const char *op, const ssmjit_conv1d_desc *d,
+                                     conv_plan *p, size_t *bytes)
 {
     make_plan(ctx, d, 1, vector_width(taps_of(d->width), 1), p);
-    return (size_t)p->rows * (size_t)d->dim * (size_t)(d->width + 1) * sizeof(float);
+    const int64_t row_bytes = (d->width + 1) * (int64_t)sizeof(float);
+    ssmjit_status st = sj_check_size(p->rows, d->dim, row_bytes, op, "the backward workspace");
+    if (st == SSMJIT_OK)
+        *bytes = (size_t)(p->rows * d->dim * row_bytes);
+    return st;
 }
 
 SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd_workspace_size(ssmjit_context *ctx,
@@ -274,11 +285,8 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd_workspace_size(ssmjit_context 
     ssmjit_status st = check_desc(ctx, op, desc);
     if (st == SSMJIT_OK)
         st = sj_check_ptr(bytes, op, "bytes");
-    if (st != SSMJIT_OK)
-        return st;
     conv_plan p;
-    *bytes = workspace_bytes(ctx, desc, &p);
-    return SSMJIT_OK;
+    return st == SSMJIT_OK ? workspace_bytes(ctx, op, desc, &p, bytes) : st;
 }
 
 static ssmjit_status check_grads(const char *op, const ssmjit_conv1d_desc *d,
@@ -328,8 +336,11 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
         st = check_f32(d_final_state, 0, op, "d_final_state");
     if (st == SSMJIT_OK)
         st = check_grads(op, desc, grads, &dx);
+    size_t need = 0;
     if (st == SSMJIT_OK)
-        st = check_workspace(op, workspace, workspace_size, workspace_bytes(ctx, desc, &p));
+        st = workspace_bytes(ctx, op, desc, &p, &need);
+    if (st == SSMJIT_OK)
+        st = check_workspace(op, workspace, workspace_size, need);
     if (st != SSMJIT_OK || desc->dim == 0)
         return st;
 

@@ -24,6 +24,12 @@ static ssmjit_status check_desc(ssmjit_context *ctx, const op_ctx *o)
         st = sj_check_extent(o->desc->rows, o->op, "desc->rows");
     if (st == SSMJIT_OK)
         st = sj_check_extent(o->desc->cols, o->op, "desc->cols");
+    if (st == SSMJIT_OK)
+        st = sj_check_size(o->desc->rows, o->desc->cols, 1, o->op, "desc->rows * desc->cols");
+    /* grid.x has a block per THREADS columns. */
+    if (st == SSMJIT_OK && (o->desc->cols - 1) / THREADS >= 0x7fffffff)
+        st = sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->cols = %lld is too large", o->op,
+                      (long long)o->desc->cols);
     return st;
 }
 
@@ -37,6 +43,8 @@ static ssmjit_status add_matrix(const op_ctx *o, ssmjit_matrix *m, const char *n
     snprintf(what, sizeof what, "%s.stride", name);
     if (st == SSMJIT_OK)
         st = sj_resolve_stride(m->stride, o->desc->cols, o->op, what, &m->stride);
+    if (st == SSMJIT_OK)
+        st = sj_check_size(o->desc->rows, m->stride, 1, o->op, what);
     args[(*n)++] = &m->data;
     args[(*n)++] = &m->stride;
     return st;
@@ -64,8 +72,6 @@ static ssmjit_status run(ssmjit_context *ctx, const op_ctx *o, sj_kernel_role ro
                        name, &fn);
     if (st != SSMJIT_OK)
         return st;
-    if ((cols + THREADS - 1) / THREADS > 0x7fffffff)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->cols = %lld is too large", o->op, (long long)cols);
     sj_dim3 grid = {(unsigned)((cols + THREADS - 1) / THREADS),
                     rows < ROWS_PER_GRID ? (unsigned)rows : ROWS_PER_GRID, 1};
     sj_dim3 block = {THREADS, 1, 1};

@@ -70,6 +70,8 @@ static ssmjit_status check_desc(const char *op, const ssmjit_context *ctx,
     NORM_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
     NORM_TRY(sj_check_extent(desc->rows, op, "desc->rows"));
     NORM_TRY(sj_check_extent(desc->d, op, "desc->d"));
+    /* At least one row: dweight has d elements even when rows is 0. */
+    NORM_TRY(sj_check_size(desc->rows > 0 ? desc->rows : 1, desc->d, 1, op, "desc->rows * desc->d"));
     if (!isfinite(desc->eps) || desc->eps < 0.0f)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->eps = %g must be finite and >= 0", op,
                         (double)desc->eps);
@@ -93,8 +95,8 @@ typedef enum arg_use {
 
 /* Checks a [rows, d] matrix argument against its use and resolves its
  * stride in place. */
-static ssmjit_status check_matrix(const char *op, const char *name, ssmjit_matrix *m, int64_t d,
-                                  arg_use use)
+static ssmjit_status check_matrix(const char *op, const char *name, ssmjit_matrix *m, int64_t rows,
+                                  int64_t d, arg_use use)
 {
     char what[64];
     if (!m->data) {
@@ -107,7 +109,8 @@ static ssmjit_status check_matrix(const char *op, const char *name, ssmjit_matri
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s.data is set but desc->has_residual is 0",
                         op, name);
     snprintf(what, sizeof what, "%s.stride", name);
-    return sj_resolve_stride(m->stride, d, op, what, &m->stride);
+    NORM_TRY(sj_resolve_stride(m->stride, d, op, what, &m->stride));
+    return sj_check_size(rows, m->stride, 1, op, what);
 }
 
 static ssmjit_status norm_kernel(ssmjit_context *ctx, const char *dir, const norm_plan *p,
@@ -142,11 +145,11 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rm
     /* A NULL residual is zero: the kernels then normalise x itself, which
      * the residual type (dtype or f32) holds exactly. */
     arg_use res_use = desc->has_residual ? ARG_OPTIONAL : ARG_ABSENT;
-    NORM_TRY(check_matrix(op, "x", &x, d, ARG_REQUIRED));
-    NORM_TRY(check_matrix(op, "residual", &residual, d, res_use));
+    NORM_TRY(check_matrix(op, "x", &x, rows, d, ARG_REQUIRED));
+    NORM_TRY(check_matrix(op, "residual", &residual, rows, d, res_use));
     NORM_TRY(sj_check_ptr(weight, op, "weight"));
-    NORM_TRY(check_matrix(op, "y", &y, d, ARG_REQUIRED));
-    NORM_TRY(check_matrix(op, "residual_out", &residual_out, d, res_use));
+    NORM_TRY(check_matrix(op, "y", &y, rows, d, ARG_REQUIRED));
+    NORM_TRY(check_matrix(op, "residual_out", &residual_out, rows, d, res_use));
 
     norm_plan p = norm_plan_for(ctx, rows, d);
     CUfunction fn;
@@ -159,10 +162,7 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rm
 
 static ssmjit_status workspace_for(const char *op, const norm_plan *p, int64_t d, size_t *bytes)
 {
-    if (p->slots > 0 && (uint64_t)d > SIZE_MAX / sizeof(float) / (uint64_t)p->slots)
-        return sj_error(SSMJIT_ERR_INVALID_ARG,
-                        "%s: desc->d = %lld needs a workspace larger than the address space", op,
-                        (long long)d);
+    NORM_TRY(sj_check_size(p->slots, d, (int64_t)sizeof(float), op, "the backward workspace"));
     *bytes = (size_t)p->slots * (size_t)d * sizeof(float);
     return SSMJIT_OK;
 }
@@ -175,11 +175,13 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd_workspace_size(ssmjit_context *ctx,
     ssmjit_dtype rdtype = SSMJIT_F32;
     NORM_TRY(check_desc(op, ctx, desc, &rdtype));
     NORM_TRY(sj_check_ptr(bytes, op, "bytes"));
-    *bytes = 0;
-    if (desc->rows == 0 || desc->d == 0)
-        return SSMJIT_OK;
-    norm_plan p = norm_plan_for(ctx, desc->rows, desc->d);
-    return workspace_for(op, &p, desc->d, bytes);
+    size_t need = 0;
+    if (desc->rows > 0 && desc->d > 0) {
+        norm_plan p = norm_plan_for(ctx, desc->rows, desc->d);
+        NORM_TRY(workspace_for(op, &p, desc->d, &need));
+    }
+    *bytes = need;
+    return SSMJIT_OK;
 }
 
 /* dweight = the sum of `slots` partial rows of length d, in a fixed order. */
@@ -211,13 +213,13 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd(ssmjit_context *ctx, const ssmjit_rm
     if (rows == 0)
         return reduce_dweight(ctx, NULL, 0, d, dweight, stream);
     arg_use res_use = desc->has_residual ? ARG_OPTIONAL : ARG_ABSENT;
-    NORM_TRY(check_matrix(op, "h", &h, d, ARG_REQUIRED));
+    NORM_TRY(check_matrix(op, "h", &h, rows, d, ARG_REQUIRED));
     NORM_TRY(sj_check_ptr(weight, op, "weight"));
     NORM_TRY(sj_check_ptr(rstd, op, "rstd"));
-    NORM_TRY(check_matrix(op, "dy", &dy, d, ARG_REQUIRED));
-    NORM_TRY(check_matrix(op, "d_residual_out", &d_residual_out, d, res_use));
-    NORM_TRY(check_matrix(op, "dx", &dx, d, ARG_REQUIRED));
-    NORM_TRY(check_matrix(op, "d_residual", &d_residual, d, res_use));
+    NORM_TRY(check_matrix(op, "dy", &dy, rows, d, ARG_REQUIRED));
+    NORM_TRY(check_matrix(op, "d_residual_out", &d_residual_out, rows, d, res_use));
+    NORM_TRY(check_matrix(op, "dx", &dx, rows, d, ARG_REQUIRED));
+    NORM_TRY(check_matrix(op, "d_residual", &d_residual, rows, d, res_use));
 
     norm_plan p = norm_plan_for(ctx, rows, d);
     void *partial = NULL;

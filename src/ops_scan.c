@@ -88,15 +88,6 @@ typedef struct scan_shape {
     int active;  /* B * L * D > 0: activations are read */
 } scan_shape;
 
-/* Extents whose products the kernels form in 64 bits stay far from overflow. */
-static ssmjit_status check_size(const char *op, const char *what, int64_t a, int64_t b, int64_t c)
-{
-    const int64_t lim = INT64_C(1) << 62;
-    if ((a != 0 && b > lim / a) || (a * b != 0 && c > lim / (a * b)))
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: %s is too large", op, what);
-    return SSMJIT_OK;
-}
-
 static ssmjit_status check_matrix(const char *op, const char *name, const ssmjit_matrix *m, int64_t width,
                                   int need_data, int64_t *stride)
 {
@@ -164,9 +155,15 @@ static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc
     const int64_t strides[] = {sh->sdelta, sh->sB, sh->sC, sh->sz, sh->sy};
     for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
         widest = strides[i] > widest ? strides[i] : widest;
-    SCAN_TRY(check_size(op, "the activation extent B * L * stride", sh->B, sh->L, widest));
-    SCAN_TRY(check_size(op, "the state extent S * D * N", sh->S + 1, sh->D, sh->N));
-    SCAN_TRY(check_size(op, "the backward workspace", sh->B, sh->L, ceil_div(sh->D, 32) * 2 * sh->N + 3 * sh->D + 64));
+    SCAN_TRY(sj_check_size(sh->B, sh->L, widest, op, "the activation extent B * L * stride"));
+    SCAN_TRY(sj_check_size(sh->S + 1, sh->D, sh->N, op, "the state extent S * D * N"));
+    /* In bytes, since the sum of the parts must not wrap: per token, the
+     * checkpoint (a state every SCAN_CHUNK tokens) and the backward's
+     * dB/dC partials and accumulators.  With B, D and N bounded above,
+     * the per-segment parts cannot take the total past 2^63. */
+    const int64_t token_bytes = 4 * (ceil_div(sh->D * sh->N, SCAN_CHUNK) + ceil_div(sh->D, 32) * 2 * sh->N +
+                                     3 * sh->D + 64);
+    SCAN_TRY(sj_check_size(sh->B, sh->L, token_bytes, op, "the backward workspace"));
     sh->nch = ceil_div(sh->L, SCAN_CHUNK);
     return SSMJIT_OK;
 }
@@ -376,7 +373,7 @@ static ssmjit_status check_grads(const char *op, const ssmjit_selective_scan_des
         }
         snprintf(what, sizeof what, "%s.stride", names[i]);
         SCAN_TRY(sj_resolve_stride(m[i]->stride, width, op, what, &s[i]));
-        SCAN_TRY(check_size(op, what, sh->B, sh->L, s[i]));
+        SCAN_TRY(sj_check_size(sh->B, sh->L, s[i], op, what));
     }
     if (sh->D > 0)
         SCAN_TRY(sj_check_ptr(gr->dA, op, "grads->dA"));
@@ -522,8 +519,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, cons
     const int64_t strides[] = {p.sdt, p.sB, p.sC, p.sz, p.sout};
     for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
         widest = strides[i] > widest ? strides[i] : widest;
-    SCAN_TRY(check_size(op, "the extent B * stride", B, widest, 1));
-    SCAN_TRY(check_size(op, "the state extent B * D * N", B, D, N * 32));
+    SCAN_TRY(sj_check_size(B, widest, 1, op, "the extent B * stride"));
+    SCAN_TRY(sj_check_size(B, D, N * 32, op, "the state extent B * D * N"));
     if (!act)
         return SSMJIT_OK;
     SCAN_TRY(sj_check_ptr(desc->A, op, "desc->A"));

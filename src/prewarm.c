@@ -32,7 +32,6 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
                         opts->struct_size);
     if (module >= SJ_MODULE_COUNT)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "module index %zu is not below %d", module, SJ_MODULE_COUNT);
-    *was_cached = 0;
     int arch;
     ssmjit_status st = sj_arch_parse(opts->arch, &arch);
     if (st != SSMJIT_OK)
@@ -46,14 +45,6 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
         st = sj_cache_dir_check(dir);
     if (st != SSMJIT_OK)
         return st;
-    sj_toolchain tc;
-    st = sj_toolchain_get(dir, 1, 1, &tc);
-    if (st != SSMJIT_OK)
-        return st;
-    if (sj_toolchain_cap(&tc, arch) != arch)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "NVRTC %d.%d cannot compile for sm_%d", tc.major,
-                        tc.minor, arch);
-
     sj_compile_spec spec = {.arch = arch, .ptx = 0, .fast_math = opts->fast_math != 0,
                             .lineinfo = opts->lineinfo != 0};
     char **defines;
@@ -61,6 +52,16 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
     if (st != SSMJIT_OK)
         return st;
     spec.defines = (const char *const *)defines;
+    sj_toolchain tc;
+    st = sj_toolchain_get(dir, 1, 1, &tc);
+    if (st == SSMJIT_OK && sj_toolchain_cap(&tc, arch) != arch)
+        st = sj_error(SSMJIT_ERR_UNSUPPORTED, "NVRTC %d.%d cannot compile for sm_%d", tc.major,
+                      tc.minor, arch);
+    if (st != SSMJIT_OK) {
+        free(defines);
+        return st;
+    }
+
     const sj_embedded_module *m = &sj_modules[module];
     uint8_t key[32];
     char path[PATH_MAX];
@@ -71,8 +72,8 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
     }
     void *image = NULL;
     size_t size = 0;
-    if (sj_cache_entry_read(path, key, 0, 1, &image, &size) == SSMJIT_OK) {
-        *was_cached = 1;
+    int cached = sj_cache_entry_read(path, key, 0, 1, &image, &size) == SSMJIT_OK;
+    if (cached) {
         sj_error_clear();
     } else {
         st = sj_compile_module(m, &spec, &image, &size);
@@ -81,5 +82,7 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
     }
     free(image);
     free(defines);
+    if (st == SSMJIT_OK)
+        *was_cached = cached;
     return st;
 }

@@ -21,13 +21,17 @@ SSMJIT_API ssmjit_status ssmjit_device_count(int *count)
     const sj_driver *d;
     if (!count)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_device_count: count is NULL");
-    *count = 0;
+    int n = 0;
     ssmjit_status st = sj_driver_get(&d);
     if (st == SSMJIT_ERR_NO_DEVICE) {
         sj_error_clear();
-        return SSMJIT_OK;
+        st = SSMJIT_OK;
+    } else if (st == SSMJIT_OK) {
+        st = SJ_CU(d, DeviceGetCount, &n);
     }
-    return st == SSMJIT_OK ? SJ_CU(d, DeviceGetCount, count) : st;
+    if (st == SSMJIT_OK)
+        *count = n;
+    return st;
 }
 
 SSMJIT_API ssmjit_status ssmjit_device_get_info(int ordinal, ssmjit_device_info *out)
@@ -35,27 +39,33 @@ SSMJIT_API ssmjit_status ssmjit_device_get_info(int ordinal, ssmjit_device_info 
     const sj_driver *d;
     if (!out)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_device_get_info: out is NULL");
-    memset(out, 0, sizeof *out);
+    if (ordinal < 0)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_device_get_info: ordinal = %d is negative", ordinal);
     int count = 0;
     ssmjit_status st = ssmjit_device_count(&count);
     if (st != SSMJIT_OK)
         return st;
-    if (ordinal < 0 || ordinal >= count)
+    if (ordinal >= count)
         return sj_error(SSMJIT_ERR_NO_DEVICE, "device %d requested, but there are %d", ordinal, count);
+    /* Filled aside: *out is written only on success. */
+    ssmjit_device_info info;
+    memset(&info, 0, sizeof info);
     st = sj_driver_get(&d);
     CUdevice dev;
     if (st == SSMJIT_OK)
         st = SJ_CU(d, DeviceGet, &dev, ordinal);
     if (st == SSMJIT_OK)
-        st = SJ_CU(d, DeviceGetName, out->name, (int)sizeof out->name, dev);
+        st = SJ_CU(d, DeviceGetName, info.name, (int)sizeof info.name, dev);
     if (st == SSMJIT_OK)
-        st = SJ_CU(d, DeviceGetAttribute, &out->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+        st = SJ_CU(d, DeviceGetAttribute, &info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
     if (st == SSMJIT_OK)
-        st = SJ_CU(d, DeviceGetAttribute, &out->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+        st = SJ_CU(d, DeviceGetAttribute, &info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
     if (st == SSMJIT_OK)
-        st = SJ_CU(d, DeviceGetAttribute, &out->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+        st = SJ_CU(d, DeviceGetAttribute, &info.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
     if (st == SSMJIT_OK)
-        st = SJ_CU(d, DeviceTotalMem, &out->total_memory, dev);
+        st = SJ_CU(d, DeviceTotalMem, &info.total_memory, dev);
+    if (st == SSMJIT_OK)
+        *out = info;
     return st;
 }
 

@@ -19,6 +19,14 @@ ssmjit_status sj_check_extent(int64_t v, const char *op, const char *what)
                              (long long)v);
 }
 
+ssmjit_status sj_check_size(int64_t a, int64_t b, int64_t c, const char *op, const char *what)
+{
+    const int64_t lim = INT64_C(1) << 62;
+    if ((a != 0 && b > lim / a) || (a * b != 0 && c > lim / (a * b)))
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: %s is too large", op, what);
+    return SSMJIT_OK;
+}
+
 ssmjit_status sj_check_dtype(ssmjit_dtype dtype, const char *op, const char *what)
 {
     return ssmjit_dtype_size(dtype) ? SSMJIT_OK

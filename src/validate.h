@@ -17,6 +17,11 @@ ssmjit_status sj_check_ptr(const void *p, const char *op, const char *what);
 /* v >= 0. */
 ssmjit_status sj_check_extent(int64_t v, const char *op, const char *what);
 
+/* a * b * c <= 2^62 for extents a, b, c >= 0 (element or byte counts):
+ * products the ops and kernels form in int64 then never wrap.  Else
+ * SSMJIT_ERR_UNSUPPORTED "<op>: <what> is too large". */
+ssmjit_status sj_check_size(int64_t a, int64_t b, int64_t c, const char *op, const char *what);
+
 /* dtype is f32, f16 or bf16. */
 ssmjit_status sj_check_dtype(ssmjit_dtype dtype, const char *op, const char *what);
 

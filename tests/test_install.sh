@@ -1,7 +1,8 @@
 #!/bin/sh
 # `meson install` into a scratch root gives ssmjit.h, libssmjit.so with its
 # soname, and ssmjit.pc; the README's C example then builds with
-# `cc app.c $(pkg-config --cflags --libs ssmjit)` and runs.
+# `cc app.c $(pkg-config --cflags --libs ssmjit)` and runs.  APP_CFLAGS
+# (set for sanitizer builds) is added to that command.
 set -eu
 build="$1"
 readme="$2"
@@ -26,6 +27,6 @@ int main(int argc, char **argv)
 C
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR="$root"
 flags=$(pkg-config --cflags --libs ssmjit)
-cc -std=c11 -Wall -Werror -o "$root/app" "$root/app.c" $flags
+cc -std=c11 -Wall -Werror ${APP_CFLAGS:-} -o "$root/app" "$root/app.c" $flags
 LD_LIBRARY_PATH=$(dirname "$(find "$root" -name 'libssmjit.so.0' | head -1)") "$root/app"
 echo "ok: installed, README example built with pkg-config and ran"

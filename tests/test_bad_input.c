@@ -1,0 +1,970 @@
+/* Bad input to every public function, as one table (BAD_INPUT below):
+ * NULL handles and pointers, negative extents and extents whose products
+ * pass 2^62, unknown enum values and mismatched dtypes.  Each row must
+ * return its status with a message containing its text, and write
+ * nothing: the host outputs, the stand-in device memory and the cache
+ * directory are compared with their state before the call.
+ *
+ * The ops check every argument before touching the GPU, so the rows that
+ * need a context get a stand-in that works without one: a device's
+ * properties, a driver without entry points, and its modules marked
+ * loaded.  Were a check missing, the op would go on to a driver call and
+ * fail with "the installed CUDA driver has no cu...", never reaching a
+ * GPU, so the row fails cleanly on any machine.  test_valid_base_arguments
+ * shows that the unchanged arguments get that far: each row fails for the
+ * one thing it changes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "context.h"
+#include "test_util.h"
+
+#define POISON 0xA5
+#define P(n) (INT64_C(1) << (n))
+
+/* Device memory as far as the host code can tell: it never dereferences
+ * device pointers, so aligned host memory serves, and any write to it is
+ * a bug. */
+static _Alignas(256) unsigned char device_mem[4096];
+#define DEV ((void *)device_mem)
+#define MISALIGNED ((void *)(device_mem + 1))
+
+/* Everything a function could write on the host. */
+typedef struct outputs {
+    size_t bytes, count, removed;
+    int major, minor, was_cached, archs[4];
+    const char *path;
+    char dir[64];
+    ssmjit_cache_stats stats;
+    ssmjit_context_info info;
+    ssmjit_device_info device;
+} outputs;
+
+/* Valid arguments for every function; a row changes one thing. */
+typedef struct args {
+    ssmjit_context *ctx;
+    outputs *out;
+    const char *cache_dir; /* empty scratch directory */
+    const char *long_dir;  /* longer than PATH_MAX */
+    ssmjit_context_options copts;
+    ssmjit_prewarm_options popts;
+    const char *defines[2];
+    ssmjit_activation act;
+    ssmjit_unary_desc unary;
+    ssmjit_matrix m[5];
+    ssmjit_rmsnorm_desc norm;
+    ssmjit_matrix x, residual, y, residual_out, h, dy, d_residual_out, dx, d_residual;
+    const void *weight, *bias, *d_final_state;
+    void *rstd, *dweight, *final_state, *conv_state, *workspace;
+    size_t workspace_bytes;
+    ssmjit_conv1d_desc conv;
+    ssmjit_conv1d_inputs in;
+    ssmjit_conv1d_grads cgrads;
+    ssmjit_selective_scan_desc scan;
+    ssmjit_selective_scan_grads sgrads;
+    ssmjit_state_update_desc upd;
+} args;
+
+static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, const char *long_dir)
+{
+    const ssmjit_matrix m = {DEV, 0}, none = {NULL, 0};
+    args a;
+    memset(&a, 0, sizeof a);
+    a.ctx = ctx;
+    a.out = out;
+    a.cache_dir = cache_dir;
+    a.long_dir = long_dir;
+    ssmjit_context_options_init(&a.copts);
+    ssmjit_prewarm_options_init(&a.popts);
+    a.popts.arch = "sm_80";
+    a.popts.cache_dir = cache_dir;
+    a.act = SSMJIT_ACT_SILU;
+    a.unary = (ssmjit_unary_desc){SSMJIT_F32, 4, 8};
+    for (int i = 0; i < 5; i++)
+        a.m[i] = m;
+    a.norm = (ssmjit_rmsnorm_desc){SSMJIT_F32, 4, 8, 1e-5f, 0, SSMJIT_F32};
+    a.x = a.y = a.h = a.dy = a.dx = m;
+    a.residual = a.residual_out = a.d_residual_out = a.d_residual = none;
+    a.weight = a.bias = a.d_final_state = DEV;
+    a.rstd = a.dweight = a.final_state = a.conv_state = a.workspace = DEV;
+    a.workspace_bytes = (size_t)P(40);
+    a.conv = (ssmjit_conv1d_desc){SSMJIT_F32, 2, 5, 8, 4, 1};
+    a.in = (ssmjit_conv1d_inputs){m, DEV, DEV, DEV};
+    a.cgrads = (ssmjit_conv1d_grads){m, DEV, DEV, DEV};
+    a.scan = (ssmjit_selective_scan_desc){
+        .dtype = SSMJIT_F32, .batch = 2, .seqlen = 40, .dim = 8, .dstate = 16,
+        .u = m, .delta = m, .A = DEV, .B = m, .C = m, .D = DEV, .z = m, .delta_bias = DEV,
+        .delta_softplus = 1, .initial_state = DEV, .y = m, .final_state = DEV, .checkpoint = DEV};
+    a.sgrads = (ssmjit_selective_scan_grads){
+        .dy = m, .d_final_state = DEV, .du = m, .ddelta = m, .dA = DEV, .dB = m, .dC = m,
+        .dD = DEV, .dz = m, .ddelta_bias = DEV, .d_initial_state = DEV};
+    a.upd = (ssmjit_state_update_desc){
+        .dtype = SSMJIT_F32, .batch = 2, .dim = 8, .dstate = 16, .x = m, .dt = m, .A = DEV,
+        .B = m, .C = m, .D = DEV, .z = m, .dt_bias = DEV, .dt_softplus = 1, .state = DEV, .out = m};
+    return a;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The calls rows make                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* A failed create leaves *out NULL, so that destroying it is safe. */
+static ssmjit_status create(args *a)
+{
+    ssmjit_context *ctx = (ssmjit_context *)&ctx;
+    ssmjit_status st = ssmjit_context_create(&a->copts, &ctx);
+    if (st != SSMJIT_OK && ctx != NULL)
+        fail_msg("a failed ssmjit_context_create left *out = %p", (void *)ctx);
+    if (st == SSMJIT_OK)
+        ssmjit_context_destroy(ctx);
+    return st;
+}
+
+/* call(a) with environment variable `name` set to `value`. */
+static ssmjit_status with_env(args *a, const char *name, const char *value, ssmjit_status (*call)(args *))
+{
+    setenv(name, value, 1);
+    ssmjit_status st = call(a);
+    unsetenv(name);
+    return st;
+}
+
+/* call(a) with none of the variables a cache directory comes from. */
+static ssmjit_status without_cache_env(args *a, ssmjit_status (*call)(args *))
+{
+    static const char *const names[] = {"SSMJIT_CACHE_DIR", "XDG_CACHE_HOME", "HOME"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(names[i]);
+    }
+    ssmjit_status st = call(a);
+    for (int i = 0; i < 3; i++) {
+        if (saved[i])
+            setenv(names[i], saved[i], 1);
+        free(saved[i]);
+    }
+    return st;
+}
+
+static ssmjit_status prewarm(args *a)
+{
+    return ssmjit_prewarm_module(&a->popts, 0, &a->out->was_cached);
+}
+
+static ssmjit_status resolve_default_dir(args *a)
+{
+    return ssmjit_cache_resolve_dir(NULL, a->out->dir, sizeof a->out->dir);
+}
+
+static ssmjit_status verify_default_dir(args *a) { return ssmjit_cache_verify(NULL, 0, &a->out->stats); }
+
+static ssmjit_status clear_default_dir(args *a) { return ssmjit_cache_clear(NULL, &a->out->removed); }
+
+static ssmjit_status act_fwd(args *a)
+{
+    return ssmjit_activation_fwd(a->ctx, a->act, &a->unary, a->m[0], a->m[1], NULL);
+}
+
+static ssmjit_status act_bwd(args *a)
+{
+    return ssmjit_activation_bwd(a->ctx, a->act, &a->unary, a->m[0], a->m[1], a->m[2], NULL);
+}
+
+static ssmjit_status gate_fwd(args *a)
+{
+    return ssmjit_gate_fwd(a->ctx, &a->unary, a->m[0], a->m[1], a->m[2], NULL);
+}
+
+static ssmjit_status gate_bwd(args *a)
+{
+    return ssmjit_gate_bwd(a->ctx, &a->unary, a->m[0], a->m[1], a->m[2], a->m[3], a->m[4], NULL);
+}
+
+static ssmjit_status norm_fwd(args *a)
+{
+    return ssmjit_rmsnorm_fwd(a->ctx, &a->norm, a->x, a->residual, a->weight, a->y, a->residual_out,
+                              a->rstd, NULL);
+}
+
+static ssmjit_status norm_ws(args *a)
+{
+    return ssmjit_rmsnorm_bwd_workspace_size(a->ctx, &a->norm, &a->out->bytes);
+}
+
+static ssmjit_status norm_bwd(args *a)
+{
+    return ssmjit_rmsnorm_bwd(a->ctx, &a->norm, a->h, a->weight, a->rstd, a->dy, a->d_residual_out,
+                              a->dx, a->d_residual, a->dweight, a->workspace, a->workspace_bytes, NULL);
+}
+
+static ssmjit_status conv_fwd(args *a)
+{
+    return ssmjit_causal_conv1d_fwd(a->ctx, &a->conv, &a->in, a->y, a->final_state, NULL);
+}
+
+static ssmjit_status conv_ws(args *a)
+{
+    return ssmjit_causal_conv1d_bwd_workspace_size(a->ctx, &a->conv, &a->out->bytes);
+}
+
+static ssmjit_status conv_bwd(args *a)
+{
+    return ssmjit_causal_conv1d_bwd(a->ctx, &a->conv, &a->in, a->dy, a->d_final_state, &a->cgrads,
+                                    a->workspace, a->workspace_bytes, NULL);
+}
+
+static ssmjit_status conv_update(args *a)
+{
+    return ssmjit_causal_conv1d_update(a->ctx, &a->conv, a->x, a->weight, a->bias, a->conv_state,
+                                       a->y, NULL);
+}
+
+static ssmjit_status scan_fwd(args *a) { return ssmjit_selective_scan_fwd(a->ctx, &a->scan, NULL); }
+
+static ssmjit_status scan_fwd_ws(args *a)
+{
+    return ssmjit_selective_scan_fwd_workspace_size(&a->scan, &a->out->bytes);
+}
+
+static ssmjit_status scan_bwd_ws(args *a)
+{
+    return ssmjit_selective_scan_bwd_workspace_size(&a->scan, &a->out->bytes);
+}
+
+static ssmjit_status scan_bwd(args *a)
+{
+    return ssmjit_selective_scan_bwd(a->ctx, &a->scan, &a->sgrads, a->workspace, a->workspace_bytes,
+                                     NULL);
+}
+
+static ssmjit_status state_update(args *a) { return ssmjit_selective_state_update(a->ctx, &a->upd, NULL); }
+
+/* ------------------------------------------------------------------------ */
+/* The table                                                                */
+/* ------------------------------------------------------------------------ */
+/*
+ * X(name, status, message, call): `call` runs with `a`, the valid
+ * arguments, and returns what the function returned.  The message must
+ * contain `message`, where '*' stands for any text.
+ */
+#define BAD_INPUT(X)                                                                                      \
+    /* contexts */                                                                                        \
+    X(create_out_null, INVALID_ARG, "ssmjit_context_create: out is NULL",                                 \
+      return ssmjit_context_create(&a->copts, NULL))                                                      \
+    X(create_struct_size_0, INVALID_ARG, "options->struct_size = 0: initialise",                          \
+      a->copts.struct_size = 0; return create(a))                                                         \
+    X(create_struct_size_short, INVALID_ARG, "options->struct_size = ",                                   \
+      a->copts.struct_size = sizeof a->copts - 1; return create(a))                                       \
+    X(create_fast_math_unknown, INVALID_ARG, "options->fast_math = 3 is not a ssmjit_fast_math",          \
+      a->copts.fast_math = (ssmjit_fast_math)3; return create(a))                                         \
+    X(create_fast_math_negative, INVALID_ARG, "options->fast_math = -1 is not",                           \
+      a->copts.fast_math = (ssmjit_fast_math)-1; return create(a))                                        \
+    X(create_device_negative, INVALID_ARG, "options->device = -1 is negative",                            \
+      a->copts.device = -1; return create(a))                                                             \
+    X(create_device_int_min, INVALID_ARG, "options->device = -2147483648 is negative",                    \
+      a->copts.device = INT_MIN; return create(a))                                                        \
+    X(create_cache_mode_unknown, INVALID_ARG, "cache_mode = 4 is not a ssmjit_cache_mode",                \
+      a->copts.cache_mode = (ssmjit_cache_mode)4; return create(a))                                       \
+    X(create_cache_mode_negative, INVALID_ARG, "cache_mode = -1 is not",                                  \
+      a->copts.cache_mode = (ssmjit_cache_mode)-1; return create(a))                                      \
+    X(create_defines_null, INVALID_ARG, "defines is NULL but num_defines is 2",                           \
+      a->copts.num_defines = 2; return create(a))                                                         \
+    X(create_defines_count_huge, INVALID_ARG, "defines is more than the",                                 \
+      a->defines[0] = "A"; a->copts.defines = a->defines; a->copts.num_defines = SIZE_MAX;                \
+      return create(a))                                                                                   \
+    X(create_define_null, INVALID_ARG, "defines[1] must be a non-empty NAME",                             \
+      a->defines[0] = "A=1"; a->copts.defines = a->defines; a->copts.num_defines = 2; return create(a))   \
+    X(create_define_empty, INVALID_ARG, "defines[0] must be",                                             \
+      a->defines[0] = ""; a->copts.defines = a->defines; a->copts.num_defines = 1; return create(a))      \
+    X(create_define_space, INVALID_ARG, "defines[1] must be",                                             \
+      a->defines[0] = "A=1"; a->defines[1] = "B 2"; a->copts.defines = a->defines;                        \
+      a->copts.num_defines = 2; return create(a))                                                         \
+    X(create_define_no_name, INVALID_ARG, "defines[0] must be",                                           \
+      a->defines[0] = "=1"; a->copts.defines = a->defines; a->copts.num_defines = 1; return create(a))    \
+    X(create_cache_dir_too_long, INVALID_ARG, "cache directory path is longer than",                      \
+      a->copts.cache_dir = a->long_dir; return create(a))                                                 \
+    X(create_env_arch, INVALID_ARG, "SSMJIT_ARCH='sm_9x' is not an architecture",                         \
+      return with_env(a, "SSMJIT_ARCH", "sm_9x", create))                                                 \
+    X(create_env_arch_suffix, INVALID_ARG, "SSMJIT_ARCH='sm_90a'",                                        \
+      return with_env(a, "SSMJIT_ARCH", "sm_90a", create))                                                \
+    X(create_env_cache, INVALID_ARG, "SSMJIT_CACHE='sometimes' is not rw, ro or off",                     \
+      return with_env(a, "SSMJIT_CACHE", "sometimes", create))                                            \
+    X(create_env_fast_math, INVALID_ARG, "SSMJIT_FAST_MATH='2' is not 0 or 1",                            \
+      return with_env(a, "SSMJIT_FAST_MATH", "2", create))                                                \
+    X(create_env_deterministic, INVALID_ARG, "SSMJIT_DETERMINISTIC='yes' is not 0 or 1",                  \
+      return with_env(a, "SSMJIT_DETERMINISTIC", "yes", create))                                          \
+    X(get_info_ctx_null, INVALID_ARG, "ssmjit_context_get_info: ctx is NULL",                             \
+      return ssmjit_context_get_info(NULL, &a->out->info))                                                \
+    X(get_info_out_null, INVALID_ARG, "ssmjit_context_get_info: out is NULL",                             \
+      return ssmjit_context_get_info(a->ctx, NULL))                                                       \
+    X(load_all_ctx_null, INVALID_ARG, "ssmjit_context_load_all: ctx is NULL",                             \
+      return ssmjit_context_load_all(NULL))                                                               \
+    /* environment queries */                                                                             \
+    X(driver_version_null, INVALID_ARG, "ssmjit_driver_version: version is NULL",                         \
+      return ssmjit_driver_version(NULL))                                                                 \
+    X(device_count_null, INVALID_ARG, "ssmjit_device_count: count is NULL",                               \
+      return ssmjit_device_count(NULL))                                                                   \
+    X(device_info_out_null, INVALID_ARG, "ssmjit_device_get_info: out is NULL",                           \
+      return ssmjit_device_get_info(0, NULL))                                                             \
+    X(device_info_ordinal_negative, INVALID_ARG, "ssmjit_device_get_info: ordinal = -1 is negative",      \
+      return ssmjit_device_get_info(-1, &a->out->device))                                                 \
+    X(device_info_ordinal_int_min, INVALID_ARG, "ordinal = -2147483648 is negative",                      \
+      return ssmjit_device_get_info(INT_MIN, &a->out->device))                                            \
+    X(nvrtc_version_major_null, INVALID_ARG, "ssmjit_nvrtc_version: major or minor is NULL",              \
+      return ssmjit_nvrtc_version(NULL, &a->out->minor, &a->out->path))                                   \
+    X(nvrtc_version_minor_null, INVALID_ARG, "ssmjit_nvrtc_version: major or minor is NULL",              \
+      return ssmjit_nvrtc_version(&a->out->major, NULL, &a->out->path))                                   \
+    X(nvrtc_archs_archs_null, INVALID_ARG, "ssmjit_nvrtc_supported_archs: archs is NULL",                 \
+      return ssmjit_nvrtc_supported_archs(NULL, 4, &a->out->count))                                       \
+    X(nvrtc_archs_count_null, INVALID_ARG, "ssmjit_nvrtc_supported_archs: count is NULL",                 \
+      return ssmjit_nvrtc_supported_archs(a->out->archs, 4, NULL))                                        \
+    /* prewarming */                                                                                      \
+    X(prewarm_opts_null, INVALID_ARG, "ssmjit_prewarm_module: opts is NULL",                              \
+      return ssmjit_prewarm_module(NULL, 0, &a->out->was_cached))                                         \
+    X(prewarm_was_cached_null, INVALID_ARG, "ssmjit_prewarm_module: was_cached is NULL",                  \
+      return ssmjit_prewarm_module(&a->popts, 0, NULL))                                                   \
+    X(prewarm_struct_size_0, INVALID_ARG, "opts->struct_size = 0: initialise",                            \
+      a->popts.struct_size = 0; return prewarm(a))                                                        \
+    X(prewarm_module_count, INVALID_ARG, "module index * is not below",                                   \
+      return ssmjit_prewarm_module(&a->popts, ssmjit_module_count(), &a->out->was_cached))                \
+    X(prewarm_module_max, INVALID_ARG, "module index 18446744073709551615 is not below",                  \
+      return ssmjit_prewarm_module(&a->popts, SIZE_MAX, &a->out->was_cached))                             \
+    X(prewarm_arch_null, INVALID_ARG, "architecture string is NULL",                                      \
+      a->popts.arch = NULL; return prewarm(a))                                                            \
+    X(prewarm_arch_empty, INVALID_ARG, "'' is not an architecture", a->popts.arch = ""; return prewarm(a)) \
+    X(prewarm_arch_short, INVALID_ARG, "'sm_8' is not an architecture",                                   \
+      a->popts.arch = "sm_8"; return prewarm(a))                                                          \
+    X(prewarm_arch_suffix, INVALID_ARG, "'sm_90a' is not an architecture",                                \
+      a->popts.arch = "sm_90a"; return prewarm(a))                                                        \
+    X(prewarm_cache_dir_too_long, INVALID_ARG, "cache directory path is longer than",                     \
+      a->popts.cache_dir = a->long_dir; return prewarm(a))                                                \
+    X(prewarm_defines_null, INVALID_ARG, "defines is NULL but num_defines is 3",                          \
+      a->popts.num_defines = 3; return prewarm(a))                                                        \
+    X(prewarm_define_space, INVALID_ARG, "defines[0] must be",                                            \
+      a->defines[0] = "A 1"; a->popts.defines = a->defines; a->popts.num_defines = 1; return prewarm(a))  \
+    /* the cache */                                                                                       \
+    X(resolve_dir_buf_null, INVALID_ARG, "ssmjit_cache_resolve_dir: buf is NULL or cap is 0",             \
+      return ssmjit_cache_resolve_dir(a->cache_dir, NULL, 64))                                            \
+    X(resolve_dir_cap_0, INVALID_ARG, "ssmjit_cache_resolve_dir: buf is NULL or cap is 0",                \
+      return ssmjit_cache_resolve_dir(a->cache_dir, a->out->dir, 0))                                      \
+    X(resolve_dir_cap_short, INVALID_ARG, "cache directory path is longer than 64 bytes",                 \
+      return ssmjit_cache_resolve_dir(a->long_dir, a->out->dir, sizeof a->out->dir))                      \
+    X(resolve_dir_no_env, INVALID_ARG, "no cache directory: set SSMJIT_CACHE_DIR",                        \
+      return without_cache_env(a, resolve_default_dir))                                                   \
+    X(verify_out_null, INVALID_ARG, "ssmjit_cache_verify: out is NULL",                                   \
+      return ssmjit_cache_verify(a->cache_dir, 1, NULL))                                                  \
+    X(verify_dir_too_long, INVALID_ARG, "cache directory path is longer than",                            \
+      return ssmjit_cache_verify(a->long_dir, 1, &a->out->stats))                                         \
+    X(verify_no_env, INVALID_ARG, "no cache directory", return without_cache_env(a, verify_default_dir))  \
+    X(clear_dir_too_long, INVALID_ARG, "cache directory path is longer than",                             \
+      return ssmjit_cache_clear(a->long_dir, &a->out->removed))                                           \
+    X(clear_no_env, INVALID_ARG, "no cache directory", return without_cache_env(a, clear_default_dir))    \
+    /* elementwise */                                                                                     \
+    X(act_fwd_ctx_null, INVALID_ARG, "ssmjit_activation_fwd: ctx is NULL", a->ctx = NULL; return act_fwd(a)) \
+    X(act_bwd_ctx_null, INVALID_ARG, "ssmjit_activation_bwd: ctx is NULL", a->ctx = NULL; return act_bwd(a)) \
+    X(gate_fwd_ctx_null, INVALID_ARG, "ssmjit_gate_fwd: ctx is NULL", a->ctx = NULL; return gate_fwd(a))  \
+    X(gate_bwd_ctx_null, INVALID_ARG, "ssmjit_gate_bwd: ctx is NULL", a->ctx = NULL; return gate_bwd(a))  \
+    X(act_fwd_act_unknown, INVALID_ARG, "ssmjit_activation_fwd: act = 2 is not a ssmjit_activation",      \
+      a->act = (ssmjit_activation)2; return act_fwd(a))                                                   \
+    X(act_bwd_act_negative, INVALID_ARG, "ssmjit_activation_bwd: act = -1 is not a ssmjit_activation",    \
+      a->act = (ssmjit_activation)-1; return act_bwd(a))                                                  \
+    X(act_fwd_desc_null, INVALID_ARG, "ssmjit_activation_fwd: desc is NULL",                              \
+      return ssmjit_activation_fwd(a->ctx, a->act, NULL, a->m[0], a->m[1], NULL))                         \
+    X(act_bwd_desc_null, INVALID_ARG, "ssmjit_activation_bwd: desc is NULL",                              \
+      return ssmjit_activation_bwd(a->ctx, a->act, NULL, a->m[0], a->m[1], a->m[2], NULL))                \
+    X(gate_fwd_desc_null, INVALID_ARG, "ssmjit_gate_fwd: desc is NULL",                                   \
+      return ssmjit_gate_fwd(a->ctx, NULL, a->m[0], a->m[1], a->m[2], NULL))                              \
+    X(gate_bwd_desc_null, INVALID_ARG, "ssmjit_gate_bwd: desc is NULL",                                   \
+      return ssmjit_gate_bwd(a->ctx, NULL, a->m[0], a->m[1], a->m[2], a->m[3], a->m[4], NULL))            \
+    X(act_fwd_dtype_unknown, INVALID_ARG, "ssmjit_activation_fwd: desc->dtype = 3 is not a known dtype",  \
+      a->unary.dtype = (ssmjit_dtype)3; return act_fwd(a))                                                \
+    X(gate_bwd_dtype_negative, INVALID_ARG, "ssmjit_gate_bwd: desc->dtype = -1 is not a known dtype",     \
+      a->unary.dtype = (ssmjit_dtype)-1; return gate_bwd(a))                                              \
+    X(act_bwd_rows_negative, INVALID_ARG, "ssmjit_activation_bwd: desc->rows = -1 is negative",           \
+      a->unary.rows = -1; return act_bwd(a))                                                              \
+    X(gate_fwd_cols_negative, INVALID_ARG, "ssmjit_gate_fwd: desc->cols = -9223372036854775808 is negative", \
+      a->unary.cols = INT64_MIN; return gate_fwd(a))                                                      \
+    X(act_fwd_x_null, INVALID_ARG, "ssmjit_activation_fwd: x.data is NULL",                               \
+      a->m[0].data = NULL; return act_fwd(a))                                                             \
+    X(act_fwd_y_null, INVALID_ARG, "ssmjit_activation_fwd: y.data is NULL",                               \
+      a->m[1].data = NULL; return act_fwd(a))                                                             \
+    X(act_bwd_dx_null, INVALID_ARG, "ssmjit_activation_bwd: dx.data is NULL",                             \
+      a->m[2].data = NULL; return act_bwd(a))                                                             \
+    X(gate_fwd_out_null, INVALID_ARG, "ssmjit_gate_fwd: out.data is NULL",                                \
+      a->m[2].data = NULL; return gate_fwd(a))                                                            \
+    X(gate_bwd_dz_null, INVALID_ARG, "ssmjit_gate_bwd: dz.data is NULL",                                  \
+      a->m[4].data = NULL; return gate_bwd(a))                                                            \
+    X(act_fwd_stride_short, INVALID_ARG, "ssmjit_activation_fwd: x.stride = 7 is less than the row width 8", \
+      a->m[0].stride = 7; return act_fwd(a))                                                              \
+    X(gate_bwd_stride_negative, INVALID_ARG, "ssmjit_gate_bwd: dout.stride = -8 is less than",            \
+      a->m[2].stride = -8; return gate_bwd(a))                                                            \
+    X(act_bwd_extent_overflow, UNSUPPORTED, "ssmjit_activation_bwd: desc->rows * desc->cols is too large", \
+      a->unary.rows = P(40); a->unary.cols = P(30); return act_bwd(a))                                    \
+    X(gate_fwd_extent_int64_max, UNSUPPORTED, "ssmjit_gate_fwd: desc->rows * desc->cols is too large",    \
+      a->unary.rows = INT64_MAX; return gate_fwd(a))                                                      \
+    X(gate_bwd_stride_overflow, UNSUPPORTED, "ssmjit_gate_bwd: dz.stride is too large",                   \
+      a->unary.rows = P(33); a->m[4].stride = P(31); return gate_bwd(a))                                  \
+    X(act_fwd_cols_past_grid, UNSUPPORTED, "ssmjit_activation_fwd: desc->cols = 549755813888 is too large", \
+      a->unary.rows = 1; a->unary.cols = P(39); return act_fwd(a))                                        \
+    /* rmsnorm */                                                                                         \
+    X(norm_fwd_ctx_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: ctx is NULL", a->ctx = NULL; return norm_fwd(a)) \
+    X(norm_ws_ctx_null, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: ctx is NULL",                    \
+      a->ctx = NULL; return norm_ws(a))                                                                   \
+    X(norm_bwd_ctx_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: ctx is NULL", a->ctx = NULL; return norm_bwd(a)) \
+    X(norm_fwd_desc_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc is NULL",                                \
+      return ssmjit_rmsnorm_fwd(a->ctx, NULL, a->x, a->residual, a->weight, a->y, a->residual_out,        \
+                                a->rstd, NULL))                                                           \
+    X(norm_ws_desc_null, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: desc is NULL",                  \
+      return ssmjit_rmsnorm_bwd_workspace_size(a->ctx, NULL, &a->out->bytes))                             \
+    X(norm_bwd_desc_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: desc is NULL",                                \
+      return ssmjit_rmsnorm_bwd(a->ctx, NULL, a->h, a->weight, a->rstd, a->dy, a->d_residual_out, a->dx,  \
+                                a->d_residual, a->dweight, a->workspace, a->workspace_bytes, NULL))       \
+    X(norm_ws_bytes_null, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: bytes is NULL",                \
+      return ssmjit_rmsnorm_bwd_workspace_size(a->ctx, &a->norm, NULL))                                   \
+    X(norm_fwd_dtype_unknown, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc->dtype = 3 is not a known dtype",    \
+      a->norm.dtype = (ssmjit_dtype)3; return norm_fwd(a))                                                \
+    X(norm_bwd_rows_negative, INVALID_ARG, "ssmjit_rmsnorm_bwd: desc->rows = -1 is negative",             \
+      a->norm.rows = -1; return norm_bwd(a))                                                              \
+    X(norm_ws_d_negative, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: desc->d = -8 is negative",     \
+      a->norm.d = -8; return norm_ws(a))                                                                  \
+    X(norm_fwd_eps_negative, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc->eps = -1 must be finite and >= 0",   \
+      a->norm.eps = -1.0f; return norm_fwd(a))                                                            \
+    X(norm_bwd_eps_nan, INVALID_ARG, "ssmjit_rmsnorm_bwd: desc->eps = nan must be finite",                \
+      a->norm.eps = NAN; return norm_bwd(a))                                                              \
+    X(norm_ws_eps_inf, INVALID_ARG, "desc->eps = inf must be finite", a->norm.eps = INFINITY;             \
+      return norm_ws(a))                                                                                  \
+    X(norm_fwd_residual_dtype_unknown, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc->residual_dtype = 9 is not a known dtype", \
+      a->norm.has_residual = 1; a->norm.residual_dtype = (ssmjit_dtype)9; return norm_fwd(a))             \
+    X(norm_fwd_residual_dtype_mismatch, UNSUPPORTED,                                                      \
+      "ssmjit_rmsnorm_fwd: desc->residual_dtype = f16 must be desc->dtype (bf16) or f32",                 \
+      a->norm.dtype = SSMJIT_BF16; a->norm.has_residual = 1; a->norm.residual_dtype = SSMJIT_F16;         \
+      return norm_fwd(a))                                                                                 \
+    X(norm_bwd_residual_dtype_mismatch, UNSUPPORTED, "ssmjit_rmsnorm_bwd: desc->residual_dtype = bf16 must be", \
+      a->norm.dtype = SSMJIT_F16; a->norm.has_residual = 1; a->norm.residual_dtype = SSMJIT_BF16;         \
+      return norm_bwd(a))                                                                                 \
+    X(norm_fwd_x_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: x.data is NULL", a->x.data = NULL; return norm_fwd(a)) \
+    X(norm_fwd_weight_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: weight is NULL",                            \
+      a->weight = NULL; return norm_fwd(a))                                                               \
+    X(norm_fwd_y_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: y.data is NULL", a->y.data = NULL; return norm_fwd(a)) \
+    X(norm_fwd_residual_unexpected, INVALID_ARG,                                                          \
+      "ssmjit_rmsnorm_fwd: residual.data is set but desc->has_residual is 0",                             \
+      a->residual.data = DEV; return norm_fwd(a))                                                         \
+    X(norm_fwd_residual_out_unexpected, INVALID_ARG, "residual_out.data is set but desc->has_residual is 0", \
+      a->residual_out.data = DEV; return norm_fwd(a))                                                     \
+    X(norm_fwd_stride_short, INVALID_ARG, "ssmjit_rmsnorm_fwd: y.stride = 4 is less than the row width 8", \
+      a->y.stride = 4; return norm_fwd(a))                                                                \
+    X(norm_bwd_h_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: h.data is NULL", a->h.data = NULL; return norm_bwd(a)) \
+    X(norm_bwd_rstd_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: rstd is NULL", a->rstd = NULL; return norm_bwd(a)) \
+    X(norm_bwd_dy_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: dy.data is NULL", a->dy.data = NULL; return norm_bwd(a)) \
+    X(norm_bwd_dx_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: dx.data is NULL", a->dx.data = NULL; return norm_bwd(a)) \
+    X(norm_bwd_d_residual_unexpected, INVALID_ARG, "ssmjit_rmsnorm_bwd: d_residual.data is set but",      \
+      a->d_residual.data = DEV; return norm_bwd(a))                                                       \
+    X(norm_bwd_dx_stride_negative, INVALID_ARG, "ssmjit_rmsnorm_bwd: dx.stride = -1 is less than",        \
+      a->dx.stride = -1; return norm_bwd(a))                                                              \
+    X(norm_bwd_workspace_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: workspace is NULL",                      \
+      a->workspace = NULL; return norm_bwd(a))                                                            \
+    X(norm_bwd_workspace_short, INVALID_ARG, "ssmjit_rmsnorm_bwd: workspace_bytes = 4 is less than",      \
+      a->workspace_bytes = 4; return norm_bwd(a))                                                         \
+    X(norm_fwd_extent_overflow, UNSUPPORTED, "ssmjit_rmsnorm_fwd: desc->rows * desc->d is too large",     \
+      a->norm.rows = P(40); a->norm.d = P(30); return norm_fwd(a))                                        \
+    X(norm_ws_d_huge_no_rows, UNSUPPORTED, "desc->rows * desc->d is too large",                           \
+      a->norm.rows = 0; a->norm.d = INT64_MAX; return norm_ws(a))                                         \
+    X(norm_bwd_d_huge_no_rows, UNSUPPORTED, "ssmjit_rmsnorm_bwd: desc->rows * desc->d is too large",      \
+      a->norm.rows = 0; a->norm.d = INT64_MAX; return norm_bwd(a))                                        \
+    X(norm_ws_workspace_overflow, UNSUPPORTED,                                                            \
+      "ssmjit_rmsnorm_bwd_workspace_size: the backward workspace is too large",                           \
+      a->norm.rows = 4; a->norm.d = P(60); return norm_ws(a))                                             \
+    X(norm_fwd_stride_overflow, UNSUPPORTED, "ssmjit_rmsnorm_fwd: x.stride is too large",                 \
+      a->norm.rows = P(33); a->x.stride = P(31); return norm_fwd(a))                                      \
+    /* causal conv1d */                                                                                   \
+    X(conv_fwd_ctx_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: ctx is NULL", a->ctx = NULL; return conv_fwd(a)) \
+    X(conv_ws_ctx_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd_workspace_size: ctx is NULL",              \
+      a->ctx = NULL; return conv_ws(a))                                                                   \
+    X(conv_bwd_ctx_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: ctx is NULL", a->ctx = NULL; return conv_bwd(a)) \
+    X(conv_update_ctx_null, INVALID_ARG, "ssmjit_causal_conv1d_update: ctx is NULL",                      \
+      a->ctx = NULL; return conv_update(a))                                                               \
+    X(conv_fwd_desc_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: desc is NULL",                          \
+      return ssmjit_causal_conv1d_fwd(a->ctx, NULL, &a->in, a->y, a->final_state, NULL))                  \
+    X(conv_ws_desc_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd_workspace_size: desc is NULL",            \
+      return ssmjit_causal_conv1d_bwd_workspace_size(a->ctx, NULL, &a->out->bytes))                       \
+    X(conv_bwd_desc_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: desc is NULL",                          \
+      return ssmjit_causal_conv1d_bwd(a->ctx, NULL, &a->in, a->dy, a->d_final_state, &a->cgrads,         \
+                                      a->workspace, a->workspace_bytes, NULL))                            \
+    X(conv_update_desc_null, INVALID_ARG, "ssmjit_causal_conv1d_update: desc is NULL",                    \
+      return ssmjit_causal_conv1d_update(a->ctx, NULL, a->x, a->weight, a->bias, a->conv_state, a->y, NULL)) \
+    X(conv_ws_bytes_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd_workspace_size: bytes is NULL",          \
+      return ssmjit_causal_conv1d_bwd_workspace_size(a->ctx, &a->conv, NULL))                             \
+    X(conv_fwd_dtype_unknown, INVALID_ARG, "ssmjit_causal_conv1d_fwd: desc->dtype = 3 is not a known dtype", \
+      a->conv.dtype = (ssmjit_dtype)3; return conv_fwd(a))                                                \
+    X(conv_update_dtype_negative, INVALID_ARG, "desc->dtype = -1 is not a known dtype",                   \
+      a->conv.dtype = (ssmjit_dtype)-1; return conv_update(a))                                            \
+    X(conv_fwd_batch_negative, INVALID_ARG, "ssmjit_causal_conv1d_fwd: desc->batch = -1 is negative",     \
+      a->conv.batch = -1; return conv_fwd(a))                                                             \
+    X(conv_bwd_seqlen_negative, INVALID_ARG, "ssmjit_causal_conv1d_bwd: desc->seqlen = -1 is negative",   \
+      a->conv.seqlen = -1; return conv_bwd(a))                                                            \
+    X(conv_ws_dim_negative, INVALID_ARG, "desc->dim = -1 is negative", a->conv.dim = -1; return conv_ws(a)) \
+    X(conv_fwd_width_short, INVALID_ARG, "ssmjit_causal_conv1d_fwd: desc->width = 1 is outside 2..8",     \
+      a->conv.width = 1; return conv_fwd(a))                                                              \
+    X(conv_update_width_long, INVALID_ARG, "desc->width = 9 is outside 2..8",                             \
+      a->conv.width = 9; return conv_update(a))                                                           \
+    X(conv_ws_width_negative, INVALID_ARG, "desc->width = -2147483648 is outside",                        \
+      a->conv.width = INT_MIN; return conv_ws(a))                                                         \
+    X(conv_fwd_in_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: in is NULL",                              \
+      return ssmjit_causal_conv1d_fwd(a->ctx, &a->conv, NULL, a->y, a->final_state, NULL))                \
+    X(conv_fwd_x_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: in->x.data is NULL",                       \
+      a->in.x.data = NULL; return conv_fwd(a))                                                            \
+    X(conv_fwd_x_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_fwd: in->x.data = * is not aligned to 4 bytes", \
+      a->in.x.data = MISALIGNED; return conv_fwd(a))                                                      \
+    X(conv_fwd_x_misaligned_f16, INVALID_ARG, "in->x.data = * is not aligned to 2 bytes",                 \
+      a->conv.dtype = SSMJIT_F16; a->in.x.data = MISALIGNED; return conv_fwd(a))                          \
+    X(conv_fwd_weight_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: in->weight is NULL",                  \
+      a->in.weight = NULL; return conv_fwd(a))                                                            \
+    X(conv_fwd_bias_misaligned, INVALID_ARG, "in->bias = * is not aligned to 4 bytes",                    \
+      a->in.bias = MISALIGNED; return conv_fwd(a))                                                        \
+    X(conv_fwd_initial_state_misaligned, INVALID_ARG, "in->initial_state = * is not aligned",             \
+      a->in.initial_state = MISALIGNED; return conv_fwd(a))                                               \
+    X(conv_fwd_y_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: y.data is NULL", a->y.data = NULL;         \
+      return conv_fwd(a))                                                                                 \
+    X(conv_fwd_y_stride_short, INVALID_ARG, "ssmjit_causal_conv1d_fwd: y.stride = 4 is less than the row width 8", \
+      a->y.stride = 4; return conv_fwd(a))                                                                \
+    X(conv_fwd_x_stride_negative, INVALID_ARG, "in->x.stride = -8 is less than",                          \
+      a->in.x.stride = -8; return conv_fwd(a))                                                            \
+    X(conv_fwd_final_state_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_fwd: final_state = * is not aligned", \
+      a->final_state = MISALIGNED; return conv_fwd(a))                                                    \
+    X(conv_fwd_extent_overflow, UNSUPPORTED,                                                              \
+      "ssmjit_causal_conv1d_fwd: desc->batch * desc->seqlen * desc->dim is too large",                    \
+      a->conv.batch = P(40); a->conv.seqlen = P(40); return conv_fwd(a))                                  \
+    X(conv_ws_seqlen_huge_no_batch, UNSUPPORTED, "desc->batch * desc->seqlen * desc->dim is too large",   \
+      a->conv.batch = 0; a->conv.seqlen = INT64_MAX; return conv_ws(a))                                   \
+    X(conv_ws_state_overflow, UNSUPPORTED,                                                                \
+      "ssmjit_causal_conv1d_bwd_workspace_size: desc->batch * desc->dim * desc->width is too large",      \
+      a->conv.batch = 1; a->conv.seqlen = 1; a->conv.dim = P(61); return conv_ws(a))                      \
+    X(conv_ws_workspace_overflow, UNSUPPORTED,                                                            \
+      "ssmjit_causal_conv1d_bwd_workspace_size: the backward workspace is too large",                     \
+      a->conv.batch = 1; a->conv.seqlen = 1; a->conv.dim = P(58); a->conv.width = 8; return conv_ws(a))   \
+    X(conv_fwd_stride_overflow, UNSUPPORTED, "ssmjit_causal_conv1d_fwd: in->x.stride is too large",       \
+      a->conv.batch = P(20); a->conv.seqlen = P(20); a->in.x.stride = P(30); return conv_fwd(a))          \
+    X(conv_bwd_in_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: in is NULL",                              \
+      return ssmjit_causal_conv1d_bwd(a->ctx, &a->conv, NULL, a->dy, a->d_final_state, &a->cgrads,       \
+                                      a->workspace, a->workspace_bytes, NULL))                            \
+    X(conv_bwd_dy_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: dy.data is NULL", a->dy.data = NULL;      \
+      return conv_bwd(a))                                                                                 \
+    X(conv_bwd_d_final_state_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_bwd: d_final_state = * is not aligned", \
+      a->d_final_state = MISALIGNED; return conv_bwd(a))                                                  \
+    X(conv_bwd_grads_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: grads is NULL",                        \
+      return ssmjit_causal_conv1d_bwd(a->ctx, &a->conv, &a->in, a->dy, a->d_final_state, NULL,           \
+                                      a->workspace, a->workspace_bytes, NULL))                            \
+    X(conv_bwd_dx_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: grads->dx.data is NULL",                  \
+      a->cgrads.dx.data = NULL; return conv_bwd(a))                                                       \
+    X(conv_bwd_dweight_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: grads->dweight is NULL",             \
+      a->cgrads.dweight = NULL; return conv_bwd(a))                                                       \
+    X(conv_bwd_dbias_misaligned, INVALID_ARG, "grads->dbias = * is not aligned to 4 bytes",               \
+      a->cgrads.dbias = MISALIGNED; return conv_bwd(a))                                                   \
+    X(conv_bwd_d_initial_state_misaligned, INVALID_ARG, "grads->d_initial_state = * is not aligned",      \
+      a->cgrads.d_initial_state = MISALIGNED; return conv_bwd(a))                                         \
+    X(conv_bwd_workspace_short, INVALID_ARG, "ssmjit_causal_conv1d_bwd: workspace_size = 0 is less than", \
+      a->workspace_bytes = 0; return conv_bwd(a))                                                         \
+    X(conv_bwd_workspace_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: workspace is NULL",                \
+      a->workspace = NULL; return conv_bwd(a))                                                            \
+    X(conv_bwd_workspace_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_bwd: workspace = * is not aligned", \
+      a->workspace = MISALIGNED; return conv_bwd(a))                                                      \
+    X(conv_update_x_null, INVALID_ARG, "ssmjit_causal_conv1d_update: x.data is NULL", a->x.data = NULL;   \
+      return conv_update(a))                                                                              \
+    X(conv_update_weight_null, INVALID_ARG, "ssmjit_causal_conv1d_update: weight is NULL",                \
+      a->weight = NULL; return conv_update(a))                                                            \
+    X(conv_update_state_null, INVALID_ARG, "ssmjit_causal_conv1d_update: conv_state is NULL",             \
+      a->conv_state = NULL; return conv_update(a))                                                        \
+    X(conv_update_state_misaligned, INVALID_ARG, "conv_state = * is not aligned to 4 bytes",              \
+      a->conv_state = MISALIGNED; return conv_update(a))                                                  \
+    X(conv_update_y_null, INVALID_ARG, "ssmjit_causal_conv1d_update: y.data is NULL", a->y.data = NULL;   \
+      return conv_update(a))                                                                              \
+    X(conv_update_y_stride_short, INVALID_ARG, "ssmjit_causal_conv1d_update: y.stride = 7 is less than",  \
+      a->y.stride = 7; return conv_update(a))                                                             \
+    /* selective scan */                                                                                  \
+    X(scan_fwd_ctx_null, INVALID_ARG, "ssmjit_selective_scan_fwd: ctx is NULL", a->ctx = NULL;            \
+      return scan_fwd(a))                                                                                 \
+    X(scan_bwd_ctx_null, INVALID_ARG, "ssmjit_selective_scan_bwd: ctx is NULL", a->ctx = NULL;            \
+      return scan_bwd(a))                                                                                 \
+    X(scan_fwd_desc_null, INVALID_ARG, "ssmjit_selective_scan_fwd: desc is NULL",                         \
+      return ssmjit_selective_scan_fwd(a->ctx, NULL, NULL))                                               \
+    X(scan_fwd_ws_desc_null, INVALID_ARG, "ssmjit_selective_scan_fwd_workspace_size: desc is NULL",       \
+      return ssmjit_selective_scan_fwd_workspace_size(NULL, &a->out->bytes))                              \
+    X(scan_bwd_ws_desc_null, INVALID_ARG, "ssmjit_selective_scan_bwd_workspace_size: desc is NULL",       \
+      return ssmjit_selective_scan_bwd_workspace_size(NULL, &a->out->bytes))                              \
+    X(scan_bwd_desc_null, INVALID_ARG, "ssmjit_selective_scan_bwd: desc is NULL",                         \
+      return ssmjit_selective_scan_bwd(a->ctx, NULL, &a->sgrads, a->workspace, a->workspace_bytes, NULL)) \
+    X(scan_fwd_ws_bytes_null, INVALID_ARG, "ssmjit_selective_scan_fwd_workspace_size: bytes is NULL",     \
+      return ssmjit_selective_scan_fwd_workspace_size(&a->scan, NULL))                                    \
+    X(scan_bwd_ws_bytes_null, INVALID_ARG, "ssmjit_selective_scan_bwd_workspace_size: bytes is NULL",     \
+      return ssmjit_selective_scan_bwd_workspace_size(&a->scan, NULL))                                    \
+    X(scan_fwd_dtype_unknown, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->dtype = 3 is not a known dtype", \
+      a->scan.dtype = (ssmjit_dtype)3; return scan_fwd(a))                                                \
+    X(scan_fwd_ws_dtype_negative, INVALID_ARG, "desc->dtype = -1 is not a known dtype",                   \
+      a->scan.dtype = (ssmjit_dtype)-1; return scan_fwd_ws(a))                                            \
+    X(scan_fwd_batch_negative, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->batch = -1 is negative",    \
+      a->scan.batch = -1; return scan_fwd(a))                                                             \
+    X(scan_bwd_seqlen_negative, INVALID_ARG, "ssmjit_selective_scan_bwd: desc->seqlen = -1 is negative",  \
+      a->scan.seqlen = -1; return scan_bwd(a))                                                            \
+    X(scan_bwd_ws_dim_negative, INVALID_ARG, "ssmjit_selective_scan_bwd_workspace_size: desc->dim = -1 is negative", \
+      a->scan.dim = -1; return scan_bwd_ws(a))                                                            \
+    X(scan_fwd_dstate_0, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->dstate = 0 is outside 1..256",    \
+      a->scan.dstate = 0; return scan_fwd(a))                                                             \
+    X(scan_fwd_ws_dstate_257, INVALID_ARG, "desc->dstate = 257 is outside 1..256",                        \
+      a->scan.dstate = 257; return scan_fwd_ws(a))                                                        \
+    X(scan_bwd_dstate_negative, INVALID_ARG, "desc->dstate = -9223372036854775808 is outside",            \
+      a->scan.dstate = INT64_MIN; return scan_bwd(a))                                                     \
+    X(scan_fwd_u_null, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->u.data is NULL",                    \
+      a->scan.u.data = NULL; return scan_fwd(a))                                                          \
+    X(scan_fwd_delta_null, INVALID_ARG, "desc->delta.data is NULL", a->scan.delta.data = NULL;            \
+      return scan_fwd(a))                                                                                 \
+    X(scan_bwd_A_null, INVALID_ARG, "ssmjit_selective_scan_bwd: desc->A is NULL", a->scan.A = NULL;       \
+      return scan_bwd(a))                                                                                 \
+    X(scan_fwd_B_null, INVALID_ARG, "desc->B.data is NULL", a->scan.B.data = NULL; return scan_fwd(a))    \
+    X(scan_bwd_ws_C_null, INVALID_ARG, "desc->C.data is NULL", a->scan.C.data = NULL; return scan_bwd_ws(a)) \
+    X(scan_fwd_y_null, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->y.data is NULL",                    \
+      a->scan.y.data = NULL; return scan_fwd(a))                                                          \
+    X(scan_fwd_u_stride_short, INVALID_ARG, "desc->u.stride = 4 is less than the row width 8",            \
+      a->scan.u.stride = 4; return scan_fwd(a))                                                           \
+    X(scan_bwd_B_stride_short, INVALID_ARG, "desc->B.stride = 15 is less than the row width 16",          \
+      a->scan.B.stride = 15; return scan_bwd(a))                                                          \
+    X(scan_fwd_z_stride_negative, INVALID_ARG, "desc->z.stride = -1 is less than",                        \
+      a->scan.z.stride = -1; return scan_fwd(a))                                                          \
+    X(scan_fwd_cu_seqlens_batch, INVALID_ARG, "desc->batch = 2 must be 1 with cu_seqlens",                \
+      a->scan.cu_seqlens = DEV; a->scan.num_seqs = 1; return scan_fwd(a))                                 \
+    X(scan_fwd_ws_num_seqs_0, INVALID_ARG, "desc->num_seqs = 0 must be in 1..2^31-2 with cu_seqlens",     \
+      a->scan.cu_seqlens = DEV; a->scan.batch = 1; return scan_fwd_ws(a))                                 \
+    X(scan_bwd_num_seqs_huge, INVALID_ARG, "desc->num_seqs = 9223372036854775807 must be in",             \
+      a->scan.cu_seqlens = DEV; a->scan.batch = 1; a->scan.num_seqs = INT64_MAX; return scan_bwd(a))      \
+    X(scan_fwd_batch_above_grid, UNSUPPORTED, "ssmjit_selective_scan_fwd: desc->batch = 65536 is above 65535", \
+      a->scan.batch = 65536; return scan_fwd(a))                                                          \
+    X(scan_bwd_ws_dim_above_int32, UNSUPPORTED, "desc->dim = 2147483648 is above 2^31-1",                 \
+      a->scan.dim = P(31); return scan_bwd_ws(a))                                                         \
+    X(scan_fwd_cu_seqlens_seqlen_above_int32, UNSUPPORTED,                                                \
+      "desc->seqlen = 2147483648 does not fit int32 cu_seqlens",                                          \
+      a->scan.cu_seqlens = DEV; a->scan.batch = 1; a->scan.num_seqs = 1; a->scan.seqlen = P(31);          \
+      return scan_fwd(a))                                                                                 \
+    X(scan_fwd_activation_overflow, UNSUPPORTED,                                                          \
+      "ssmjit_selective_scan_fwd: the activation extent B * L * stride is too large",                     \
+      a->scan.batch = 65535; a->scan.seqlen = P(47); return scan_fwd(a))                                  \
+    X(scan_fwd_ws_state_overflow, UNSUPPORTED, "the state extent S * D * N is too large",                 \
+      a->scan.cu_seqlens = DEV; a->scan.batch = 1; a->scan.seqlen = 16; a->scan.num_seqs = INT32_MAX - 1; \
+      a->scan.dim = INT32_MAX; a->scan.dstate = 256; return scan_fwd_ws(a))                               \
+    /* the largest L for which the backward workspace counted in floats       \
+     * passed, while its size in bytes wrapped past 2^64 */                   \
+    X(scan_bwd_ws_workspace_overflow, UNSUPPORTED,                                                        \
+      "ssmjit_selective_scan_bwd_workspace_size: the backward workspace is too large",                    \
+      a->scan.batch = 1; a->scan.seqlen = 113025454; a->scan.dim = INT32_MAX; a->scan.dstate = 256;       \
+      return scan_bwd_ws(a))                                                                              \
+    X(scan_fwd_ws_workspace_overflow, UNSUPPORTED, "the backward workspace is too large",                 \
+      a->scan.batch = 1; a->scan.seqlen = 113025454; a->scan.dim = INT32_MAX; a->scan.dstate = 256;       \
+      return scan_fwd_ws(a))                                                                              \
+    X(scan_bwd_grads_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads is NULL",                       \
+      return ssmjit_selective_scan_bwd(a->ctx, &a->scan, NULL, a->workspace, a->workspace_bytes, NULL))   \
+    X(scan_bwd_dy_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads->dy.data is NULL",                 \
+      a->sgrads.dy.data = NULL; return scan_bwd(a))                                                       \
+    X(scan_bwd_du_null, INVALID_ARG, "grads->du.data is NULL", a->sgrads.du.data = NULL; return scan_bwd(a)) \
+    X(scan_bwd_ddelta_null, INVALID_ARG, "grads->ddelta.data is NULL", a->sgrads.ddelta.data = NULL;      \
+      return scan_bwd(a))                                                                                 \
+    X(scan_bwd_dB_null, INVALID_ARG, "grads->dB.data is NULL", a->sgrads.dB.data = NULL; return scan_bwd(a)) \
+    X(scan_bwd_dC_null, INVALID_ARG, "grads->dC.data is NULL", a->sgrads.dC.data = NULL; return scan_bwd(a)) \
+    X(scan_bwd_dA_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads->dA is NULL", a->sgrads.dA = NULL; \
+      return scan_bwd(a))                                                                                 \
+    X(scan_bwd_dD_missing, INVALID_ARG, "grads->dD is NULL but desc->D is given", a->sgrads.dD = NULL;    \
+      return scan_bwd(a))                                                                                 \
+    X(scan_bwd_dD_unexpected, INVALID_ARG, "grads->dD is set but desc->D is absent", a->scan.D = NULL;    \
+      return scan_bwd(a))                                                                                 \
+    X(scan_bwd_dz_missing, INVALID_ARG, "grads->dz.data is NULL but desc->z is given",                    \
+      a->sgrads.dz.data = NULL; return scan_bwd(a))                                                       \
+    X(scan_bwd_dz_unexpected, INVALID_ARG, "grads->dz.data is set but desc->z is absent",                 \
+      a->scan.z.data = NULL; return scan_bwd(a))                                                          \
+    X(scan_bwd_ddelta_bias_missing, INVALID_ARG, "grads->ddelta_bias is NULL but desc->delta_bias is given", \
+      a->sgrads.ddelta_bias = NULL; return scan_bwd(a))                                                   \
+    X(scan_bwd_d_initial_state_unexpected, INVALID_ARG,                                                   \
+      "grads->d_initial_state is set but desc->initial_state is absent",                                  \
+      a->scan.initial_state = NULL; return scan_bwd(a))                                                   \
+    X(scan_bwd_du_stride_short, INVALID_ARG, "grads->du.stride = 3 is less than the row width 8",         \
+      a->sgrads.du.stride = 3; return scan_bwd(a))                                                        \
+    X(scan_bwd_dy_stride_overflow, UNSUPPORTED, "ssmjit_selective_scan_bwd: grads->dy.stride is too large", \
+      a->scan.seqlen = P(40); a->sgrads.dy.stride = P(30); return scan_bwd(a))                            \
+    X(scan_bwd_workspace_null, INVALID_ARG, "ssmjit_selective_scan_bwd: workspace is NULL",               \
+      a->workspace = NULL; return scan_bwd(a))                                                            \
+    X(scan_bwd_workspace_short, INVALID_ARG, "ssmjit_selective_scan_bwd: workspace_bytes = 0 is below",   \
+      a->workspace_bytes = 0; return scan_bwd(a))                                                         \
+    /* selective state update */                                                                          \
+    X(update_ctx_null, INVALID_ARG, "ssmjit_selective_state_update: ctx is NULL", a->ctx = NULL;          \
+      return state_update(a))                                                                             \
+    X(update_desc_null, INVALID_ARG, "ssmjit_selective_state_update: desc is NULL",                       \
+      return ssmjit_selective_state_update(a->ctx, NULL, NULL))                                           \
+    X(update_dtype_unknown, INVALID_ARG, "ssmjit_selective_state_update: desc->dtype = 3 is not a known dtype", \
+      a->upd.dtype = (ssmjit_dtype)3; return state_update(a))                                             \
+    X(update_batch_negative, INVALID_ARG, "desc->batch = -1 is negative", a->upd.batch = -1;              \
+      return state_update(a))                                                                             \
+    X(update_dim_negative, INVALID_ARG, "desc->dim = -1 is negative", a->upd.dim = -1; return state_update(a)) \
+    X(update_dstate_0, INVALID_ARG, "desc->dstate = 0 is outside 1..256", a->upd.dstate = 0;              \
+      return state_update(a))                                                                             \
+    X(update_dstate_300, INVALID_ARG, "desc->dstate = 300 is outside 1..256", a->upd.dstate = 300;        \
+      return state_update(a))                                                                             \
+    X(update_x_null, INVALID_ARG, "ssmjit_selective_state_update: desc->x.data is NULL",                  \
+      a->upd.x.data = NULL; return state_update(a))                                                       \
+    X(update_dt_null, INVALID_ARG, "desc->dt.data is NULL", a->upd.dt.data = NULL; return state_update(a)) \
+    X(update_B_null, INVALID_ARG, "desc->B.data is NULL", a->upd.B.data = NULL; return state_update(a))   \
+    X(update_C_null, INVALID_ARG, "desc->C.data is NULL", a->upd.C.data = NULL; return state_update(a))   \
+    X(update_out_null, INVALID_ARG, "desc->out.data is NULL", a->upd.out.data = NULL; return state_update(a)) \
+    X(update_A_null, INVALID_ARG, "ssmjit_selective_state_update: desc->A is NULL", a->upd.A = NULL;      \
+      return state_update(a))                                                                             \
+    X(update_state_null, INVALID_ARG, "ssmjit_selective_state_update: desc->state is NULL",               \
+      a->upd.state = NULL; return state_update(a))                                                        \
+    X(update_x_stride_short, INVALID_ARG, "desc->x.stride = 4 is less than the row width 8",              \
+      a->upd.x.stride = 4; return state_update(a))                                                        \
+    X(update_z_stride_negative, INVALID_ARG, "desc->z.stride = -8 is less than", a->upd.z.stride = -8;    \
+      return state_update(a))                                                                             \
+    X(update_stride_overflow, UNSUPPORTED, "ssmjit_selective_state_update: the extent B * stride is too large", \
+      a->upd.batch = P(40); a->upd.x.stride = P(30); return state_update(a))                              \
+    X(update_state_overflow, UNSUPPORTED, "the state extent B * D * N is too large",                      \
+      a->upd.batch = P(20); a->upd.dim = P(30); a->upd.dstate = 256; return state_update(a))
+
+typedef struct bad_row {
+    const char *name;
+    ssmjit_status (*call)(args *a);
+    ssmjit_status want;
+    const char *message;
+} bad_row;
+
+#define THUNK(name, status, message, ...)   \
+    static ssmjit_status name(args *a)      \
+    {                                       \
+        (void)a;                            \
+        __VA_ARGS__;                        \
+    }
+BAD_INPUT(THUNK)
+
+#define ROW(name, status, message, ...) {#name, name, SSMJIT_ERR_##status, message},
+static const bad_row rows[] = {BAD_INPUT(ROW)};
+
+/* Rows whose function writes its outputs although it fails: faults of the
+ * cache directory functions (they fill the buffer or the stats before the
+ * directory is known), to be fixed there.  Status and message are still
+ * checked. */
+static const char *const writes_on_error[] = {"resolve_dir_cap_short", "verify_dir_too_long",
+                                              "verify_no_env"};
+
+/* ------------------------------------------------------------------------ */
+/* Running the table                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct fixture {
+    ssmjit_context *ctx;
+    char *cache_dir;
+    char long_dir[PATH_MAX + 100];
+} fixture;
+
+/* A context as ssmjit_context_create would make it for an H100, minus the
+ * driver: every driver entry point is missing, and its modules count as
+ * loaded so that no kernel is compiled. */
+static ssmjit_context *stand_in_context(void)
+{
+    static const sj_driver no_driver;
+    static char loaded;
+    ssmjit_context *ctx = calloc(1, sizeof *ctx);
+    assert_non_null(ctx);
+    ctx->drv = &no_driver;
+    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 52428800};
+    ctx->want_arch = 90;
+    ctx->fast_math = -1;
+    ctx->cache_mode = SSMJIT_CACHE_OFF;
+    pthread_mutex_init(&ctx->target_lock, NULL);
+    for (int m = 0; m < SJ_MODULE_COUNT; m++)
+        for (int f = 0; f < 2; f++) {
+            pthread_mutex_init(&ctx->modules[m][f].lock, NULL);
+            atomic_store(&ctx->modules[m][f].handle, (CUmodule)(void *)&loaded);
+        }
+    return ctx;
+}
+
+static int setup(void **state)
+{
+    /* The options' own values must be what is tested, not the caller's. */
+    static const char *const env[] = {"SSMJIT_CACHE", "SSMJIT_ARCH", "SSMJIT_FAST_MATH",
+                                      "SSMJIT_DETERMINISTIC"};
+    for (size_t i = 0; i < sizeof env / sizeof *env; i++)
+        unsetenv(env[i]);
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->ctx = stand_in_context();
+    f->cache_dir = tu_mkdtemp();
+    memset(f->long_dir, 'd', sizeof f->long_dir - 1);
+    memcpy(f->long_dir, "/tmp/", 5);
+    memset(device_mem, POISON, sizeof device_mem);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    ssmjit_context_destroy(f->ctx);
+    tu_rmtree(f->cache_dir);
+    free(f->cache_dir);
+    free(f);
+    return 0;
+}
+
+/* `text` contains the parts of `pattern` between '*'s, in order. */
+static int matches(const char *text, const char *pattern)
+{
+    char part[256];
+    while (*pattern) {
+        size_t len = strcspn(pattern, "*");
+        assert_true(len < sizeof part);
+        memcpy(part, pattern, len);
+        part[len] = '\0';
+        const char *at = strstr(text, part);
+        if (!at)
+            return 0;
+        text = at + len;
+        pattern += len + (pattern[len] == '*');
+    }
+    return 1;
+}
+
+/* Nonzero if the directory is not empty; it is emptied then, so that the
+ * next row is judged on its own. */
+static int dir_written(const char *path)
+{
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    if (n) {
+        tu_rmtree(path);
+        assert_int_equal(mkdir(path, 0700), 0);
+    }
+    return n;
+}
+
+static int may_write(const char *name)
+{
+    for (size_t i = 0; i < sizeof writes_on_error / sizeof *writes_on_error; i++)
+        if (!strcmp(name, writes_on_error[i]))
+            return 1;
+    return 0;
+}
+
+/* Runs one row; returns 0 if it holds, else prints why not. */
+static int check_row(fixture *f, const bad_row *r)
+{
+    static unsigned char mem_before[sizeof device_mem];
+    outputs out, poisoned;
+    memset(&out, POISON, sizeof out);
+    memset(&poisoned, POISON, sizeof poisoned);
+    memcpy(mem_before, device_mem, sizeof device_mem);
+    args a = base_args(f->ctx, &out, f->cache_dir, f->long_dir);
+
+    ssmjit_status got = r->call(&a);
+    const char *msg = ssmjit_last_error();
+    const int dir_changed = dir_written(f->cache_dir);
+    const char *why = NULL;
+    if (got != r->want)
+        why = "wrong status";
+    else if (!matches(msg, r->message))
+        why = "wrong message";
+    else if (!may_write(r->name) && memcmp(&out, &poisoned, sizeof out))
+        why = "host outputs written";
+    else if (memcmp(device_mem, mem_before, sizeof device_mem))
+        why = "device memory written";
+    else if (dir_changed)
+        why = "cache directory written";
+    if (!why)
+        return 0;
+    print_error("%s: %s: got %s \"%s\", want %s \"%s\"\n", r->name, why, ssmjit_status_string(got), msg,
+                ssmjit_status_string(r->want), r->message);
+    return 1;
+}
+
+static void test_table(void **state)
+{
+    fixture *f = *state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        failed += check_row(f, &rows[i]);
+    print_message("%zu rows, %d failed\n", sizeof rows / sizeof *rows, failed);
+    assert_int_equal(failed, 0);
+}
+
+/* Without this the rows would prove nothing: each op, given the table's
+ * unchanged arguments, passes every check and gets to its first driver
+ * call (the workspace queries answer). */
+static void test_valid_base_arguments(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *name;
+        ssmjit_status (*call)(args *a);
+        int answers; /* a query that returns SSMJIT_OK and writes *bytes */
+    } ops[] = {
+        {"act_fwd", act_fwd, 0},         {"act_bwd", act_bwd, 0},         {"gate_fwd", gate_fwd, 0},
+        {"gate_bwd", gate_bwd, 0},       {"norm_fwd", norm_fwd, 0},       {"norm_ws", norm_ws, 1},
+        {"norm_bwd", norm_bwd, 0},       {"conv_fwd", conv_fwd, 0},       {"conv_ws", conv_ws, 1},
+        {"conv_bwd", conv_bwd, 0},       {"conv_update", conv_update, 0}, {"scan_fwd", scan_fwd, 0},
+        {"scan_fwd_ws", scan_fwd_ws, 1}, {"scan_bwd_ws", scan_bwd_ws, 1}, {"scan_bwd", scan_bwd, 0},
+        {"state_update", state_update, 0},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        outputs out;
+        memset(&out, POISON, sizeof out);
+        args a = base_args(f->ctx, &out, f->cache_dir, f->long_dir);
+        ssmjit_status got = ops[i].call(&a);
+        if (ops[i].answers) {
+            if (got != SSMJIT_OK)
+                fail_msg("%s: %s \"%s\"", ops[i].name, ssmjit_status_string(got), ssmjit_last_error());
+            size_t poison;
+            memset(&poison, POISON, sizeof poison);
+            assert_true(out.bytes != poison);
+        } else if (got != SSMJIT_ERR_UNSUPPORTED || !strstr(ssmjit_last_error(), "driver has no cu")) {
+            fail_msg("%s: %s \"%s\", expected the stand-in's missing driver", ops[i].name,
+                     ssmjit_status_string(got), ssmjit_last_error());
+        }
+    }
+}
+
+/* Functions without a status: their answer for bad input. */
+static void test_values_for_bad_input(void **state)
+{
+    (void)state;
+    assert_string_equal(ssmjit_status_string((ssmjit_status)-1), "SSMJIT_UNKNOWN_STATUS");
+    assert_string_equal(ssmjit_status_string((ssmjit_status)(SSMJIT_ERR_INTERNAL + 1)), "SSMJIT_UNKNOWN_STATUS");
+    assert_int_equal(ssmjit_dtype_size((ssmjit_dtype)3), 0);
+    assert_int_equal(ssmjit_dtype_size((ssmjit_dtype)-1), 0);
+    assert_null(ssmjit_module_name(ssmjit_module_count()));
+    assert_null(ssmjit_module_name(SIZE_MAX));
+    assert_int_equal(ssmjit_module_default_fast_math(ssmjit_module_count()), -1);
+    assert_int_equal(ssmjit_module_default_fast_math(SIZE_MAX), -1);
+    /* documented no-ops */
+    ssmjit_context_options_init(NULL);
+    ssmjit_prewarm_options_init(NULL);
+    ssmjit_context_destroy(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_values_for_bad_input),
+        cmocka_unit_test(test_valid_base_arguments),
+        cmocka_unit_test(test_table),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
