@@ -248,8 +248,8 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opt
                                                int *was_cached);
 
 /* The cache directory in effect for `dir` (NULL: from the environment).
- * Writes a NUL-terminated path; SSMJIT_ERR_INVALID_ARG if cap is too small
- * or no directory can be derived (no HOME). */
+ * Writes a NUL-terminated path; SSMJIT_ERR_INVALID_ARG (buf untouched) if
+ * cap is too small or no directory can be derived (no HOME). */
 SSMJIT_API ssmjit_status ssmjit_cache_resolve_dir(const char *dir, char *buf, size_t cap);
 
 typedef struct ssmjit_cache_stats {
@@ -264,13 +264,14 @@ typedef struct ssmjit_cache_stats {
 /* Walks the cache under dir (NULL: default) and checks every entry's header,
  * key and payload checksum.  remove_bad nonzero deletes the bad ones.
  * A directory that does not exist gives zero counts and SSMJIT_OK.
- * SSMJIT_ERR_INVALID_ARG when SSMJIT_CACHE_MAX_BYTES is not valid. */
+ * SSMJIT_ERR_INVALID_ARG when SSMJIT_CACHE_MAX_BYTES is not valid.  *out
+ * is written only on success. */
 SSMJIT_API ssmjit_status ssmjit_cache_verify(const char *dir, int remove_bad,
                                              ssmjit_cache_stats *out);
 
 /* Deletes every cache entry (and leftover temporary file) under dir (NULL:
- * default); *removed (may be NULL) counts the files deleted.  Files that are
- * not ssmjit's are left alone. */
+ * default); *removed (may be NULL) counts the files deleted, written only
+ * on success.  Files that are not ssmjit's are left alone. */
 SSMJIT_API ssmjit_status ssmjit_cache_clear(const char *dir, size_t *removed);
 
 /* ------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /* Where the cache is, in which mode, how big it may grow, and whether it
  * can be trusted. */
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,20 +17,24 @@ ssmjit_status sj_cache_dir_resolve(const char *dir, char *out, size_t cap)
 {
     const char *env = getenv("SSMJIT_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
                *home = getenv("HOME");
+    char path[PATH_MAX];
     int n;
     if (dir && *dir)
-        n = snprintf(out, cap, "%s", dir);
+        n = snprintf(path, sizeof path, "%s", dir);
     else if (env && *env)
-        n = snprintf(out, cap, "%s", env);
+        n = snprintf(path, sizeof path, "%s", env);
     else if (xdg && *xdg)
-        n = snprintf(out, cap, "%s/ssmjit", xdg);
+        n = snprintf(path, sizeof path, "%s/ssmjit", xdg);
     else if (home && *home)
-        n = snprintf(out, cap, "%s/.cache/ssmjit", home);
+        n = snprintf(path, sizeof path, "%s/.cache/ssmjit", home);
     else
         return sj_error(SSMJIT_ERR_INVALID_ARG,
                         "no cache directory: set SSMJIT_CACHE_DIR, XDG_CACHE_HOME or HOME");
-    if (n < 0 || (size_t)n >= cap)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "cache directory path is longer than %zu bytes", cap);
+    /* out is written only when the whole path fits */
+    if (n < 0 || (size_t)n >= cap || (size_t)n >= sizeof path)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "cache directory path is longer than %zu bytes",
+                        cap < sizeof path ? cap : sizeof path);
+    memcpy(out, path, (size_t)n + 1);
     return SSMJIT_OK;
 }
 

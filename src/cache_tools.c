@@ -61,14 +61,17 @@ SSMJIT_API ssmjit_status ssmjit_cache_verify(const char *dir, int remove_bad, ss
     char resolved[PATH_MAX];
     if (!out)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_cache_verify: out is NULL");
-    memset(out, 0, sizeof *out);
+    ssmjit_cache_stats stats;
+    memset(&stats, 0, sizeof stats);
     ssmjit_status st = sj_cache_dir_resolve(dir, resolved, sizeof resolved);
     if (st == SSMJIT_OK)
-        st = sj_cache_max_bytes(&out->max_bytes);
-    if (st != SSMJIT_OK)
-        return st;
-    verify_arg v = {out, remove_bad};
-    return walk(resolved, verify_visit, &v, 0);
+        st = sj_cache_max_bytes(&stats.max_bytes);
+    verify_arg v = {&stats, remove_bad};
+    if (st == SSMJIT_OK)
+        st = walk(resolved, verify_visit, &v, 0);
+    if (st == SSMJIT_OK)
+        *out = stats;
+    return st;
 }
 
 SSMJIT_API ssmjit_status ssmjit_cache_clear(const char *dir, size_t *removed)
@@ -76,10 +79,9 @@ SSMJIT_API ssmjit_status ssmjit_cache_clear(const char *dir, size_t *removed)
     char resolved[PATH_MAX];
     size_t count = 0;
     ssmjit_status st = sj_cache_dir_resolve(dir, resolved, sizeof resolved);
-    if (st != SSMJIT_OK)
-        return st;
-    st = walk(resolved, clear_visit, &count, 1);
-    if (removed)
+    if (st == SSMJIT_OK)
+        st = walk(resolved, clear_visit, &count, 1);
+    if (st == SSMJIT_OK && removed)
         *removed = count;
     return st;
 }
