@@ -108,7 +108,9 @@ static ssmjit_status open_index(sj_checkpoint *ck, const char *dir, const char *
     ssmjit_status st = sj_read_file(index, &text, &len);
     if (st != SSMJIT_OK)
         return st;
-    st = sj_json_parse(text, len, index, &doc);
+    char label[PATH_MAX + 2];
+    snprintf(label, sizeof label, "'%s'", index);
+    st = sj_json_parse(text, len, label, &doc);
     free(text);
     if (st != SSMJIT_OK)
         return st;

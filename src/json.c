@@ -537,11 +537,11 @@ const char *sj_json_type_name(sj_json_type type)
 {
     switch (type) {
     case SJ_JSON_NULL: return "null";
-    case SJ_JSON_BOOL: return "boolean";
-    case SJ_JSON_NUMBER: return "number";
-    case SJ_JSON_STRING: return "string";
-    case SJ_JSON_ARRAY: return "array";
-    case SJ_JSON_OBJECT: return "object";
+    case SJ_JSON_BOOL: return "a boolean";
+    case SJ_JSON_NUMBER: return "a number";
+    case SJ_JSON_STRING: return "a string";
+    case SJ_JSON_ARRAY: return "an array";
+    case SJ_JSON_OBJECT: return "an object";
     }
-    return "unknown";
+    return "an unknown value";
 }

@@ -43,7 +43,8 @@ struct sj_json {
 typedef struct sj_json_doc sj_json_doc;
 
 /* Parses text[0..len).  On failure returns SSMJIT_ERR_INVALID_ARG with
- * "<what>: invalid JSON at byte B (line L, column C): <reason>", or
+ * "<what>: invalid JSON at byte B (line L, column C): <reason>" (callers
+ * pass what quoted, "'config.json'", as their own messages quote names), or
  * SSMJIT_ERR_NO_MEMORY.  Free the document with sj_json_free. */
 ssmjit_status sj_json_parse(const char *text, size_t len, const char *what, sj_json_doc **out);
 
@@ -57,7 +58,7 @@ void sj_json_free(sj_json_doc *doc);
  * no such member.  Linear in the object's size. */
 const sj_json *sj_json_get(const sj_json *obj, const char *key);
 
-/* Name of a type for messages ("object", "string", ...). */
+/* A type for messages, with its article: "an object", "a string", "null"... */
 const char *sj_json_type_name(sj_json_type type);
 
 #endif

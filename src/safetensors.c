@@ -74,7 +74,7 @@ static ssmjit_status parse_tensor(const sj_json *m, const char *what, sj_st_tens
 {
     const char *name = m->key;
     if (m->type != SJ_JSON_OBJECT)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s' is a %s, not an object", what, name,
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s' is %s, not an object", what, name,
                    sj_json_type_name(m->type));
     for (size_t i = 0; i < m->count; i++) {
         const char *k = m->items[i].key;
@@ -115,11 +115,11 @@ static ssmjit_status parse_tensor(const sj_json *m, const char *what, sj_st_tens
 static ssmjit_status check_metadata(const sj_json *m, const char *what)
 {
     if (m->type != SJ_JSON_OBJECT)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"__metadata__\" is a %s, not an object", what,
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"__metadata__\" is %s, not an object", what,
                    sj_json_type_name(m->type));
     for (size_t i = 0; i < m->count; i++)
         if (m->items[i].type != SJ_JSON_STRING)
-            return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"__metadata__\" entry \"%.100s\" is a %s, not a string",
+            return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"__metadata__\" entry \"%.100s\" is %s, not a string",
                        what, m->items[i].key, sj_json_type_name(m->items[i].type));
     return SSMJIT_OK;
 }
@@ -179,7 +179,7 @@ static ssmjit_status parse_members(const sj_json *root, const char *what, sj_st_
                                    uint64_t data_size, const uint8_t *data)
 {
     if (root->type != SJ_JSON_OBJECT)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': header is a %s, not an object", what,
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': header is %s, not an object", what,
                    sj_json_type_name(root->type));
     h->tensors = calloc(root->count ? root->count : 1, sizeof *h->tensors);
     if (!h->tensors)

@@ -149,8 +149,8 @@ static void expect_index_error(const char *sub, const char *index, ssmjit_status
 static void test_bad_indexes(void **state)
 {
     (void)state;
-    expect_index_error("i1", "{\"weight_map\": ", SSMJIT_ERR_INVALID_ARG, SJ_CHECKPOINT_INDEX,
-                       "invalid JSON at byte 15");
+    expect_index_error("i1", "{\"weight_map\": ", SSMJIT_ERR_INVALID_ARG, SJ_CHECKPOINT_INDEX "': invalid JSON",
+                       "at byte 15");
     expect_index_error("i2", "{\"metadata\": {}}", SSMJIT_ERR_INVALID_ARG, "has no \"weight_map\" object", NULL);
     expect_index_error("i3", "{\"weight_map\": []}", SSMJIT_ERR_INVALID_ARG, "has no \"weight_map\" object",
                        NULL);

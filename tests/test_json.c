@@ -78,8 +78,8 @@ static void test_values(void **state)
     assert_null(sj_json_get(r, "missing"));
     assert_null(sj_json_get(sj_json_get(r, "a"), "i")); /* not an object */
     assert_null(sj_json_get(NULL, "i"));
-    assert_string_equal(sj_json_type_name(SJ_JSON_OBJECT), "object");
-    assert_string_equal(sj_json_type_name(SJ_JSON_NUMBER), "number");
+    assert_string_equal(sj_json_type_name(SJ_JSON_OBJECT), "an object");
+    assert_string_equal(sj_json_type_name(SJ_JSON_NUMBER), "a number");
     sj_json_free(doc);
     sj_json_free(NULL);
 

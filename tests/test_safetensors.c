@@ -261,7 +261,7 @@ static void test_malformed_headers(void **state)
          "tensor 'a': \"shape\" must be an array", NULL},
         {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"extra\":1") "}", 4,
          SSMJIT_ERR_INVALID_ARG, "tensor 'a': unexpected key \"extra\"", NULL},
-        {"{\"__metadata__\":[]}", 0, SSMJIT_ERR_INVALID_ARG, "\"__metadata__\" is a array, not an object", NULL},
+        {"{\"__metadata__\":[]}", 0, SSMJIT_ERR_INVALID_ARG, "\"__metadata__\" is an array, not an object", NULL},
         {"{\"__metadata__\":{\"format\":\"pt\",\"n\":3}}", 0, SSMJIT_ERR_INVALID_ARG,
          "\"__metadata__\" entry \"n\" is a number, not a string", NULL},
         /* Duplicate tensor names: the JSON parser refuses duplicate keys. */
