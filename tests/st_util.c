@@ -51,9 +51,11 @@ static uint64_t numel(const su_tensor *t)
     return n;
 }
 
-static const char *dtype_name(ssmjit_dtype d)
+static const char *dtype_name(const su_tensor *t)
 {
-    return d == SSMJIT_F32 ? "F32" : d == SSMJIT_F16 ? "F16" : "BF16";
+    if (t->dtype_name)
+        return t->dtype_name;
+    return t->dtype == SSMJIT_F32 ? "F32" : t->dtype == SSMJIT_F16 ? "F16" : "BF16";
 }
 
 uint8_t *su_build(const su_tensor *t, size_t n, size_t *size)
@@ -71,7 +73,7 @@ uint8_t *su_build(const su_tensor *t, size_t n, size_t *size)
     for (size_t k = n; k-- > 0;) {
         uint64_t end = begin[k] + numel(&t[k]) * ssmjit_dtype_size(t[k].dtype);
         at += (size_t)snprintf(header + at, hcap - at, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[k].name,
-                               dtype_name(t[k].dtype));
+                               dtype_name(&t[k]));
         for (int d = 0; d < t[k].ndim; d++)
             at += (size_t)snprintf(header + at, hcap - at, "%s%lld", d ? "," : "", (long long)t[k].shape[d]);
         at += (size_t)snprintf(header + at, hcap - at, "],\"data_offsets\":[%llu,%llu]}",

@@ -22,6 +22,8 @@ typedef struct su_tensor {
     ssmjit_dtype dtype;
     int ndim;
     int64_t shape[4];
+    const char *dtype_name; /* NULL, or written instead of dtype's name
+                               (elements keep dtype's size and bits) */
 } su_tensor;
 
 /* The value su_build stores at element i of a tensor called name: a

@@ -57,13 +57,13 @@ static void assert_error(ssmjit_status st, ssmjit_status want, const char *part1
 }
 
 static const su_tensor shard1[] = {
-    {"layers.0.w", SSMJIT_F32, 2, {2, 3}},
-    {"layers.0.b", SSMJIT_BF16, 1, {3}},
-    {"orphan", SSMJIT_F32, 1, {1}}, /* in the shard but not in the index */
+    {"layers.0.w", SSMJIT_F32, 2, {2, 3}, NULL},
+    {"layers.0.b", SSMJIT_BF16, 1, {3}, NULL},
+    {"orphan", SSMJIT_F32, 1, {1}, NULL}, /* in the shard but not in the index */
 };
 static const su_tensor shard2[] = {
-    {"layers.1.w", SSMJIT_F16, 2, {2, 3}},
-    {"embed", SSMJIT_F32, 2, {4, 2}},
+    {"layers.1.w", SSMJIT_F16, 2, {2, 3}, NULL},
+    {"embed", SSMJIT_F32, 2, {4, 2}, NULL},
 };
 
 static const char index_json[] =

@@ -59,11 +59,11 @@ static void assert_error(ssmjit_status st, ssmjit_status want, const char *part1
 /* Names deliberately out of order: header order, name order and data
  * order all differ. */
 static const su_tensor good[] = {
-    {"m.weight", SSMJIT_F16, 2, {3, 5}},
-    {"z.bias", SSMJIT_F32, 1, {7}},
-    {"a.scale", SSMJIT_BF16, 3, {2, 1, 3}},
-    {"scalar", SSMJIT_F32, 0, {0}},
-    {"empty", SSMJIT_F16, 2, {0, 4}},
+    {"m.weight", SSMJIT_F16, 2, {3, 5}, NULL},
+    {"z.bias", SSMJIT_F32, 1, {7}, NULL},
+    {"a.scale", SSMJIT_BF16, 3, {2, 1, 3}, NULL},
+    {"scalar", SSMJIT_F32, 0, {0}, NULL},
+    {"empty", SSMJIT_F16, 2, {0, 4}, NULL},
 };
 #define NGOOD (sizeof good / sizeof *good)
 
