@@ -34,7 +34,8 @@ static ssmjit_status join(char *buf, const char *dir, const char *name)
 static ssmjit_status alloc_tensors(sj_checkpoint *ck, size_t n)
 {
     ck->tensors = malloc((n ? n : 1) * sizeof *ck->tensors);
-    return ck->tensors ? SSMJIT_OK : sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory opening a checkpoint");
+    return ck->tensors ? SSMJIT_OK
+                       : sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory opening a checkpoint");
 }
 
 /* Opens path as one more file of the checkpoint; an already open one is
@@ -94,8 +95,9 @@ static ssmjit_status add_indexed(sj_checkpoint *ck, const char *dir, const char 
         return st;
     const sj_st_tensor *t = sj_st_header_find(sj_st_file_header(f), entry->key);
     if (!t)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s' puts tensor '%s' in '%s', which has no such tensor",
-                        index, entry->key, entry->str);
+        return sj_error(SSMJIT_ERR_INVALID_ARG,
+                        "'%s' puts tensor '%s' in '%s', which has no such tensor", index, entry->key,
+                        entry->str);
     ck->tensors[ck->count++] = t;
     return SSMJIT_OK;
 }
@@ -154,8 +156,8 @@ ssmjit_status sj_checkpoint_open(const char *path, sj_checkpoint **out)
     if (!ck)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory opening '%s'", path);
     struct stat st_buf;
-    ssmjit_status st = stat(path, &st_buf) == 0 && S_ISDIR(st_buf.st_mode) ? open_dir(ck, path)
-                                                                          : open_single(ck, path);
+    ssmjit_status st =
+        stat(path, &st_buf) == 0 && S_ISDIR(st_buf.st_mode) ? open_dir(ck, path) : open_single(ck, path);
     if (st != SSMJIT_OK) {
         sj_checkpoint_close(ck);
         return st;

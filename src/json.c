@@ -78,8 +78,9 @@ static int fail(parser *ps, size_t at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
-    ps->status = sj_error(SSMJIT_ERR_INVALID_ARG, "%s: invalid JSON at byte %zu (line %zu, column %zu): %s",
-                          ps->what, at, line, col, reason);
+    ps->status =
+        sj_error(SSMJIT_ERR_INVALID_ARG, "%s: invalid JSON at byte %zu (line %zu, column %zu): %s",
+                 ps->what, at, line, col, reason);
     return -1;
 }
 
@@ -296,7 +297,10 @@ static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
 
 static void c_locale_create(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
 
-static int is_digit(parser *ps, size_t at) { return at < ps->len && ps->p[at] >= '0' && ps->p[at] <= '9'; }
+static int is_digit(parser *ps, size_t at)
+{
+    return at < ps->len && ps->p[at] >= '0' && ps->p[at] <= '9';
+}
 
 static int parse_number(parser *ps, sj_json *v)
 {
@@ -473,9 +477,7 @@ static int parse_value(parser *ps, int depth, sj_json *v)
     switch (ps->p[ps->pos]) {
     case '{':
     case '[': return parse_container(ps, depth, v);
-    case '"':
-        v->type = SJ_JSON_STRING;
-        return parse_string(ps, &v->str, &v->len);
+    case '"': v->type = SJ_JSON_STRING; return parse_string(ps, &v->str, &v->len);
     case 't': return literal(ps, "true", SJ_JSON_BOOL, 1, v);
     case 'f': return literal(ps, "false", SJ_JSON_BOOL, 0, v);
     case 'n': return literal(ps, "null", SJ_JSON_NULL, 0, v);

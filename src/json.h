@@ -28,15 +28,15 @@ typedef struct sj_json sj_json;
 /* One value.  Every pointer in it belongs to the document. */
 struct sj_json {
     sj_json_type type;
-    const char *key;   /* member name (NUL-terminated UTF-8) inside an object, else NULL */
-    size_t pos;        /* byte offset of the value (of the key for a member) in the input */
-    int boolean;       /* SJ_JSON_BOOL */
-    int is_int;        /* SJ_JSON_NUMBER written without fraction or exponent that fits int64 */
-    int64_t i;         /* the exact value when is_int */
-    double d;          /* every number, rounded to double */
-    const char *str;   /* SJ_JSON_STRING, decoded, NUL-terminated */
-    size_t len;        /* its length in bytes */
-    sj_json *items;    /* ARRAY elements or OBJECT members, in input order */
+    const char *key; /* member name (NUL-terminated UTF-8) inside an object, else NULL */
+    size_t pos;      /* byte offset of the value (of the key for a member) in the input */
+    int boolean;     /* SJ_JSON_BOOL */
+    int is_int;      /* SJ_JSON_NUMBER written without fraction or exponent that fits int64 */
+    int64_t i;       /* the exact value when is_int */
+    double d;        /* every number, rounded to double */
+    const char *str; /* SJ_JSON_STRING, decoded, NUL-terminated */
+    size_t len;      /* its length in bytes */
+    sj_json *items;  /* ARRAY elements or OBJECT members, in input order */
     size_t count;
 };
 

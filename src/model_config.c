@@ -29,8 +29,8 @@ typedef struct {
 
 static ssmjit_status bad_type(const keys *k, const char *key, const char *want, const sj_json *v)
 {
-    return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"%s%s\" must be %s, not %s", k->what, k->prefix,
-                    key, want, sj_json_type_name(v->type));
+    return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"%s%s\" must be %s, not %s", k->what, k->prefix, key,
+                    want, sj_json_type_name(v->type));
 }
 
 /* An integer in lo..hi; def when absent, unless def is REQUIRED. */
@@ -71,8 +71,9 @@ static ssmjit_status get_rank(const keys *k, const char *key, int64_t d_model, i
         return SSMJIT_OK;
     }
     if (v->type == SJ_JSON_STRING)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"%s%s\" is \"%.40s\", not an integer or \"auto\"",
-                        k->what, k->prefix, key, v->str);
+        return sj_error(SSMJIT_ERR_INVALID_ARG,
+                        "'%s': \"%s%s\" is \"%.40s\", not an integer or \"auto\"", k->what, k->prefix,
+                        key, v->str);
     return get_int(k, key, REQUIRED, 1, MAX_DT_RANK, out);
 }
 
@@ -97,8 +98,8 @@ static ssmjit_status agree(const keys *k, const char *key, int64_t value, const 
 {
     const sj_json *v = sj_json_get(k->obj, key);
     if (v && !(v->type == SJ_JSON_NUMBER && v->is_int && v->i == value))
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"%s\" disagrees with \"%s\" (%lld)", k->what, key,
-                        used, (long long)value);
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"%s\" disagrees with \"%s\" (%lld)", k->what,
+                        key, used, (long long)value);
     return SSMJIT_OK;
 }
 
@@ -138,20 +139,25 @@ static ssmjit_status refuse_other_layers(const keys *k, const keys *ssm)
     if (st != SSMJIT_OK)
         return st;
     if (d_intermediate != 0)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "'%s': \"d_intermediate\" %lld asks for MLP layers, which "
-                        "ssmjit does not implement", k->what, (long long)d_intermediate);
+        return sj_error(SSMJIT_ERR_UNSUPPORTED,
+                        "'%s': \"d_intermediate\" %lld asks for MLP layers, which "
+                        "ssmjit does not implement",
+                        k->what, (long long)d_intermediate);
     const sj_json *attn = sj_json_get(k->obj, "attn_layer_idx");
     if (attn && attn->type != SJ_JSON_ARRAY)
         return bad_type(k, "attn_layer_idx", "an array", attn);
     if (attn && attn->count)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "'%s': \"attn_layer_idx\" asks for attention layers, "
-                        "which ssmjit does not implement", k->what);
+        return sj_error(SSMJIT_ERR_UNSUPPORTED,
+                        "'%s': \"attn_layer_idx\" asks for attention layers, "
+                        "which ssmjit does not implement",
+                        k->what);
     const sj_json *layer = sj_json_get(ssm->obj, "layer");
     if (layer && layer->type != SJ_JSON_STRING)
         return bad_type(ssm, "layer", "a string", layer);
     if (layer && strcmp(layer->str, "Mamba1") != 0)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "'%s': \"ssm_cfg.layer\" is \"%.40s\", only \"Mamba1\" is supported",
-                        k->what, layer->str);
+        return sj_error(SSMJIT_ERR_UNSUPPORTED,
+                        "'%s': \"ssm_cfg.layer\" is \"%.40s\", only \"Mamba1\" is supported", k->what,
+                        layer->str);
     return SSMJIT_OK;
 }
 
@@ -185,8 +191,7 @@ static ssmjit_status parse_ss(const keys *k, sj_mamba_config *c)
     return SSMJIT_OK;
 }
 
-ssmjit_status sj_mamba_config_parse(const char *text, size_t len, const char *what,
-                                    sj_mamba_config *out)
+ssmjit_status sj_mamba_config_parse(const char *text, size_t len, const char *what, sj_mamba_config *out)
 {
     sj_json_doc *doc;
     char label[PATH_MAX + 2];
@@ -203,15 +208,16 @@ ssmjit_status sj_mamba_config_parse(const char *text, size_t len, const char *wh
     else if (type && type->type != SJ_JSON_STRING)
         st = bad_type(&k, "model_type", "a string", type);
     else if (type && strcmp(type->str, "mamba") != 0)
-        st = sj_error(SSMJIT_ERR_UNSUPPORTED, "'%s': model_type \"%.40s\" is not Mamba-1 (\"mamba\")", what,
-                      type->str);
+        st = sj_error(SSMJIT_ERR_UNSUPPORTED, "'%s': model_type \"%.40s\" is not Mamba-1 (\"mamba\")",
+                      what, type->str);
     else if (sj_json_get(k.obj, "hidden_size"))
         st = parse_hf(&k, &c);
     else if (sj_json_get(k.obj, "d_model"))
         st = parse_ss(&k, &c);
     else
         st = sj_error(SSMJIT_ERR_INVALID_ARG,
-                      "'%s' has neither \"hidden_size\" (Hugging Face) nor \"d_model\" (state-spaces)", what);
+                      "'%s' has neither \"hidden_size\" (Hugging Face) nor \"d_model\" (state-spaces)",
+                      what);
     sj_json_free(doc);
     if (st == SSMJIT_OK)
         *out = c;

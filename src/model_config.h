@@ -34,11 +34,11 @@ typedef struct sj_mamba_config {
     int64_t vocab_size;   /* as the config states it */
     int64_t vocab_padded; /* rows of the embedding mamba_ssm allocates (= vocab_size for HF) */
     double norm_eps;
-    int rms_norm;         /* 0: LayerNorm, whose norms also have a bias */
+    int rms_norm; /* 0: LayerNorm, whose norms also have a bias */
     int residual_in_fp32;
-    int tie_embeddings;   /* lm_head shares the embedding's weight */
-    int conv_bias;        /* conv1d has a bias */
-    int proj_bias;        /* in_proj and out_proj have biases */
+    int tie_embeddings; /* lm_head shares the embedding's weight */
+    int conv_bias;      /* conv1d has a bias */
+    int proj_bias;      /* in_proj and out_proj have biases */
 } sj_mamba_config;
 
 /* Parses config.json text.  SSMJIT_ERR_INVALID_ARG naming the key for a

@@ -32,8 +32,9 @@ ssmjit_status sj_mamba_tensor_name(sj_mamba_naming naming, sj_mamba_tensor which
 {
     int n;
     if (which == SJ_T_EMBEDDING)
-        n = snprintf(buf, cap, "%s", naming == SJ_NAMING_HF ? "backbone.embeddings.weight"
-                                                            : "backbone.embedding.weight");
+        n = snprintf(buf, cap, "%s",
+                     naming == SJ_NAMING_HF ? "backbone.embeddings.weight"
+                                            : "backbone.embedding.weight");
     else if (which < SJ_T_NORM)
         n = snprintf(buf, cap, "%s", suffixes[which]);
     else
@@ -149,7 +150,8 @@ static ssmjit_status check_one(const sj_mamba_config *c, const sj_checkpoint *ck
     const sj_st_tensor *t = sj_checkpoint_find(ck, name);
     int w = wanted(c, which);
     if (!t && w == 1)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "tensor '%s' (shape %s) is not in the checkpoint", name, want);
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "tensor '%s' (shape %s) is not in the checkpoint", name,
+                        want);
     if (!t)
         return SSMJIT_OK;
     if (w == 0)
@@ -165,8 +167,8 @@ static ssmjit_status check_one(const sj_mamba_config *c, const sj_checkpoint *ck
             return SSMJIT_OK;
         }
     format_shape(got, sizeof got, t->ndim, t->shape);
-    return sj_error(SSMJIT_ERR_INVALID_ARG, "tensor '%s' in '%s' has shape %s, expected %s", name, t->file,
-                    got, want);
+    return sj_error(SSMJIT_ERR_INVALID_ARG, "tensor '%s' in '%s' has shape %s, expected %s", name,
+                    t->file, got, want);
 }
 
 static ssmjit_status detect_naming(const sj_checkpoint *ck, sj_mamba_naming *naming)
@@ -177,8 +179,9 @@ static ssmjit_status detect_naming(const sj_checkpoint *ck, sj_mamba_naming *nam
     int has_hf = sj_checkpoint_find(ck, hf) != NULL, has_ss = sj_checkpoint_find(ck, ss) != NULL;
     if (has_hf == has_ss)
         return sj_error(SSMJIT_ERR_INVALID_ARG,
-                        has_hf ? "the checkpoint has both '%s' and '%s'"
-                               : "the checkpoint has neither '%s' (Hugging Face) nor '%s' (state-spaces)",
+                        has_hf
+                            ? "the checkpoint has both '%s' and '%s'"
+                            : "the checkpoint has neither '%s' (Hugging Face) nor '%s' (state-spaces)",
                         hf, ss);
     *naming = has_hf ? SJ_NAMING_HF : SJ_NAMING_STATE_SPACES;
     return SSMJIT_OK;

@@ -16,12 +16,11 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[SJ_ST_NUM_DTYPES] = {
-    [SJ_ST_BOOL] = {"BOOL", 1},    [SJ_ST_U8] = {"U8", 1},     [SJ_ST_I8] = {"I8", 1},
-    [SJ_ST_F8_E4M3] = {"F8_E4M3", 1}, [SJ_ST_F8_E5M2] = {"F8_E5M2", 1},
-    [SJ_ST_I16] = {"I16", 2},      [SJ_ST_U16] = {"U16", 2},   [SJ_ST_F16] = {"F16", 2},
-    [SJ_ST_BF16] = {"BF16", 2},    [SJ_ST_I32] = {"I32", 4},   [SJ_ST_U32] = {"U32", 4},
-    [SJ_ST_F32] = {"F32", 4},      [SJ_ST_F64] = {"F64", 8},   [SJ_ST_I64] = {"I64", 8},
-    [SJ_ST_U64] = {"U64", 8},
+    [SJ_ST_BOOL] = {"BOOL", 1},       [SJ_ST_U8] = {"U8", 1},           [SJ_ST_I8] = {"I8", 1},
+    [SJ_ST_F8_E4M3] = {"F8_E4M3", 1}, [SJ_ST_F8_E5M2] = {"F8_E5M2", 1}, [SJ_ST_I16] = {"I16", 2},
+    [SJ_ST_U16] = {"U16", 2},         [SJ_ST_F16] = {"F16", 2},         [SJ_ST_BF16] = {"BF16", 2},
+    [SJ_ST_I32] = {"I32", 4},         [SJ_ST_U32] = {"U32", 4},         [SJ_ST_F32] = {"F32", 4},
+    [SJ_ST_F64] = {"F64", 8},         [SJ_ST_I64] = {"I64", 8},         [SJ_ST_U64] = {"U64", 8},
 };
 
 const char *sj_st_dtype_name(sj_st_dtype dtype)
@@ -29,19 +28,19 @@ const char *sj_st_dtype_name(sj_st_dtype dtype)
     return (unsigned)dtype < SJ_ST_NUM_DTYPES ? dtypes[dtype].name : "?";
 }
 
-static ssmjit_status parse_dtype(const sj_json *v, const char *what, const char *name,
-                                 sj_st_dtype *out)
+static ssmjit_status parse_dtype(const sj_json *v, const char *what, const char *name, sj_st_dtype *out)
 {
     if (!v || v->type != SJ_JSON_STRING)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s': \"dtype\" must be a string", what,
-                   name);
+                        name);
     for (int d = 0; d < SJ_ST_NUM_DTYPES; d++)
         if (strcmp(v->str, dtypes[d].name) == 0) {
             *out = (sj_st_dtype)d;
             return SSMJIT_OK;
         }
-    return sj_error(SSMJIT_ERR_UNSUPPORTED, "'%s': tensor '%s': dtype \"%.40s\" is not one this reader knows",
-               what, name, v->str);
+    return sj_error(SSMJIT_ERR_UNSUPPORTED,
+                    "'%s': tensor '%s': dtype \"%.40s\" is not one this reader knows", what, name,
+                    v->str);
 }
 
 /* An array of non-negative integers: `want` of them, or when want is 0 a
@@ -50,8 +49,8 @@ static ssmjit_status parse_ints(const sj_json *v, const char *what, const char *
                                 size_t want, int64_t *out, size_t *n)
 {
     if (!v || v->type != SJ_JSON_ARRAY)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s': \"%s\" must be an array", what,
-                        name, key);
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s': \"%s\" must be an array", what, name,
+                        key);
     if (want && v->count != want)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s': \"%s\" has %zu entries, not %zu",
                         what, name, key, v->count, want);
@@ -62,8 +61,8 @@ static ssmjit_status parse_ints(const sj_json *v, const char *what, const char *
         const sj_json *e = &v->items[i];
         if (e->type != SJ_JSON_NUMBER || !e->is_int || e->i < 0)
             return sj_error(SSMJIT_ERR_INVALID_ARG,
-                       "'%s': tensor '%s': \"%s\" entry %zu is not a non-negative 64-bit integer", what,
-                       name, key, i);
+                            "'%s': tensor '%s': \"%s\" entry %zu is not a non-negative 64-bit integer",
+                            what, name, key, i);
         out[i] = e->i;
     }
     *n = v->count;
@@ -75,12 +74,12 @@ static ssmjit_status parse_tensor(const sj_json *m, const char *what, sj_st_tens
     const char *name = m->key;
     if (m->type != SJ_JSON_OBJECT)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s' is %s, not an object", what, name,
-                   sj_json_type_name(m->type));
+                        sj_json_type_name(m->type));
     for (size_t i = 0; i < m->count; i++) {
         const char *k = m->items[i].key;
         if (strcmp(k, "dtype") && strcmp(k, "shape") && strcmp(k, "data_offsets"))
             return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s': unexpected key \"%.40s\"", what,
-                       name, k);
+                            name, k);
     }
     int64_t offs[2];
     size_t ndim, noffs;
@@ -97,18 +96,21 @@ static ssmjit_status parse_tensor(const sj_json *m, const char *what, sj_st_tens
     t->begin = (uint64_t)offs[0];
     t->end = (uint64_t)offs[1];
     if (t->begin > t->end)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s': data_offsets [%llu, %llu] end before they begin",
-                   what, name, (unsigned long long)t->begin, (unsigned long long)t->end);
+        return sj_error(SSMJIT_ERR_INVALID_ARG,
+                        "'%s': tensor '%s': data_offsets [%llu, %llu] end before they begin", what, name,
+                        (unsigned long long)t->begin, (unsigned long long)t->end);
     uint64_t bytes = dtypes[t->dtype].size;
     for (int d = 0; d < t->ndim; d++)
         if (__builtin_mul_overflow(bytes, (uint64_t)t->shape[d], &bytes))
-            return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s': shape overflows 64 bits", what, name);
+            return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s': shape overflows 64 bits", what,
+                            name);
     if (bytes != t->end - t->begin)
         return sj_error(SSMJIT_ERR_INVALID_ARG,
-                   "'%s': tensor '%s': shape and dtype %s make %llu bytes but data_offsets [%llu, %llu] hold %llu",
-                   what, name, dtypes[t->dtype].name, (unsigned long long)bytes,
-                   (unsigned long long)t->begin, (unsigned long long)t->end,
-                   (unsigned long long)(t->end - t->begin));
+                        "'%s': tensor '%s': shape and dtype %s make %llu bytes but data_offsets [%llu, "
+                        "%llu] hold %llu",
+                        what, name, dtypes[t->dtype].name, (unsigned long long)bytes,
+                        (unsigned long long)t->begin, (unsigned long long)t->end,
+                        (unsigned long long)(t->end - t->begin));
     return SSMJIT_OK;
 }
 
@@ -116,11 +118,12 @@ static ssmjit_status check_metadata(const sj_json *m, const char *what)
 {
     if (m->type != SJ_JSON_OBJECT)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"__metadata__\" is %s, not an object", what,
-                   sj_json_type_name(m->type));
+                        sj_json_type_name(m->type));
     for (size_t i = 0; i < m->count; i++)
         if (m->items[i].type != SJ_JSON_STRING)
-            return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': \"__metadata__\" entry \"%.100s\" is %s, not a string",
-                       what, m->items[i].key, sj_json_type_name(m->items[i].type));
+            return sj_error(SSMJIT_ERR_INVALID_ARG,
+                            "'%s': \"__metadata__\" entry \"%.100s\" is %s, not a string", what,
+                            m->items[i].key, sj_json_type_name(m->items[i].type));
     return SSMJIT_OK;
 }
 
@@ -153,24 +156,25 @@ static ssmjit_status check_tiling(const sj_st_header *h, uint64_t data_size, con
     for (size_t i = 0; i < h->count && st == SSMJIT_OK; i++) {
         const sj_st_tensor *t = order[i];
         if (t->begin < at)
-            st = sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': tensor '%s' (bytes %llu..%llu) overlaps tensor '%s'",
-                     what, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
-                     order[i - 1]->name);
+            st = sj_error(SSMJIT_ERR_INVALID_ARG,
+                          "'%s': tensor '%s' (bytes %llu..%llu) overlaps tensor '%s'", what, t->name,
+                          (unsigned long long)t->begin, (unsigned long long)t->end, order[i - 1]->name);
         else if (t->begin > at)
             st = sj_error(SSMJIT_ERR_INVALID_ARG,
-                     "'%s': bytes %llu..%llu of the data buffer belong to no tensor (next is '%s')", what,
-                     (unsigned long long)at, (unsigned long long)t->begin, t->name);
+                          "'%s': bytes %llu..%llu of the data buffer belong to no tensor (next is '%s')",
+                          what, (unsigned long long)at, (unsigned long long)t->begin, t->name);
         else if (t->end > data_size)
             st = sj_error(SSMJIT_ERR_INVALID_ARG,
-                     "'%s': tensor '%s' (bytes %llu..%llu) runs past the end of the data buffer "
-                     "(%llu bytes): the file is truncated",
-                     what, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
-                     (unsigned long long)data_size);
+                          "'%s': tensor '%s' (bytes %llu..%llu) runs past the end of the data buffer "
+                          "(%llu bytes): the file is truncated",
+                          what, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
+                          (unsigned long long)data_size);
         at = t->end;
     }
     if (st == SSMJIT_OK && at != data_size)
-        st = sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': %llu bytes after the last tensor belong to no tensor",
-                 what, (unsigned long long)(data_size - at));
+        st = sj_error(SSMJIT_ERR_INVALID_ARG,
+                      "'%s': %llu bytes after the last tensor belong to no tensor", what,
+                      (unsigned long long)(data_size - at));
     free(order);
     return st;
 }
@@ -180,7 +184,7 @@ static ssmjit_status parse_members(const sj_json *root, const char *what, sj_st_
 {
     if (root->type != SJ_JSON_OBJECT)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': header is %s, not an object", what,
-                   sj_json_type_name(root->type));
+                        sj_json_type_name(root->type));
     h->tensors = calloc(root->count ? root->count : 1, sizeof *h->tensors);
     if (!h->tensors)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "'%s': out of memory", what);
@@ -207,19 +211,19 @@ ssmjit_status sj_safetensors_parse_header(const uint8_t *data, size_t size, cons
     memset(out, 0, sizeof *out);
     if (size < 8)
         return sj_error(SSMJIT_ERR_INVALID_ARG,
-                   "'%s': %zu bytes, too short for the 8-byte header length: the file is truncated", what,
-                   size);
+                        "'%s': %zu bytes, too short for the 8-byte header length: the file is truncated",
+                        what, size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
         n = n << 8 | data[i];
     if (n > size - 8)
         return sj_error(SSMJIT_ERR_INVALID_ARG,
-                   "'%s': header length %llu runs past the end of the file (%zu bytes): "
-                   "the file is truncated or not safetensors",
-                   what, (unsigned long long)n, size);
+                        "'%s': header length %llu runs past the end of the file (%zu bytes): "
+                        "the file is truncated or not safetensors",
+                        what, (unsigned long long)n, size);
     if (n > SJ_ST_MAX_HEADER)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': header length %llu is over the %u-byte limit", what,
-                   (unsigned long long)n, SJ_ST_MAX_HEADER);
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': header length %llu is over the %u-byte limit",
+                        what, (unsigned long long)n, SJ_ST_MAX_HEADER);
     if (n == 0 || data[8] != '{')
         return sj_error(SSMJIT_ERR_INVALID_ARG, "'%s': header does not start with '{'", what);
     char label[PATH_MAX + 16];
@@ -313,8 +317,9 @@ ssmjit_status sj_st_tensor_dtype(const sj_st_tensor *t, ssmjit_dtype *out)
     case SJ_ST_F16: *out = SSMJIT_F16; return SSMJIT_OK;
     case SJ_ST_BF16: *out = SSMJIT_BF16; return SSMJIT_OK;
     default:
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "tensor '%s' in '%s' is %s; only F32, F16 and BF16 are supported",
-                        t->name, t->file, sj_st_dtype_name(t->dtype));
+        return sj_error(SSMJIT_ERR_UNSUPPORTED,
+                        "tensor '%s' in '%s' is %s; only F32, F16 and BF16 are supported", t->name,
+                        t->file, sj_st_dtype_name(t->dtype));
     }
 }
 

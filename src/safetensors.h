@@ -51,9 +51,9 @@ typedef struct sj_st_tensor {
     sj_st_dtype dtype;
     int ndim;
     int64_t shape[SJ_ST_MAX_DIMS];
-    uint64_t begin, end;  /* byte range in the data buffer */
-    const uint8_t *data;  /* its first byte; not aligned in general */
-    const char *file;     /* where it came from, for messages */
+    uint64_t begin, end; /* byte range in the data buffer */
+    const uint8_t *data; /* its first byte; not aligned in general */
+    const char *file;    /* where it came from, for messages */
 } sj_st_tensor;
 
 /* A parsed header: the tensors sorted by name.  Names and data pointers

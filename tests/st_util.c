@@ -72,10 +72,11 @@ uint8_t *su_build(const su_tensor *t, size_t n, size_t *size)
     at = (size_t)snprintf(header, hcap, "{\"__metadata__\":{\"format\":\"pt\"}");
     for (size_t k = n; k-- > 0;) {
         uint64_t end = begin[k] + numel(&t[k]) * ssmjit_dtype_size(t[k].dtype);
-        at += (size_t)snprintf(header + at, hcap - at, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[k].name,
-                               dtype_name(&t[k]));
+        at += (size_t)snprintf(header + at, hcap - at, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[",
+                               t[k].name, dtype_name(&t[k]));
         for (int d = 0; d < t[k].ndim; d++)
-            at += (size_t)snprintf(header + at, hcap - at, "%s%lld", d ? "," : "", (long long)t[k].shape[d]);
+            at += (size_t)snprintf(header + at, hcap - at, "%s%lld", d ? "," : "",
+                                   (long long)t[k].shape[d]);
         at += (size_t)snprintf(header + at, hcap - at, "],\"data_offsets\":[%llu,%llu]}",
                                (unsigned long long)begin[k], (unsigned long long)end);
     }
@@ -91,7 +92,8 @@ uint8_t *su_build(const su_tensor *t, size_t n, size_t *size)
         uint64_t m = numel(&t[k]);
         for (uint64_t i = 0; i < m; i++) {
             float v = su_value(t[k].name, i);
-            sj_convert(data + begin[k] + i * ssmjit_dtype_size(t[k].dtype), t[k].dtype, &v, SSMJIT_F32, 1);
+            sj_convert(data + begin[k] + i * ssmjit_dtype_size(t[k].dtype), t[k].dtype, &v, SSMJIT_F32,
+                       1);
         }
     }
     uint8_t *img = su_image(header, data, data_len, size);

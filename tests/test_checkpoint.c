@@ -102,9 +102,10 @@ static void test_single_file_and_directory(void **state)
     sj_checkpoint *ck;
     /* The file itself, then its directory. */
     for (int as_dir = 0; as_dir < 2; as_dir++) {
-        assert_int_equal(sj_checkpoint_open(as_dir ? path_in("single", NULL)
-                                                   : path_in("single", SJ_CHECKPOINT_FILE), &ck),
-                         SSMJIT_OK);
+        assert_int_equal(
+            sj_checkpoint_open(as_dir ? path_in("single", NULL) : path_in("single", SJ_CHECKPOINT_FILE),
+                               &ck),
+            SSMJIT_OK);
         check_tensor(ck, "embed", 4, SJ_CHECKPOINT_FILE);
         check_tensor(ck, "layers.1.w", 2, SJ_CHECKPOINT_FILE);
         assert_null(sj_checkpoint_find(ck, "layers.0.w"));
@@ -149,27 +150,32 @@ static void expect_index_error(const char *sub, const char *index, ssmjit_status
 static void test_bad_indexes(void **state)
 {
     (void)state;
-    expect_index_error("i1", "{\"weight_map\": ", SSMJIT_ERR_INVALID_ARG, SJ_CHECKPOINT_INDEX "': invalid JSON",
-                       "at byte 15");
-    expect_index_error("i2", "{\"metadata\": {}}", SSMJIT_ERR_INVALID_ARG, "has no \"weight_map\" object", NULL);
-    expect_index_error("i3", "{\"weight_map\": []}", SSMJIT_ERR_INVALID_ARG, "has no \"weight_map\" object",
-                       NULL);
+    expect_index_error("i1", "{\"weight_map\": ", SSMJIT_ERR_INVALID_ARG,
+                       SJ_CHECKPOINT_INDEX "': invalid JSON", "at byte 15");
+    expect_index_error("i2", "{\"metadata\": {}}", SSMJIT_ERR_INVALID_ARG,
+                       "has no \"weight_map\" object", NULL);
+    expect_index_error("i3", "{\"weight_map\": []}", SSMJIT_ERR_INVALID_ARG,
+                       "has no \"weight_map\" object", NULL);
     expect_index_error("i4", "{\"weight_map\": {\"embed\": 2}}", SSMJIT_ERR_INVALID_ARG,
-                       "weight_map entry 'embed' must be the name of a file in the same directory", NULL);
+                       "weight_map entry 'embed' must be the name of a file in the same directory",
+                       NULL);
     expect_index_error("i5", "{\"weight_map\": {\"embed\": \"../i1/model-00002-of-00002.safetensors\"}}",
-                       SSMJIT_ERR_INVALID_ARG, "weight_map entry 'embed' must be the name of a file", NULL);
+                       SSMJIT_ERR_INVALID_ARG, "weight_map entry 'embed' must be the name of a file",
+                       NULL);
     expect_index_error("i6", "{\"weight_map\": {\"embed\": \"..\"}}", SSMJIT_ERR_INVALID_ARG,
                        "weight_map entry 'embed'", NULL);
     expect_index_error("i7", "{\"weight_map\": {\"embed\": \"\"}}", SSMJIT_ERR_INVALID_ARG,
                        "weight_map entry 'embed'", NULL);
     expect_index_error("i8", "{\"weight_map\": {\"embed\": \"model-00003-of-00002.safetensors\"}}",
                        SSMJIT_ERR_IO, "cannot open", "model-00003-of-00002.safetensors");
-    expect_index_error("i9", "{\"weight_map\": {\"layers.0.w\": \"model-00002-of-00002.safetensors\"}}",
-                       SSMJIT_ERR_INVALID_ARG,
-                       "puts tensor 'layers.0.w' in 'model-00002-of-00002.safetensors', which has no such tensor",
-                       NULL);
-    expect_index_error("i10", "{\"weight_map\": {\"embed\": \"model-00002-of-00002.safetensors\", "
-                              "\"embed\": \"model-00001-of-00002.safetensors\"}}",
+    expect_index_error(
+        "i9", "{\"weight_map\": {\"layers.0.w\": \"model-00002-of-00002.safetensors\"}}",
+        SSMJIT_ERR_INVALID_ARG,
+        "puts tensor 'layers.0.w' in 'model-00002-of-00002.safetensors', which has no such tensor",
+        NULL);
+    expect_index_error("i10",
+                       "{\"weight_map\": {\"embed\": \"model-00002-of-00002.safetensors\", "
+                       "\"embed\": \"model-00001-of-00002.safetensors\"}}",
                        SSMJIT_ERR_INVALID_ARG, "duplicate key \"embed\"", NULL);
 
     /* A broken shard fails the whole checkpoint, naming the shard. */
@@ -211,13 +217,14 @@ static void test_symlinks_refused(void **state)
 
     write_sharded("l3");
     unlink(path_in("l3", SJ_CHECKPOINT_INDEX));
-    assert_int_equal(symlink(path_in("src", SJ_CHECKPOINT_INDEX), path_in("l3", SJ_CHECKPOINT_INDEX)), 0);
+    assert_int_equal(symlink(path_in("src", SJ_CHECKPOINT_INDEX), path_in("l3", SJ_CHECKPOINT_INDEX)),
+                     0);
     assert_error(sj_checkpoint_open(path_in("l3", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
                  SJ_CHECKPOINT_INDEX);
 
     assert_int_equal(symlink(target, path_in("l4", "direct.safetensors")), 0);
-    assert_error(sj_checkpoint_open(path_in("l4", "direct.safetensors"), &ck), SSMJIT_ERR_IO, "cannot open",
-                 "direct.safetensors");
+    assert_error(sj_checkpoint_open(path_in("l4", "direct.safetensors"), &ck), SSMJIT_ERR_IO,
+                 "cannot open", "direct.safetensors");
     assert_null(ck);
     /* The same files without the links open. */
     assert_int_equal(sj_checkpoint_open(path_in("src", NULL), &ck), SSMJIT_OK);

@@ -39,30 +39,30 @@ static void test_known_values(void **state)
         {-2.5f, 0xc100, 0xc020},
         {0.0f, 0x0000, 0x0000},
         {-0.0f, 0x8000, 0x8000},
-        {65504.0f, 0x7bff, 0x4780},         /* largest half */
-        {65520.0f, 0x7c00, 0x4780},         /* halfway to 65536: rounds to infinity in f16 */
+        {65504.0f, 0x7bff, 0x4780}, /* largest half */
+        {65520.0f, 0x7c00, 0x4780}, /* halfway to 65536: rounds to infinity in f16 */
         {65519.996f, 0x7bff, 0x4780},
-        {0x1p-14f, 0x0400, 0x3880},         /* smallest normal half */
-        {0x1p-24f, 0x0001, 0x3380},         /* smallest subnormal half */
-        {0x1p-25f, 0x0000, 0x3300},         /* tie between 0 and 2^-24: even is 0 */
-        {0x1.000002p-25f, 0x0001, 0x3300},  /* just above the tie */
-        {0x1.8p-24f, 0x0002, 0x33c0},       /* 1.5 units: tie, even is 2 */
-        {0x1.4p-23f, 0x0002, 0x3420},       /* 2.5 units: tie, even is 2 */
-        {0x1.ffcp-15f, 0x0400, 0x3880},     /* 1023.5 units rounds up into the normals */
-        {0x1.ff8p-15f, 0x03ff, 0x3880},     /* largest subnormal half */
-        {1.00048828125f, 0x3c00, 0x3f80},   /* 1 + 2^-11: f16 tie, even is 1 */
-        {1.00146484375f, 0x3c02, 0x3f80},   /* 1 + 3 * 2^-11: f16 tie, even is 1 + 2^-9 */
-        {1.0048828125f, 0x3c05, 0x3f81},    /* 1 + 5 * 2^-10 is exact in f16 */
-        {1.00390625f, 0x3c04, 0x3f80},      /* 1 + 2^-8: bf16 tie, even is 1 */
-        {1.01171875f, 0x3c0c, 0x3f82},      /* 1 + 3 * 2^-8: bf16 tie, even is 1 + 2^-6 */
-        {0x1.010002p0f, 0x3c04, 0x3f81},    /* just above the bf16 tie */
-        {FLT_MAX, 0x7c00, 0x7f80},          /* rounds to infinity in bf16 too */
+        {0x1p-14f, 0x0400, 0x3880},        /* smallest normal half */
+        {0x1p-24f, 0x0001, 0x3380},        /* smallest subnormal half */
+        {0x1p-25f, 0x0000, 0x3300},        /* tie between 0 and 2^-24: even is 0 */
+        {0x1.000002p-25f, 0x0001, 0x3300}, /* just above the tie */
+        {0x1.8p-24f, 0x0002, 0x33c0},      /* 1.5 units: tie, even is 2 */
+        {0x1.4p-23f, 0x0002, 0x3420},      /* 2.5 units: tie, even is 2 */
+        {0x1.ffcp-15f, 0x0400, 0x3880},    /* 1023.5 units rounds up into the normals */
+        {0x1.ff8p-15f, 0x03ff, 0x3880},    /* largest subnormal half */
+        {1.00048828125f, 0x3c00, 0x3f80},  /* 1 + 2^-11: f16 tie, even is 1 */
+        {1.00146484375f, 0x3c02, 0x3f80},  /* 1 + 3 * 2^-11: f16 tie, even is 1 + 2^-9 */
+        {1.0048828125f, 0x3c05, 0x3f81},   /* 1 + 5 * 2^-10 is exact in f16 */
+        {1.00390625f, 0x3c04, 0x3f80},     /* 1 + 2^-8: bf16 tie, even is 1 */
+        {1.01171875f, 0x3c0c, 0x3f82},     /* 1 + 3 * 2^-8: bf16 tie, even is 1 + 2^-6 */
+        {0x1.010002p0f, 0x3c04, 0x3f81},   /* just above the bf16 tie */
+        {FLT_MAX, 0x7c00, 0x7f80},         /* rounds to infinity in bf16 too */
         {-FLT_MAX, 0xfc00, 0xff80},
         {INFINITY, 0x7c00, 0x7f80},
         {-INFINITY, 0xfc00, 0xff80},
-        {0x1p-149f, 0x0000, 0x0000},        /* smallest f32 subnormal: below both */
-        {0x1p-133f, 0x0000, 0x0001},        /* smallest bf16 subnormal */
-        {-0x1.8p-133f, 0x8000, 0x8002},     /* its tie: even is 2 units */
+        {0x1p-149f, 0x0000, 0x0000},    /* smallest f32 subnormal: below both */
+        {0x1p-133f, 0x0000, 0x0001},    /* smallest bf16 subnormal */
+        {-0x1.8p-133f, 0x8000, 0x8002}, /* its tie: even is 2 units */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         uint16_t h = sj_f32_to_f16(cases[i].f), b = sj_f32_to_bf16(cases[i].f);
@@ -103,7 +103,7 @@ static void test_nan_stays_quiet(void **state)
         assert_int_equal(sj_f32_to_f16(f) >> 15, nans[i] >> 31);
         assert_int_equal(sj_f32_to_bf16(f) >> 15, nans[i] >> 31);
     }
-    assert_true(quiet_f32(sj_f16_to_f32(0x7c01)));  /* signalling half */
+    assert_true(quiet_f32(sj_f16_to_f32(0x7c01))); /* signalling half */
     assert_true(quiet_f32(sj_f16_to_f32(0xfe00)));
     assert_true(quiet_f32(sj_bf16_to_f32(0x7f81))); /* signalling bfloat16 */
     assert_true(quiet_f32(sj_bf16_to_f32(0xffc0)));
@@ -153,8 +153,8 @@ static void check_against_reference(float x)
     float h = sj_f16_to_f32(sj_f32_to_f16(x)), b = sj_bf16_to_f32(sj_f32_to_bf16(x));
     float rh = reference(x, 11, -24, 65504.0), rb = reference(x, 8, -133, 0x1.fep127);
     if (bits_of(h) != bits_of(rh) || bits_of(b) != bits_of(rb))
-        print_error("%a: f16 %a want %a, bf16 %a want %a\n", (double)x, (double)h, (double)rh,
-                    (double)b, (double)rb);
+        print_error("%a: f16 %a want %a, bf16 %a want %a\n", (double)x, (double)h, (double)rh, (double)b,
+                    (double)rb);
     assert_int_equal(bits_of(h), bits_of(rh));
     assert_int_equal(bits_of(b), bits_of(rb));
 }
@@ -231,10 +231,8 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_values),
-        cmocka_unit_test(test_nan_stays_quiet),
-        cmocka_unit_test(test_all_16_bit_patterns),
-        cmocka_unit_test(test_against_double_reference),
+        cmocka_unit_test(test_known_values),        cmocka_unit_test(test_nan_stays_quiet),
+        cmocka_unit_test(test_all_16_bit_patterns), cmocka_unit_test(test_against_double_reference),
         cmocka_unit_test(test_convert_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -147,7 +147,8 @@ static void test_prefixes_at_page_end(void **state)
     const char *text = "{\"a\": [1, -2.5e+3, true, false, null], \"\\u00e9\\ud83d\\ude00\": "
                        "\"x\xc3\xa9y\", \"n\": {\"m\": []}, \"big\": 12345678901234567890}";
     size_t len = strlen(text), page = (size_t)sysconf(_SC_PAGESIZE);
-    unsigned char *map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *map =
+        mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(map != MAP_FAILED);
     assert_int_equal(mprotect(map + page, page, PROT_NONE), 0);
     for (size_t cut = 0; cut <= len; cut++) {
@@ -210,7 +211,9 @@ static void test_rejections(void **state)
         {"\"\\ud800\\ud800\"", 0, 1, "not followed by a low one"},
         {"\"\\udc00\"", 0, 1, "lone low surrogate \\udc00"},
         {"\"\\u0000\"", 0, 1, "\\u0000 is not allowed"},
-        {"\"a\x01" "b\"", 0, 2, "unescaped control character 0x01"},
+        {"\"a\x01"
+         "b\"",
+         0, 2, "unescaped control character 0x01"},
         {"\"a\nb\"", 0, 2, "unescaped control character 0x0a"},
         {"\"a\0b\"", 5, 2, "NUL byte in string"},
         {"[1]\0", 4, 3, "unexpected byte 0x00"},

@@ -33,9 +33,10 @@ static int teardown(void **state)
 }
 
 /* d_model 8, d_inner 16, d_state 4, conv 4, dt_rank 2, 2 layers, vocab 10. */
-static const char hf_json[] = "{\"model_type\": \"mamba\", \"hidden_size\": 8, \"intermediate_size\": 16,"
-                              " \"state_size\": 4, \"conv_kernel\": 4, \"time_step_rank\": 2,"
-                              " \"num_hidden_layers\": 2, \"vocab_size\": 10, \"use_bias\": false}";
+static const char hf_json[] =
+    "{\"model_type\": \"mamba\", \"hidden_size\": 8, \"intermediate_size\": 16,"
+    " \"state_size\": 4, \"conv_kernel\": 4, \"time_step_rank\": 2,"
+    " \"num_hidden_layers\": 2, \"vocab_size\": 10, \"use_bias\": false}";
 /* The same sizes, vocab padded to 16, LayerNorm, untied, projection biases. */
 static const char ss_json[] = "{\"d_model\": 8, \"n_layer\": 2, \"vocab_size\": 10,"
                               " \"ssm_cfg\": {\"d_state\": 4, \"dt_rank\": 2, \"bias\": true},"
@@ -71,7 +72,8 @@ static model build(const sj_mamba_config *c, int state_spaces, int64_t vocab_row
 {
     model m = {.n = 0};
     int64_t dm = c->d_model, di = c->d_inner, n = c->d_state, r = c->dt_rank, w = c->d_conv;
-    add(&m, state_spaces ? "backbone.embedding.weight" : "backbone.embeddings.weight", 0, 2, vocab_rows, dm, 0);
+    add(&m, state_spaces ? "backbone.embedding.weight" : "backbone.embeddings.weight", 0, 2, vocab_rows,
+        dm, 0);
     for (int i = 0; i < c->n_layer; i++) {
         add(&m, "backbone.layers.%d.norm.weight", i, 1, dm, 0, 0);
         if (!c->rms_norm)
@@ -135,7 +137,8 @@ static const char *write_model(const char *sub, const model *m, int sharded)
     size_t split = 0;
     while (split < m->n && !strstr(m->t[split].name, "layers.1."))
         split++;
-    static const char *const shard[2] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
+    static const char *const shard[2] = {"model-00001-of-00002.safetensors",
+                                         "model-00002-of-00002.safetensors"};
     snprintf(path, sizeof path, "%s/%s", dir, shard[0]);
     su_build_file(path, m->t, split);
     snprintf(path, sizeof path, "%s/%s", dir, shard[1]);
@@ -143,8 +146,8 @@ static const char *write_model(const char *sub, const model *m, int sharded)
     char index[8192];
     size_t at = (size_t)snprintf(index, sizeof index, "{\"metadata\": {}, \"weight_map\": {");
     for (size_t i = 0; i < m->n; i++)
-        at += (size_t)snprintf(index + at, sizeof index - at, "%s\"%s\": \"%s\"", i ? ", " : "", m->t[i].name,
-                               shard[i >= split]);
+        at += (size_t)snprintf(index + at, sizeof index - at, "%s\"%s\": \"%s\"", i ? ", " : "",
+                               m->t[i].name, shard[i >= split]);
     snprintf(index + at, sizeof index - at, "}}");
     snprintf(path, sizeof path, "%s/%s", dir, SJ_CHECKPOINT_INDEX);
     su_write_text(path, index);
@@ -165,7 +168,8 @@ static ssmjit_status check_dir(const char *dir, const sj_mamba_config *c, sj_mam
 
 /* Every tensor the config calls for is found under the library's name with
  * the values written, whatever its stored dtype. */
-static void check_values(const char *dir, const sj_mamba_config *c, sj_mamba_naming naming, size_t expected)
+static void check_values(const char *dir, const sj_mamba_config *c, sj_mamba_naming naming,
+                         size_t expected)
 {
     sj_checkpoint *ck;
     assert_int_equal(sj_checkpoint_open(dir, &ck), SSMJIT_OK);
@@ -173,7 +177,8 @@ static void check_values(const char *dir, const sj_mamba_config *c, sj_mamba_nam
     for (int w = 0; w < SJ_T_COUNT; w++)
         for (int64_t layer = 0; layer < (w < SJ_T_NORM ? 1 : c->n_layer); layer++) {
             char name[128];
-            assert_int_equal(sj_mamba_tensor_name(naming, (sj_mamba_tensor)w, layer, name, sizeof name), SSMJIT_OK);
+            assert_int_equal(sj_mamba_tensor_name(naming, (sj_mamba_tensor)w, layer, name, sizeof name),
+                             SSMJIT_OK);
             const sj_st_tensor *t = sj_checkpoint_find(ck, name);
             if (!t)
                 continue;
@@ -269,11 +274,12 @@ static void test_missing_tensors(void **state)
     m = build(&hf, 0, 10, 0);
     drop(&m, "backbone.layers.0.mixer.conv1d.bias");
     expect_failure("no-conv-bias", &m, &hf, 1, SSMJIT_ERR_INVALID_ARG,
-                   "tensor 'backbone.layers.0.mixer.conv1d.bias' (shape [16]) is not in the checkpoint", NULL);
+                   "tensor 'backbone.layers.0.mixer.conv1d.bias' (shape [16]) is not in the checkpoint",
+                   NULL);
     m = build(&hf, 0, 10, 0);
     drop(&m, "backbone.norm_f.weight");
-    expect_failure("no-norm-f", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "tensor 'backbone.norm_f.weight' (shape [8])",
-                   NULL);
+    expect_failure("no-norm-f", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
+                   "tensor 'backbone.norm_f.weight' (shape [8])", NULL);
     m = build(&ss, 1, 16, 0);
     drop(&m, "lm_head.weight");
     expect_failure("no-lm-head", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG,
@@ -284,8 +290,8 @@ static void test_missing_tensors(void **state)
                    "tensor 'backbone.layers.1.norm.bias' (shape [8]) is not in", NULL);
     m = build(&ss, 1, 16, 0);
     drop(&m, "backbone.layers.0.mixer.out_proj.bias");
-    expect_failure("no-out-bias", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.0.mixer.out_proj.bias'",
-                   "is not in");
+    expect_failure("no-out-bias", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG,
+                   "'backbone.layers.0.mixer.out_proj.bias'", "is not in");
     m = build(&hf, 0, 10, 0);
     drop(&m, "backbone.embeddings.weight");
     expect_failure("no-embedding", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
@@ -294,8 +300,9 @@ static void test_missing_tensors(void **state)
                    NULL);
     m = build(&hf, 0, 10, 0);
     add(&m, "backbone.embedding.weight", 0, 2, 10, 8, 0);
-    expect_failure("two-embeddings", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
-                   "the checkpoint has both 'backbone.embeddings.weight' and 'backbone.embedding.weight'", NULL);
+    expect_failure(
+        "two-embeddings", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
+        "the checkpoint has both 'backbone.embeddings.weight' and 'backbone.embedding.weight'", NULL);
 }
 
 static void test_wrong_shapes(void **state)
@@ -305,7 +312,8 @@ static void test_wrong_shapes(void **state)
     model m = build(&hf, 0, 10, 0);
     find(&m, "backbone.layers.1.mixer.x_proj.weight")->shape[0] = 11;
     expect_failure("x-proj", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
-                   "tensor 'backbone.layers.1.mixer.x_proj.weight' in '", "has shape [11, 16], expected [10, 16]");
+                   "tensor 'backbone.layers.1.mixer.x_proj.weight' in '",
+                   "has shape [11, 16], expected [10, 16]");
     m = build(&hf, 0, 10, 0);
     find(&m, "backbone.layers.0.mixer.conv1d.weight")->shape[1] = 2;
     expect_failure("conv", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.0.mixer.conv1d.weight'",
@@ -313,21 +321,22 @@ static void test_wrong_shapes(void **state)
     m = build(&hf, 0, 10, 0);
     find(&m, "backbone.layers.1.mixer.dt_proj.weight")->shape[1] = 3;
     expect_failure("dt-proj", &m, &hf, 1, SSMJIT_ERR_INVALID_ARG,
-                   "'backbone.layers.1.mixer.dt_proj.weight' in '", "model-00002-of-00002.safetensors' has shape [16, 3], expected [16, 2]");
+                   "'backbone.layers.1.mixer.dt_proj.weight' in '",
+                   "model-00002-of-00002.safetensors' has shape [16, 3], expected [16, 2]");
     m = build(&hf, 0, 10, 0);
     find(&m, "backbone.layers.0.mixer.A_log")->ndim = 1;
     expect_failure("a-log", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.0.mixer.A_log'",
                    "has shape [16], expected [16, 4]");
     m = build(&hf, 0, 10, 0);
     find(&m, "backbone.layers.0.mixer.in_proj.weight")->shape[0] = 16;
-    expect_failure("in-proj", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.0.mixer.in_proj.weight'",
-                   "has shape [16, 8], expected [32, 8]");
+    expect_failure("in-proj", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
+                   "'backbone.layers.0.mixer.in_proj.weight'", "has shape [16, 8], expected [32, 8]");
     m = build(&hf, 0, 10, 0);
     su_tensor *out = find(&m, "backbone.layers.1.mixer.out_proj.weight");
     out->shape[0] = 16;
     out->shape[1] = 8; /* transposed */
-    expect_failure("out-proj", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.1.mixer.out_proj.weight'",
-                   "has shape [16, 8], expected [8, 16]");
+    expect_failure("out-proj", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
+                   "'backbone.layers.1.mixer.out_proj.weight'", "has shape [16, 8], expected [8, 16]");
     m = build(&hf, 0, 12, 0);
     expect_failure("vocab-hf", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.embeddings.weight'",
                    "has shape [12, 8], expected [10, 8]");
@@ -340,8 +349,8 @@ static void test_wrong_shapes(void **state)
                    "has shape [10, 8], expected [16, 8]");
     m = build(&ss, 1, 16, 0);
     find(&m, "backbone.layers.1.mixer.in_proj.bias")->shape[0] = 16;
-    expect_failure("in-proj-bias", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.1.mixer.in_proj.bias'",
-                   "has shape [16], expected [32]");
+    expect_failure("in-proj-bias", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG,
+                   "'backbone.layers.1.mixer.in_proj.bias'", "has shape [16], expected [32]");
 }
 
 /* Tensors the config rules out, layers past n_layer, unusable dtypes. */
@@ -352,11 +361,12 @@ static void test_config_mismatch(void **state)
     model m = build(&hf, 0, 10, 0);
     add(&m, "backbone.layers.0.mixer.in_proj.bias", 0, 1, 32, 0, 0);
     expect_failure("extra-bias", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
-                   "tensor 'backbone.layers.0.mixer.in_proj.bias' is in '", "but the config says no in_proj/out_proj bias");
+                   "tensor 'backbone.layers.0.mixer.in_proj.bias' is in '",
+                   "but the config says no in_proj/out_proj bias");
     m = build(&hf, 0, 10, 0);
     add(&m, "backbone.layers.1.norm.bias", 0, 1, 8, 0, 0);
-    expect_failure("extra-norm-bias", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.1.norm.bias'",
-                   "but the config says RMSNorm");
+    expect_failure("extra-norm-bias", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
+                   "'backbone.layers.1.norm.bias'", "but the config says RMSNorm");
     sj_mamba_config no_conv_bias = hf;
     no_conv_bias.conv_bias = 0;
     m = build(&hf, 0, 10, 0);
@@ -364,13 +374,15 @@ static void test_config_mismatch(void **state)
                    "'backbone.layers.0.mixer.conv1d.bias'", "but the config says no conv bias");
     m = build(&hf, 0, 10, 0);
     add(&m, "backbone.layers.%d.mixer.in_proj.weight", 2, 2, 32, 8, 0);
-    expect_failure("extra-layer", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
-                   "the checkpoint has 'backbone.layers.2.mixer.in_proj.weight' but the config has 2 layers", NULL);
+    expect_failure(
+        "extra-layer", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
+        "the checkpoint has 'backbone.layers.2.mixer.in_proj.weight' but the config has 2 layers", NULL);
     m = build(&hf, 0, 10, 0);
     su_tensor *d = find(&m, "backbone.layers.0.mixer.D");
     d->dtype = SSMJIT_F32;
     d->dtype_name = "I32";
-    expect_failure("int-D", &m, &hf, 0, SSMJIT_ERR_UNSUPPORTED, "tensor 'backbone.layers.0.mixer.D' in '",
+    expect_failure("int-D", &m, &hf, 0, SSMJIT_ERR_UNSUPPORTED,
+                   "tensor 'backbone.layers.0.mixer.D' in '",
                    "is I32; only F32, F16 and BF16 are supported");
 }
 
@@ -388,44 +400,52 @@ static void test_tensor_names(void **state)
         {SJ_T_LM_HEAD, 0, "lm_head.weight", "lm_head.weight"},
         {SJ_T_NORM, 3, "backbone.layers.3.norm.weight", "backbone.layers.3.norm.weight"},
         {SJ_T_NORM_BIAS, 3, "backbone.layers.3.norm.bias", "backbone.layers.3.norm.bias"},
-        {SJ_T_IN_PROJ, 12, "backbone.layers.12.mixer.in_proj.weight", "backbone.layers.12.mixer.in_proj.weight"},
-        {SJ_T_IN_PROJ_BIAS, 0, "backbone.layers.0.mixer.in_proj.bias", "backbone.layers.0.mixer.in_proj.bias"},
+        {SJ_T_IN_PROJ, 12, "backbone.layers.12.mixer.in_proj.weight",
+         "backbone.layers.12.mixer.in_proj.weight"},
+        {SJ_T_IN_PROJ_BIAS, 0, "backbone.layers.0.mixer.in_proj.bias",
+         "backbone.layers.0.mixer.in_proj.bias"},
         {SJ_T_CONV, 1, "backbone.layers.1.mixer.conv1d.weight", "backbone.layers.1.mixer.conv1d.weight"},
-        {SJ_T_CONV_BIAS, 1, "backbone.layers.1.mixer.conv1d.bias", "backbone.layers.1.mixer.conv1d.bias"},
-        {SJ_T_X_PROJ, 63, "backbone.layers.63.mixer.x_proj.weight", "backbone.layers.63.mixer.x_proj.weight"},
-        {SJ_T_DT_PROJ, 2, "backbone.layers.2.mixer.dt_proj.weight", "backbone.layers.2.mixer.dt_proj.weight"},
-        {SJ_T_DT_BIAS, 2, "backbone.layers.2.mixer.dt_proj.bias", "backbone.layers.2.mixer.dt_proj.bias"},
+        {SJ_T_CONV_BIAS, 1, "backbone.layers.1.mixer.conv1d.bias",
+         "backbone.layers.1.mixer.conv1d.bias"},
+        {SJ_T_X_PROJ, 63, "backbone.layers.63.mixer.x_proj.weight",
+         "backbone.layers.63.mixer.x_proj.weight"},
+        {SJ_T_DT_PROJ, 2, "backbone.layers.2.mixer.dt_proj.weight",
+         "backbone.layers.2.mixer.dt_proj.weight"},
+        {SJ_T_DT_BIAS, 2, "backbone.layers.2.mixer.dt_proj.bias",
+         "backbone.layers.2.mixer.dt_proj.bias"},
         {SJ_T_A_LOG, 5, "backbone.layers.5.mixer.A_log", "backbone.layers.5.mixer.A_log"},
         {SJ_T_D, 5, "backbone.layers.5.mixer.D", "backbone.layers.5.mixer.D"},
-        {SJ_T_OUT_PROJ, 7, "backbone.layers.7.mixer.out_proj.weight", "backbone.layers.7.mixer.out_proj.weight"},
-        {SJ_T_OUT_PROJ_BIAS, 7, "backbone.layers.7.mixer.out_proj.bias", "backbone.layers.7.mixer.out_proj.bias"},
+        {SJ_T_OUT_PROJ, 7, "backbone.layers.7.mixer.out_proj.weight",
+         "backbone.layers.7.mixer.out_proj.weight"},
+        {SJ_T_OUT_PROJ_BIAS, 7, "backbone.layers.7.mixer.out_proj.bias",
+         "backbone.layers.7.mixer.out_proj.bias"},
     };
     assert_int_equal(sizeof cases / sizeof *cases, SJ_T_COUNT);
     char buf[128];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        assert_int_equal(sj_mamba_tensor_name(SJ_NAMING_HF, cases[i].which, cases[i].layer, buf, sizeof buf),
-                         SSMJIT_OK);
+        assert_int_equal(
+            sj_mamba_tensor_name(SJ_NAMING_HF, cases[i].which, cases[i].layer, buf, sizeof buf),
+            SSMJIT_OK);
         assert_string_equal(buf, cases[i].hf);
-        assert_int_equal(sj_mamba_tensor_name(SJ_NAMING_STATE_SPACES, cases[i].which, cases[i].layer, buf,
-                                              sizeof buf),
+        assert_int_equal(sj_mamba_tensor_name(SJ_NAMING_STATE_SPACES, cases[i].which, cases[i].layer,
+                                              buf, sizeof buf),
                          SSMJIT_OK);
         assert_string_equal(buf, cases[i].ss);
     }
-    assert_int_equal(sj_mamba_tensor_name(SJ_NAMING_HF, SJ_T_D, 5, buf, strlen("backbone.layers.5.mixer.D")),
-                     SSMJIT_ERR_INVALID_ARG);
-    assert_int_equal(sj_mamba_tensor_name(SJ_NAMING_HF, SJ_T_D, 5, buf, strlen("backbone.layers.5.mixer.D") + 1),
-                     SSMJIT_OK);
+    assert_int_equal(
+        sj_mamba_tensor_name(SJ_NAMING_HF, SJ_T_D, 5, buf, strlen("backbone.layers.5.mixer.D")),
+        SSMJIT_ERR_INVALID_ARG);
+    assert_int_equal(
+        sj_mamba_tensor_name(SJ_NAMING_HF, SJ_T_D, 5, buf, strlen("backbone.layers.5.mixer.D") + 1),
+        SSMJIT_OK);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hf_model),
-        cmocka_unit_test(test_state_spaces_model),
-        cmocka_unit_test(test_tied_lm_head),
-        cmocka_unit_test(test_missing_tensors),
-        cmocka_unit_test(test_wrong_shapes),
-        cmocka_unit_test(test_config_mismatch),
+        cmocka_unit_test(test_hf_model),     cmocka_unit_test(test_state_spaces_model),
+        cmocka_unit_test(test_tied_lm_head), cmocka_unit_test(test_missing_tensors),
+        cmocka_unit_test(test_wrong_shapes), cmocka_unit_test(test_config_mismatch),
         cmocka_unit_test(test_tensor_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

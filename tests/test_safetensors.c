@@ -59,10 +59,8 @@ static void assert_error(ssmjit_status st, ssmjit_status want, const char *part1
 /* Names deliberately out of order: header order, name order and data
  * order all differ. */
 static const su_tensor good[] = {
-    {"m.weight", SSMJIT_F16, 2, {3, 5}, NULL},
-    {"z.bias", SSMJIT_F32, 1, {7}, NULL},
-    {"a.scale", SSMJIT_BF16, 3, {2, 1, 3}, NULL},
-    {"scalar", SSMJIT_F32, 0, {0}, NULL},
+    {"m.weight", SSMJIT_F16, 2, {3, 5}, NULL},    {"z.bias", SSMJIT_F32, 1, {7}, NULL},
+    {"a.scale", SSMJIT_BF16, 3, {2, 1, 3}, NULL}, {"scalar", SSMJIT_F32, 0, {0}, NULL},
     {"empty", SSMJIT_F16, 2, {0, 4}, NULL},
 };
 #define NGOOD (sizeof good / sizeof *good)
@@ -123,7 +121,8 @@ static void test_convert_rounds(void **state)
     uint32_t snan = 0x7f800001u;
     memcpy(&vals[2], &snan, 4);
     size_t size;
-    uint8_t *img = su_image("{\"v\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]}}", vals, 12, &size);
+    uint8_t *img =
+        su_image("{\"v\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]}}", vals, 12, &size);
     sj_st_header h;
     assert_int_equal(sj_safetensors_parse_header(img, size, "mem", &h), SSMJIT_OK);
     uint16_t out[3];
@@ -261,13 +260,14 @@ static void test_malformed_headers(void **state)
          "tensor 'a': \"shape\" must be an array", NULL},
         {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"extra\":1") "}", 4,
          SSMJIT_ERR_INVALID_ARG, "tensor 'a': unexpected key \"extra\"", NULL},
-        {"{\"__metadata__\":[]}", 0, SSMJIT_ERR_INVALID_ARG, "\"__metadata__\" is an array, not an object", NULL},
+        {"{\"__metadata__\":[]}", 0, SSMJIT_ERR_INVALID_ARG,
+         "\"__metadata__\" is an array, not an object", NULL},
         {"{\"__metadata__\":{\"format\":\"pt\",\"n\":3}}", 0, SSMJIT_ERR_INVALID_ARG,
          "\"__metadata__\" entry \"n\" is a number, not a string", NULL},
         /* Duplicate tensor names: the JSON parser refuses duplicate keys. */
-        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") ","
-             T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]") "}", 8,
-         SSMJIT_ERR_INVALID_ARG, "duplicate key \"a\"", NULL},
+        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") "," T(
+             "a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]") "}",
+         8, SSMJIT_ERR_INVALID_ARG, "duplicate key \"a\"", NULL},
         {"{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
          SSMJIT_ERR_INVALID_ARG, "duplicate key \"dtype\"", NULL},
     };
@@ -289,22 +289,24 @@ static void test_bad_dtypes_and_shapes(void **state)
 {
     (void)state;
     static const header_case cases[] = {
-        {"{" T("w", "\"dtype\":\"F33\",\"shape\":[1],\"data_offsets\":[0,4]") "}", 4, SSMJIT_ERR_UNSUPPORTED,
-         "tensor 'w': dtype \"F33\" is not one this reader knows", NULL},
-        {"{" T("w", "\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]") "}", 4, SSMJIT_ERR_UNSUPPORTED,
-         "dtype \"f32\"", NULL},
+        {"{" T("w", "\"dtype\":\"F33\",\"shape\":[1],\"data_offsets\":[0,4]") "}", 4,
+         SSMJIT_ERR_UNSUPPORTED, "tensor 'w': dtype \"F33\" is not one this reader knows", NULL},
+        {"{" T("w", "\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]") "}", 4,
+         SSMJIT_ERR_UNSUPPORTED, "dtype \"f32\"", NULL},
         {"{" T("w", "\"dtype\":4,\"shape\":[1],\"data_offsets\":[0,4]") "}", 4, SSMJIT_ERR_INVALID_ARG,
          "tensor 'w': \"dtype\" must be a string", NULL},
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]") "}", 12, SSMJIT_ERR_INVALID_ARG,
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]") "}", 12,
+         SSMJIT_ERR_INVALID_ARG,
          "tensor 'w': shape and dtype F32 make 16 bytes but data_offsets [0, 12] hold 12", NULL},
-        {"{" T("w", "\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,12]") "}", 12, SSMJIT_ERR_INVALID_ARG,
-         "shape and dtype BF16 make 6 bytes", NULL},
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]") "}", 4, SSMJIT_ERR_INVALID_ARG,
-         "tensor 'w': \"shape\" entry 0 is not a non-negative 64-bit integer", NULL},
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1,2.0],\"data_offsets\":[0,8]") "}", 8, SSMJIT_ERR_INVALID_ARG,
-         "\"shape\" entry 1 is not a non-negative", NULL},
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[\"1\"],\"data_offsets\":[0,4]") "}", 4, SSMJIT_ERR_INVALID_ARG,
-         "\"shape\" entry 0", NULL},
+        {"{" T("w", "\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,12]") "}", 12,
+         SSMJIT_ERR_INVALID_ARG, "shape and dtype BF16 make 6 bytes", NULL},
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]") "}", 4,
+         SSMJIT_ERR_INVALID_ARG, "tensor 'w': \"shape\" entry 0 is not a non-negative 64-bit integer",
+         NULL},
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1,2.0],\"data_offsets\":[0,8]") "}", 8,
+         SSMJIT_ERR_INVALID_ARG, "\"shape\" entry 1 is not a non-negative", NULL},
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[\"1\"],\"data_offsets\":[0,4]") "}", 4,
+         SSMJIT_ERR_INVALID_ARG, "\"shape\" entry 0", NULL},
         {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]") "}", 4,
          SSMJIT_ERR_UNSUPPORTED, "tensor 'w' has 9 dimensions, more than 8", NULL},
         {"{" T("w", "\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]") "}", 0,
@@ -319,9 +321,10 @@ static void test_bad_dtypes_and_shapes(void **state)
     /* Dtypes that are valid but unusable open fine and fail when used. */
     int64_t ints[2] = {1, 2};
     size_t size;
-    uint8_t *img = su_image("{" T("ids", "\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]") ","
-                            T("flags", "\"dtype\":\"BOOL\",\"shape\":[0],\"data_offsets\":[16,16]") "}",
-                            ints, sizeof ints, &size);
+    uint8_t *img =
+        su_image("{" T("ids", "\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]") "," T(
+                     "flags", "\"dtype\":\"BOOL\",\"shape\":[0],\"data_offsets\":[16,16]") "}",
+                 ints, sizeof ints, &size);
     sj_st_header h;
     assert_int_equal(sj_safetensors_parse_header(img, size, "ints.safetensors", &h), SSMJIT_OK);
     const sj_st_tensor *t = sj_st_header_find(&h, "ids");
@@ -330,9 +333,11 @@ static void test_bad_dtypes_and_shapes(void **state)
     assert_string_equal(sj_st_dtype_name(sj_st_header_find(&h, "flags")->dtype), "BOOL");
     ssmjit_dtype dt;
     assert_error(sj_st_tensor_dtype(t, &dt), SSMJIT_ERR_UNSUPPORTED,
-                 "tensor 'ids' in 'ints.safetensors' is I64; only F32, F16 and BF16 are supported", NULL);
+                 "tensor 'ids' in 'ints.safetensors' is I64; only F32, F16 and BF16 are supported",
+                 NULL);
     float out[2];
-    assert_error(sj_st_tensor_convert(t, SSMJIT_F32, out), SSMJIT_ERR_UNSUPPORTED, "tensor 'ids'", "is I64");
+    assert_error(sj_st_tensor_convert(t, SSMJIT_F32, out), SSMJIT_ERR_UNSUPPORTED, "tensor 'ids'",
+                 "is I64");
     sj_st_header_free(&h);
     free(img);
 }
@@ -341,33 +346,35 @@ static void test_bad_offsets(void **state)
 {
     (void)state;
     static const header_case cases[] = {
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]") "}", 4, SSMJIT_ERR_INVALID_ARG,
-         "tensor 'w': \"data_offsets\" has 1 entries, not 2", NULL},
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]") "}", 8, SSMJIT_ERR_INVALID_ARG,
-         "has 3 entries, not 2", NULL},
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]") "}", 8, SSMJIT_ERR_INVALID_ARG,
-         "tensor 'w': data_offsets [8, 4] end before they begin", NULL},
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,-4]") "}", 4, SSMJIT_ERR_INVALID_ARG,
-         "\"data_offsets\" entry 1 is not a non-negative", NULL},
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]") "}", 4,
+         SSMJIT_ERR_INVALID_ARG, "tensor 'w': \"data_offsets\" has 1 entries, not 2", NULL},
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]") "}", 8,
+         SSMJIT_ERR_INVALID_ARG, "has 3 entries, not 2", NULL},
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]") "}", 8,
+         SSMJIT_ERR_INVALID_ARG, "tensor 'w': data_offsets [8, 4] end before they begin", NULL},
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,-4]") "}", 4,
+         SSMJIT_ERR_INVALID_ARG, "\"data_offsets\" entry 1 is not a non-negative", NULL},
         /* Past the data buffer. */
-        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]") "}", 4, SSMJIT_ERR_INVALID_ARG,
+        {"{" T("w", "\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]") "}", 4,
+         SSMJIT_ERR_INVALID_ARG,
          "tensor 'w' (bytes 0..8) runs past the end of the data buffer (4 bytes)", NULL},
         {"{" T("w", "\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[18446744073709551615,0]") "}", 1,
          SSMJIT_ERR_INVALID_ARG, "\"data_offsets\" entry 0 is not a non-negative 64-bit integer", NULL},
         /* Overlap, hole, leftover bytes. */
-        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]") ","
-             T("b", "\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]") "}", 12,
-         SSMJIT_ERR_INVALID_ARG, "tensor 'b' (bytes 4..12) overlaps tensor 'a'", NULL},
-        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") ","
-             T("b", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") "}", 4,
-         SSMJIT_ERR_INVALID_ARG, "overlaps tensor", NULL},
-        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") ","
-             T("b", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]") "}", 12,
-         SSMJIT_ERR_INVALID_ARG, "bytes 4..8 of the data buffer belong to no tensor (next is 'b')", NULL},
-        {"{" T("b", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]") "}", 8, SSMJIT_ERR_INVALID_ARG,
-         "bytes 0..4 of the data buffer belong to no tensor", NULL},
-        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") "}", 10, SSMJIT_ERR_INVALID_ARG,
-         "6 bytes after the last tensor belong to no tensor", NULL},
+        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]") "," T(
+             "b", "\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]") "}",
+         12, SSMJIT_ERR_INVALID_ARG, "tensor 'b' (bytes 4..12) overlaps tensor 'a'", NULL},
+        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") "," T(
+             "b", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") "}",
+         4, SSMJIT_ERR_INVALID_ARG, "overlaps tensor", NULL},
+        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") "," T(
+             "b", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]") "}",
+         12, SSMJIT_ERR_INVALID_ARG, "bytes 4..8 of the data buffer belong to no tensor (next is 'b')",
+         NULL},
+        {"{" T("b", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]") "}", 8,
+         SSMJIT_ERR_INVALID_ARG, "bytes 0..4 of the data buffer belong to no tensor", NULL},
+        {"{" T("a", "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]") "}", 10,
+         SSMJIT_ERR_INVALID_ARG, "6 bytes after the last tensor belong to no tensor", NULL},
         {"{}", 1, SSMJIT_ERR_INVALID_ARG, "1 bytes after the last tensor", NULL},
     };
     run_header_cases(cases, sizeof cases / sizeof *cases);
@@ -380,7 +387,8 @@ static void test_refused_paths(void **state)
     su_build_file(path_of("real.safetensors"), good, NGOOD);
     assert_int_equal(symlink("real.safetensors", path_of("link.safetensors")), 0);
     sj_st_file *f = NULL;
-    assert_error(sj_st_open(path_of("link.safetensors"), &f), SSMJIT_ERR_IO, "cannot open", "link.safetensors");
+    assert_error(sj_st_open(path_of("link.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
+                 "link.safetensors");
     assert_null(f);
     assert_error(sj_st_open(path_of("absent.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
                  "No such file");
@@ -388,8 +396,8 @@ static void test_refused_paths(void **state)
     assert_int_equal(mkfifo(path_of("fifo.safetensors"), 0600), 0);
     assert_error(sj_st_open(path_of("fifo.safetensors"), &f), SSMJIT_ERR_IO, "not a regular file", NULL);
     su_write(path_of("empty.safetensors"), "", 0);
-    assert_error(sj_st_open(path_of("empty.safetensors"), &f), SSMJIT_ERR_INVALID_ARG,
-                 "'", "0 bytes, too short for the 8-byte header length");
+    assert_error(sj_st_open(path_of("empty.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, "'",
+                 "0 bytes, too short for the 8-byte header length");
     /* The real file still opens. */
     assert_int_equal(sj_st_open(path_of("real.safetensors"), &f), SSMJIT_OK);
     sj_st_close(f);
@@ -414,7 +422,8 @@ static void test_random_corruption(void **state)
         int flips = 1 + (int)tu_uniform(0, 4);
         for (int i = 0; i < flips; i++) {
             size_t at = (size_t)tu_uniform(0, (double)size);
-            buf[at] = round % 3 ? (uint8_t)tu_uniform(0, 256) : (uint8_t)"{}[]\",:0123456789 \\"[round % 20];
+            buf[at] =
+                round % 3 ? (uint8_t)tu_uniform(0, 256) : (uint8_t) "{}[]\",:0123456789 \\"[round % 20];
         }
         size_t len = round % 7 == 0 ? (size_t)tu_uniform(0, (double)size) : size;
         uint8_t *start = buf + (size - len);
