@@ -90,20 +90,22 @@ static int out_of_memory(parser *ps)
     return -1;
 }
 
-/* Grows *buf to hold n elements of size `size`. */
-static int reserve(parser *ps, void **buf, size_t *cap, size_t n, size_t size)
+/* buf grown to hold n elements of size `size` (buf itself when it does);
+ * NULL, with buf untouched, when out of memory. */
+static void *reserve(parser *ps, void *buf, size_t *cap, size_t n, size_t size)
 {
     if (n <= *cap)
-        return 0;
+        return buf;
     size_t c = *cap ? *cap : 16;
     while (c < n)
         c *= 2;
-    void *b = realloc(*buf, c * size);
-    if (!b)
-        return out_of_memory(ps);
-    *buf = b;
+    void *b = realloc(buf, c * size);
+    if (!b) {
+        out_of_memory(ps);
+        return NULL;
+    }
     *cap = c;
-    return 0;
+    return b;
 }
 
 static void skip_ws(parser *ps)
@@ -128,8 +130,10 @@ static int unexpected(parser *ps, const char *expected)
 
 static int put_bytes(parser *ps, const void *s, size_t n)
 {
-    if (reserve(ps, (void **)&ps->sbuf, &ps->scap, ps->slen + n + 1, 1))
+    char *buf = reserve(ps, ps->sbuf, &ps->scap, ps->slen + n + 1, 1);
+    if (!buf)
         return -1;
+    ps->sbuf = buf;
     memcpy(ps->sbuf + ps->slen, s, n);
     ps->slen += n;
     return 0;
@@ -389,8 +393,10 @@ static int check_duplicates(parser *ps, const sj_json *items, size_t n)
 {
     if (n < 2)
         return 0;
-    if (reserve(ps, (void **)&ps->sorted, &ps->sorted_cap, n, sizeof *ps->sorted))
+    const sj_json **sorted = reserve(ps, ps->sorted, &ps->sorted_cap, n, sizeof *sorted);
+    if (!sorted)
         return -1;
+    ps->sorted = sorted;
     for (size_t i = 0; i < n; i++)
         ps->sorted[i] = &items[i];
     qsort(ps->sorted, n, sizeof *ps->sorted, key_order);
@@ -452,8 +458,10 @@ static int parse_container(parser *ps, int depth, sj_json *v)
             child.key = key;
             child.pos = key_pos;
         }
-        if (reserve(ps, (void **)&ps->stack, &ps->stack_cap, ps->top + 1, sizeof *ps->stack))
+        sj_json *stack = reserve(ps, ps->stack, &ps->stack_cap, ps->top + 1, sizeof *stack);
+        if (!stack)
             return -1;
+        ps->stack = stack;
         ps->stack[ps->top++] = child;
         skip_ws(ps);
         if (ps->pos < ps->len && ps->p[ps->pos] == ',') {
