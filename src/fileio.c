@@ -83,7 +83,7 @@ ssmjit_status sj_write_atomic(const char *path, const void *head, size_t head_le
     return sj_error(SSMJIT_ERR_IO, "cannot write '%s' (%s failed): %s", path, step, strerror(err));
 }
 
-ssmjit_status sj_read_file(const char *path, char **out, size_t *len)
+ssmjit_status sj_open_regular(const char *path, int *fd_out, size_t *size_out)
 {
     /* O_NONBLOCK: a FIFO put where a file belongs must not hang the open;
      * it has no effect on reading a regular file. */
@@ -91,20 +91,38 @@ ssmjit_status sj_read_file(const char *path, char **out, size_t *len)
     if (fd < 0)
         return sj_error(SSMJIT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) != 0)
-        goto fail;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return sj_error(SSMJIT_ERR_IO, "cannot read '%s': %s", path, strerror(err));
+    }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         errno = EINVAL;
         return sj_error(SSMJIT_ERR_IO, "cannot read '%s': not a regular file", path);
     }
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf)
-        goto fail;
+    *fd_out = fd;
+    *size_out = (size_t)st.st_size;
+    return SSMJIT_OK;
+}
+
+ssmjit_status sj_read_file(const char *path, char **out, size_t *len)
+{
+    int fd;
+    size_t size;
+    ssmjit_status st = sj_open_regular(path, &fd, &size);
+    if (st != SSMJIT_OK)
+        return st;
+    char *buf = malloc(size + 1);
+    if (!buf) {
+        close(fd);
+        errno = ENOMEM;
+        return sj_error(SSMJIT_ERR_IO, "cannot read '%s': %s", path, strerror(ENOMEM));
+    }
     size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -116,10 +134,4 @@ ssmjit_status sj_read_file(const char *path, char **out, size_t *len)
     *out = buf;
     *len = got;
     return SSMJIT_OK;
-fail:;
-    int err = errno;
-    close(fd);
-    free(buf);
-    errno = err;
-    return sj_error(SSMJIT_ERR_IO, "cannot read '%s': %s", path, strerror(err));
 }

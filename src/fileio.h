@@ -1,4 +1,5 @@
-/* File helpers shared by the cache and the toolchain record. */
+/* File helpers shared by the cache, the toolchain record and the checkpoint
+ * reader. */
 #ifndef SSMJIT_FILEIO_H
 #define SSMJIT_FILEIO_H
 
@@ -17,6 +18,12 @@ ssmjit_status sj_mkdirs(const char *path);
  * On any failure the temp file is removed and SSMJIT_ERR_IO describes why. */
 ssmjit_status sj_write_atomic(const char *path, const void *head, size_t head_len,
                               const void *data, size_t len);
+
+/* Opens a regular file read-only without following a symlink at path
+ * (O_NOFOLLOW) and without blocking on a FIFO; gives the descriptor (close
+ * it) and the file's size.  SSMJIT_ERR_IO naming path if missing,
+ * unreadable, a symlink or not a regular file (errno preserved). */
+ssmjit_status sj_open_regular(const char *path, int *fd, size_t *size);
 
 /* Reads a whole regular file into a malloc'd buffer (NUL-terminated, *len
  * excludes the NUL).  A symlink at path is refused (O_NOFOLLOW), as is

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "dtype_convert.h"
 
 static const sj_driver *drv;
 
@@ -74,67 +75,12 @@ void gu_poison(void *dptr, size_t bytes)
 
 void gu_sync(void) { check(sj_cu_result(drv->CtxSynchronize(), "cuCtxSynchronize")); }
 
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40u);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* IEEE half conversions by hand (ISO C has no half type): round to
- * nearest even, subnormals and overflow to infinity included. */
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u)
-        return sign | 0x7e00u;
-    if (a >= 0x477ff000u) /* rounds to >= 65520: infinity */
-        return sign | 0x7c00u;
-    if (a < 0x38800000u) { /* below the smallest normal half: subnormal */
-        float mag;
-        memcpy(&mag, &a, 4);
-        return sign | (uint16_t)lrintf(mag * 16777216.0f); /* units of 2^-24, nearest even */
-    }
-    uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
-    return sign | (uint16_t)((r - 0x38000000u) >> 13);
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    float f;
-    if (e == 0) {
-        f = ldexpf((float)m, -24);
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        u |= sign;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    uint32_t u = sign | (e == 31 ? 0x7f800000u | (m << 13) : ((e + 112) << 23) | (m << 13));
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 double gu_round(double v, ssmjit_dtype dtype)
 {
     switch (dtype) {
     case SSMJIT_F32: return (float)v;
-    case SSMJIT_F16: return f16_to_f32(f32_to_f16((float)v));
-    case SSMJIT_BF16: return bf16_to_f32(f32_to_bf16((float)v));
+    case SSMJIT_F16: return sj_f16_to_f32(sj_f32_to_f16((float)v));
+    case SSMJIT_BF16: return sj_bf16_to_f32(sj_f32_to_bf16((float)v));
     }
     fail_msg("unknown dtype %d", (int)dtype);
     return 0;
@@ -150,7 +96,7 @@ void gu_upload_as(void *dptr, double *host, size_t n, ssmjit_dtype dtype)
         if (dtype == SSMJIT_F32) {
             memcpy(buf + 4 * i, &f, 4);
         } else {
-            uint16_t h = dtype == SSMJIT_F16 ? f32_to_f16(f) : f32_to_bf16(f);
+            uint16_t h = dtype == SSMJIT_F16 ? sj_f32_to_f16(f) : sj_f32_to_bf16(f);
             memcpy(buf + 2 * i, &h, 2);
         }
         host[i] = gu_round(host[i], dtype);
@@ -180,7 +126,7 @@ void gu_download_as(double *host, const void *dptr, size_t n, ssmjit_dtype dtype
         } else {
             uint16_t h;
             memcpy(&h, buf + 2 * i, 2);
-            host[i] = dtype == SSMJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+            host[i] = dtype == SSMJIT_F16 ? sj_f16_to_f32(h) : sj_bf16_to_f32(h);
         }
     }
     free(buf);
