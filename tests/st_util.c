@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dtype_convert.h"
+#include "test_util.h"
 
 uint8_t *su_image(const char *header, const void *data, size_t data_len, size_t *size)
 {
@@ -109,4 +110,34 @@ void su_build_file(const char *path, const su_tensor *t, size_t n)
     uint8_t *img = su_build(t, n, &size);
     su_write(path, img, size);
     free(img);
+}
+
+char *su_dir;
+
+int su_dir_setup(void **state)
+{
+    (void)state;
+    su_dir = tu_mkdtemp();
+    return 0;
+}
+
+int su_dir_teardown(void **state)
+{
+    (void)state;
+    tu_rmtree(su_dir);
+    free(su_dir);
+    su_dir = NULL;
+    return 0;
+}
+
+void su_assert_error(ssmjit_status st, ssmjit_status want, const char *part1, const char *part2)
+{
+    const char *msg = ssmjit_last_error();
+    if (st != want || !strstr(msg, part1) || (part2 && !strstr(msg, part2)))
+        print_error("status %d (want %d), message '%s', wanted '%s' and '%s'\n", st, want, msg, part1,
+                    part2 ? part2 : "");
+    assert_int_equal(st, want);
+    assert_non_null(strstr(msg, part1));
+    if (part2)
+        assert_non_null(strstr(msg, part2));
 }

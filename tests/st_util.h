@@ -40,4 +40,14 @@ uint8_t *su_build(const su_tensor *t, size_t n, size_t *size);
 /* su_build straight to a file. */
 void su_build_file(const char *path, const su_tensor *t, size_t n);
 
+/* A fresh temporary directory for each test (cmocka setup / teardown):
+ * su_dir while the test runs. */
+extern char *su_dir;
+int su_dir_setup(void **state);
+int su_dir_teardown(void **state);
+
+/* Fails the test unless st is want and the thread's error message contains
+ * part1 and (when not NULL) part2; prints both on a mismatch. */
+void su_assert_error(ssmjit_status st, ssmjit_status want, const char *part1, const char *part2);
+
 #endif

@@ -14,46 +14,18 @@
 #include "st_util.h"
 #include "test_util.h"
 
-static char *root;
 
-static int setup(void **state)
-{
-    (void)state;
-    root = tu_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(root);
-    free(root);
-    return 0;
-}
-
-/* root/<sub>/<name>; the directory is created. */
+/* su_dir/<sub>/<name>; the directory is created. */
 static const char *path_in(const char *sub, const char *name)
 {
     static char buf[4][4200];
     static int next;
     char *p = buf[next++ % 4];
-    snprintf(p, sizeof buf[0], "%s/%s", root, sub);
+    snprintf(p, sizeof buf[0], "%s/%s", su_dir, sub);
     mkdir(p, 0700);
     if (name)
         snprintf(p + strlen(p), sizeof buf[0] - strlen(p), "/%s", name);
     return p;
-}
-
-static void assert_error(ssmjit_status st, ssmjit_status want, const char *part1, const char *part2)
-{
-    const char *msg = ssmjit_last_error();
-    if (st != want || !strstr(msg, part1) || (part2 && !strstr(msg, part2)))
-        print_error("status %d (want %d), message '%s', wanted '%s' and '%s'\n", st, want, msg, part1,
-                    part2 ? part2 : "");
-    assert_int_equal(st, want);
-    assert_non_null(strstr(msg, part1));
-    if (part2)
-        assert_non_null(strstr(msg, part2));
 }
 
 static const su_tensor shard1[] = {
@@ -143,7 +115,7 @@ static void expect_index_error(const char *sub, const char *index, ssmjit_status
     write_sharded(sub);
     su_write_text(path_in(sub, SJ_CHECKPOINT_INDEX), index);
     sj_checkpoint *ck = NULL;
-    assert_error(sj_checkpoint_open(path_in(sub, NULL), &ck), want, part1, part2);
+    su_assert_error(sj_checkpoint_open(path_in(sub, NULL), &ck), want, part1, part2);
     assert_null(ck);
 }
 
@@ -182,12 +154,12 @@ static void test_bad_indexes(void **state)
     write_sharded("i11");
     su_write(path_in("i11", "model-00001-of-00002.safetensors"), "\x10\0\0\0\0\0\0\0{}", 10);
     sj_checkpoint *ck = NULL;
-    assert_error(sj_checkpoint_open(path_in("i11", NULL), &ck), SSMJIT_ERR_INVALID_ARG,
+    su_assert_error(sj_checkpoint_open(path_in("i11", NULL), &ck), SSMJIT_ERR_INVALID_ARG,
                  "model-00001-of-00002.safetensors", "runs past the end of the file");
 
-    assert_error(sj_checkpoint_open(path_in("nothing", NULL), &ck), SSMJIT_ERR_IO, "holds neither",
+    su_assert_error(sj_checkpoint_open(path_in("nothing", NULL), &ck), SSMJIT_ERR_IO, "holds neither",
                  SJ_CHECKPOINT_INDEX);
-    assert_error(sj_checkpoint_open(path_in("nothing", "absent.safetensors"), &ck), SSMJIT_ERR_IO,
+    su_assert_error(sj_checkpoint_open(path_in("nothing", "absent.safetensors"), &ck), SSMJIT_ERR_IO,
                  "cannot open", "absent.safetensors");
 }
 
@@ -204,7 +176,7 @@ static void test_symlinks_refused(void **state)
 
     write_sharded("l1");
     assert_int_equal(symlink(target, path_in("l1", SJ_CHECKPOINT_FILE)), 0);
-    assert_error(sj_checkpoint_open(path_in("l1", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
+    su_assert_error(sj_checkpoint_open(path_in("l1", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
                  SJ_CHECKPOINT_FILE);
 
     write_sharded("l2");
@@ -212,18 +184,18 @@ static void test_symlinks_refused(void **state)
     assert_int_equal(symlink(path_in("src", "model-00002-of-00002.safetensors"),
                              path_in("l2", "model-00002-of-00002.safetensors")),
                      0);
-    assert_error(sj_checkpoint_open(path_in("l2", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
+    su_assert_error(sj_checkpoint_open(path_in("l2", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
                  "l2/model-00002-of-00002.safetensors");
 
     write_sharded("l3");
     unlink(path_in("l3", SJ_CHECKPOINT_INDEX));
     assert_int_equal(symlink(path_in("src", SJ_CHECKPOINT_INDEX), path_in("l3", SJ_CHECKPOINT_INDEX)),
                      0);
-    assert_error(sj_checkpoint_open(path_in("l3", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
+    su_assert_error(sj_checkpoint_open(path_in("l3", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
                  SJ_CHECKPOINT_INDEX);
 
     assert_int_equal(symlink(target, path_in("l4", "direct.safetensors")), 0);
-    assert_error(sj_checkpoint_open(path_in("l4", "direct.safetensors"), &ck), SSMJIT_ERR_IO,
+    su_assert_error(sj_checkpoint_open(path_in("l4", "direct.safetensors"), &ck), SSMJIT_ERR_IO,
                  "cannot open", "direct.safetensors");
     assert_null(ck);
     /* The same files without the links open. */
@@ -239,5 +211,5 @@ int main(void)
         cmocka_unit_test(test_bad_indexes),
         cmocka_unit_test(test_symlinks_refused),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, su_dir_setup, su_dir_teardown);
 }

@@ -15,22 +15,6 @@
 #include "st_util.h"
 #include "test_util.h"
 
-static char *root;
-
-static int setup(void **state)
-{
-    (void)state;
-    root = tu_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(root);
-    free(root);
-    return 0;
-}
 
 /* d_model 8, d_inner 16, d_state 4, conv 4, dt_rank 2, 2 layers, vocab 10. */
 static const char hf_json[] =
@@ -121,13 +105,13 @@ static void drop(model *m, const char *name)
     m->n--;
 }
 
-/* Writes the model under root/<sub> and returns that directory: one file,
+/* Writes the model under su_dir/<sub> and returns that directory: one file,
  * or two shards split after layer 0 with an index. */
 static const char *write_model(const char *sub, const model *m, int sharded)
 {
     static char dir[4200];
     char path[4300];
-    snprintf(dir, sizeof dir, "%s/%s", root, sub);
+    snprintf(dir, sizeof dir, "%s/%s", su_dir, sub);
     assert_int_equal(mkdir(dir, 0700), 0);
     if (!sharded) {
         snprintf(path, sizeof path, "%s/%s", dir, SJ_CHECKPOINT_FILE);
@@ -448,5 +432,5 @@ int main(void)
         cmocka_unit_test(test_wrong_shapes), cmocka_unit_test(test_config_mismatch),
         cmocka_unit_test(test_tensor_names),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, su_dir_setup, su_dir_teardown);
 }

@@ -20,40 +20,12 @@
 #include "st_util.h"
 #include "test_util.h"
 
-static char *dir;
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = tu_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_rmtree(dir);
-    free(dir);
-    return 0;
-}
 
 static const char *path_of(const char *name)
 {
     static char buf[4200];
-    snprintf(buf, sizeof buf, "%s/%s", dir, name);
+    snprintf(buf, sizeof buf, "%s/%s", su_dir, name);
     return buf;
-}
-
-static void assert_error(ssmjit_status st, ssmjit_status want, const char *part1, const char *part2)
-{
-    const char *msg = ssmjit_last_error();
-    if (st != want || !strstr(msg, part1) || (part2 && !strstr(msg, part2)))
-        print_error("status %d (want %d), message '%s', wanted '%s' and '%s'\n", st, want, msg, part1,
-                    part2 ? part2 : "");
-    assert_int_equal(st, want);
-    assert_non_null(strstr(msg, part1));
-    if (part2)
-        assert_non_null(strstr(msg, part2));
 }
 
 /* Names deliberately out of order: header order, name order and data
@@ -150,10 +122,10 @@ static void test_truncated_everywhere(void **state)
         ssmjit_status st = sj_st_open(p, &f);
         assert_null(f);
         if (cut < 8) {
-            assert_error(st, SSMJIT_ERR_INVALID_ARG, "too short for the 8-byte header length",
+            su_assert_error(st, SSMJIT_ERR_INVALID_ARG, "too short for the 8-byte header length",
                          "truncated");
         } else if (cut < 8 + n) {
-            assert_error(st, SSMJIT_ERR_INVALID_ARG, "runs past the end of the file", "truncated");
+            su_assert_error(st, SSMJIT_ERR_INVALID_ARG, "runs past the end of the file", "truncated");
         } else {
             /* The first tensor, in data order, that the cut reaches into. */
             uint64_t data = cut - 8 - n, at = 0;
@@ -168,7 +140,7 @@ static void test_truncated_everywhere(void **state)
             }
             char want[64];
             snprintf(want, sizeof want, "tensor '%s' (bytes", victim);
-            assert_error(st, SSMJIT_ERR_INVALID_ARG, want, "the file is truncated");
+            su_assert_error(st, SSMJIT_ERR_INVALID_ARG, want, "the file is truncated");
         }
     }
     free(img);
@@ -190,7 +162,7 @@ static void test_huge_header_length(void **state)
         char want[64];
         snprintf(want, sizeof want, "header length %llu runs past the end of the file (48 bytes)",
                  (unsigned long long)lengths[i]);
-        assert_error(sj_st_open(path_of("huge.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, want, NULL);
+        su_assert_error(sj_st_open(path_of("huge.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, want, NULL);
     }
     /* Length 40 fits exactly: "{}" and spaces, no tensor, no data. */
     img[0] = 40;
@@ -209,7 +181,7 @@ static void test_huge_header_length(void **state)
     uint64_t len = SJ_ST_MAX_HEADER + 1;
     for (int b = 0; b < 8; b++)
         mem[b] = (uint8_t)(len >> (8 * b));
-    assert_error(sj_safetensors_parse_header(mem, big, "mem", &h), SSMJIT_ERR_INVALID_ARG,
+    su_assert_error(sj_safetensors_parse_header(mem, big, "mem", &h), SSMJIT_ERR_INVALID_ARG,
                  "header length 100000001 is over the 100000000-byte limit", NULL);
     munmap(mem, big);
 }
@@ -232,7 +204,7 @@ static void run_header_cases(const header_case *cases, size_t n)
         ssmjit_status st = sj_safetensors_parse_header(img, size, "x.safetensors", &h);
         if (st == SSMJIT_OK)
             print_error("case %zu parsed: %s\n", i, c->header);
-        assert_error(st, c->status, c->part1, c->part2);
+        su_assert_error(st, c->status, c->part1, c->part2);
         assert_null(h.doc);
         assert_null(h.tensors);
         free(img);
@@ -281,7 +253,7 @@ static void test_malformed_headers(void **state)
     free(img);
     /* A NUL byte inside the header (su_image stops at one, so build by hand). */
     uint8_t nul[] = {8, 0, 0, 0, 0, 0, 0, 0, '{', '"', 'a', 0, '"', ':', '1', '}'};
-    assert_error(sj_safetensors_parse_header(nul, sizeof nul, "x", &h), SSMJIT_ERR_INVALID_ARG,
+    su_assert_error(sj_safetensors_parse_header(nul, sizeof nul, "x", &h), SSMJIT_ERR_INVALID_ARG,
                  "invalid JSON at byte 3", "NUL byte in string");
 }
 
@@ -332,11 +304,11 @@ static void test_bad_dtypes_and_shapes(void **state)
     assert_string_equal(sj_st_dtype_name(t->dtype), "I64");
     assert_string_equal(sj_st_dtype_name(sj_st_header_find(&h, "flags")->dtype), "BOOL");
     ssmjit_dtype dt;
-    assert_error(sj_st_tensor_dtype(t, &dt), SSMJIT_ERR_UNSUPPORTED,
+    su_assert_error(sj_st_tensor_dtype(t, &dt), SSMJIT_ERR_UNSUPPORTED,
                  "tensor 'ids' in 'ints.safetensors' is I64; only F32, F16 and BF16 are supported",
                  NULL);
     float out[2];
-    assert_error(sj_st_tensor_convert(t, SSMJIT_F32, out), SSMJIT_ERR_UNSUPPORTED, "tensor 'ids'",
+    su_assert_error(sj_st_tensor_convert(t, SSMJIT_F32, out), SSMJIT_ERR_UNSUPPORTED, "tensor 'ids'",
                  "is I64");
     sj_st_header_free(&h);
     free(img);
@@ -387,16 +359,16 @@ static void test_refused_paths(void **state)
     su_build_file(path_of("real.safetensors"), good, NGOOD);
     assert_int_equal(symlink("real.safetensors", path_of("link.safetensors")), 0);
     sj_st_file *f = NULL;
-    assert_error(sj_st_open(path_of("link.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
+    su_assert_error(sj_st_open(path_of("link.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
                  "link.safetensors");
     assert_null(f);
-    assert_error(sj_st_open(path_of("absent.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
+    su_assert_error(sj_st_open(path_of("absent.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
                  "No such file");
-    assert_error(sj_st_open(dir, &f), SSMJIT_ERR_IO, "not a regular file", NULL);
+    su_assert_error(sj_st_open(su_dir, &f), SSMJIT_ERR_IO, "not a regular file", NULL);
     assert_int_equal(mkfifo(path_of("fifo.safetensors"), 0600), 0);
-    assert_error(sj_st_open(path_of("fifo.safetensors"), &f), SSMJIT_ERR_IO, "not a regular file", NULL);
+    su_assert_error(sj_st_open(path_of("fifo.safetensors"), &f), SSMJIT_ERR_IO, "not a regular file", NULL);
     su_write(path_of("empty.safetensors"), "", 0);
-    assert_error(sj_st_open(path_of("empty.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, "'",
+    su_assert_error(sj_st_open(path_of("empty.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, "'",
                  "0 bytes, too short for the 8-byte header length");
     /* The real file still opens. */
     assert_int_equal(sj_st_open(path_of("real.safetensors"), &f), SSMJIT_OK);
@@ -460,5 +432,5 @@ int main(void)
         cmocka_unit_test(test_refused_paths),
         cmocka_unit_test(test_random_corruption),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, su_dir_setup, su_dir_teardown);
 }
