@@ -155,12 +155,12 @@ static void test_bad_indexes(void **state)
     su_write(path_in("i11", "model-00001-of-00002.safetensors"), "\x10\0\0\0\0\0\0\0{}", 10);
     sj_checkpoint *ck = NULL;
     su_assert_error(sj_checkpoint_open(path_in("i11", NULL), &ck), SSMJIT_ERR_INVALID_ARG,
-                 "model-00001-of-00002.safetensors", "runs past the end of the file");
+                    "model-00001-of-00002.safetensors", "runs past the end of the file");
 
     su_assert_error(sj_checkpoint_open(path_in("nothing", NULL), &ck), SSMJIT_ERR_IO, "holds neither",
-                 SJ_CHECKPOINT_INDEX);
+                    SJ_CHECKPOINT_INDEX);
     su_assert_error(sj_checkpoint_open(path_in("nothing", "absent.safetensors"), &ck), SSMJIT_ERR_IO,
-                 "cannot open", "absent.safetensors");
+                    "cannot open", "absent.safetensors");
 }
 
 /* A symlink in place of any file of a checkpoint is refused, as the cache
@@ -177,7 +177,7 @@ static void test_symlinks_refused(void **state)
     write_sharded("l1");
     assert_int_equal(symlink(target, path_in("l1", SJ_CHECKPOINT_FILE)), 0);
     su_assert_error(sj_checkpoint_open(path_in("l1", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
-                 SJ_CHECKPOINT_FILE);
+                    SJ_CHECKPOINT_FILE);
 
     write_sharded("l2");
     unlink(path_in("l2", "model-00002-of-00002.safetensors"));
@@ -185,18 +185,18 @@ static void test_symlinks_refused(void **state)
                              path_in("l2", "model-00002-of-00002.safetensors")),
                      0);
     su_assert_error(sj_checkpoint_open(path_in("l2", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
-                 "l2/model-00002-of-00002.safetensors");
+                    "l2/model-00002-of-00002.safetensors");
 
     write_sharded("l3");
     unlink(path_in("l3", SJ_CHECKPOINT_INDEX));
     assert_int_equal(symlink(path_in("src", SJ_CHECKPOINT_INDEX), path_in("l3", SJ_CHECKPOINT_INDEX)),
                      0);
     su_assert_error(sj_checkpoint_open(path_in("l3", NULL), &ck), SSMJIT_ERR_IO, "cannot open",
-                 SJ_CHECKPOINT_INDEX);
+                    SJ_CHECKPOINT_INDEX);
 
     assert_int_equal(symlink(target, path_in("l4", "direct.safetensors")), 0);
     su_assert_error(sj_checkpoint_open(path_in("l4", "direct.safetensors"), &ck), SSMJIT_ERR_IO,
-                 "cannot open", "direct.safetensors");
+                    "cannot open", "direct.safetensors");
     assert_null(ck);
     /* The same files without the links open. */
     assert_int_equal(sj_checkpoint_open(path_in("src", NULL), &ck), SSMJIT_OK);

@@ -123,7 +123,7 @@ static void test_truncated_everywhere(void **state)
         assert_null(f);
         if (cut < 8) {
             su_assert_error(st, SSMJIT_ERR_INVALID_ARG, "too short for the 8-byte header length",
-                         "truncated");
+                            "truncated");
         } else if (cut < 8 + n) {
             su_assert_error(st, SSMJIT_ERR_INVALID_ARG, "runs past the end of the file", "truncated");
         } else {
@@ -182,7 +182,7 @@ static void test_huge_header_length(void **state)
     for (int b = 0; b < 8; b++)
         mem[b] = (uint8_t)(len >> (8 * b));
     su_assert_error(sj_safetensors_parse_header(mem, big, "mem", &h), SSMJIT_ERR_INVALID_ARG,
-                 "header length 100000001 is over the 100000000-byte limit", NULL);
+                    "header length 100000001 is over the 100000000-byte limit", NULL);
     munmap(mem, big);
 }
 
@@ -254,7 +254,7 @@ static void test_malformed_headers(void **state)
     /* A NUL byte inside the header (su_image stops at one, so build by hand). */
     uint8_t nul[] = {8, 0, 0, 0, 0, 0, 0, 0, '{', '"', 'a', 0, '"', ':', '1', '}'};
     su_assert_error(sj_safetensors_parse_header(nul, sizeof nul, "x", &h), SSMJIT_ERR_INVALID_ARG,
-                 "invalid JSON at byte 3", "NUL byte in string");
+                    "invalid JSON at byte 3", "NUL byte in string");
 }
 
 static void test_bad_dtypes_and_shapes(void **state)
@@ -305,11 +305,11 @@ static void test_bad_dtypes_and_shapes(void **state)
     assert_string_equal(sj_st_dtype_name(sj_st_header_find(&h, "flags")->dtype), "BOOL");
     ssmjit_dtype dt;
     su_assert_error(sj_st_tensor_dtype(t, &dt), SSMJIT_ERR_UNSUPPORTED,
-                 "tensor 'ids' in 'ints.safetensors' is I64; only F32, F16 and BF16 are supported",
-                 NULL);
+                    "tensor 'ids' in 'ints.safetensors' is I64; only F32, F16 and BF16 are supported",
+                    NULL);
     float out[2];
     su_assert_error(sj_st_tensor_convert(t, SSMJIT_F32, out), SSMJIT_ERR_UNSUPPORTED, "tensor 'ids'",
-                 "is I64");
+                    "is I64");
     sj_st_header_free(&h);
     free(img);
 }
@@ -360,16 +360,16 @@ static void test_refused_paths(void **state)
     assert_int_equal(symlink("real.safetensors", path_of("link.safetensors")), 0);
     sj_st_file *f = NULL;
     su_assert_error(sj_st_open(path_of("link.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
-                 "link.safetensors");
+                    "link.safetensors");
     assert_null(f);
     su_assert_error(sj_st_open(path_of("absent.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
-                 "No such file");
+                    "No such file");
     su_assert_error(sj_st_open(su_dir, &f), SSMJIT_ERR_IO, "not a regular file", NULL);
     assert_int_equal(mkfifo(path_of("fifo.safetensors"), 0600), 0);
     su_assert_error(sj_st_open(path_of("fifo.safetensors"), &f), SSMJIT_ERR_IO, "not a regular file", NULL);
     su_write(path_of("empty.safetensors"), "", 0);
     su_assert_error(sj_st_open(path_of("empty.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, "'",
-                 "0 bytes, too short for the 8-byte header length");
+                    "0 bytes, too short for the 8-byte header length");
     /* The real file still opens. */
     assert_int_equal(sj_st_open(path_of("real.safetensors"), &f), SSMJIT_OK);
     sj_st_close(f);
