@@ -51,41 +51,40 @@ static su_tensor *add(model *m, const char *fmt, int layer, int ndim, int64_t a,
 }
 
 /* The names are spelled out here, not taken from the library, so that the
- * test checks them. */
-static model build(const sj_mamba_config *c, int state_spaces, int64_t vocab_rows, int conv_2d)
+ * test checks them.  Filled in place: the tensors point into m->names. */
+static void build(model *m, const sj_mamba_config *c, int state_spaces, int64_t vocab_rows, int conv_2d)
 {
-    model m = {.n = 0};
+    m->n = 0;
     int64_t dm = c->d_model, di = c->d_inner, n = c->d_state, r = c->dt_rank, w = c->d_conv;
-    add(&m, state_spaces ? "backbone.embedding.weight" : "backbone.embeddings.weight", 0, 2, vocab_rows,
+    add(m, state_spaces ? "backbone.embedding.weight" : "backbone.embeddings.weight", 0, 2, vocab_rows,
         dm, 0);
     for (int i = 0; i < c->n_layer; i++) {
-        add(&m, "backbone.layers.%d.norm.weight", i, 1, dm, 0, 0);
+        add(m, "backbone.layers.%d.norm.weight", i, 1, dm, 0, 0);
         if (!c->rms_norm)
-            add(&m, "backbone.layers.%d.norm.bias", i, 1, dm, 0, 0);
-        add(&m, "backbone.layers.%d.mixer.in_proj.weight", i, 2, 2 * di, dm, 0);
+            add(m, "backbone.layers.%d.norm.bias", i, 1, dm, 0, 0);
+        add(m, "backbone.layers.%d.mixer.in_proj.weight", i, 2, 2 * di, dm, 0);
         if (c->proj_bias)
-            add(&m, "backbone.layers.%d.mixer.in_proj.bias", i, 1, 2 * di, 0, 0);
+            add(m, "backbone.layers.%d.mixer.in_proj.bias", i, 1, 2 * di, 0, 0);
         if (conv_2d)
-            add(&m, "backbone.layers.%d.mixer.conv1d.weight", i, 2, di, w, 0);
+            add(m, "backbone.layers.%d.mixer.conv1d.weight", i, 2, di, w, 0);
         else
-            add(&m, "backbone.layers.%d.mixer.conv1d.weight", i, 3, di, 1, w);
+            add(m, "backbone.layers.%d.mixer.conv1d.weight", i, 3, di, 1, w);
         if (c->conv_bias)
-            add(&m, "backbone.layers.%d.mixer.conv1d.bias", i, 1, di, 0, 0);
-        add(&m, "backbone.layers.%d.mixer.x_proj.weight", i, 2, r + 2 * n, di, 0);
-        add(&m, "backbone.layers.%d.mixer.dt_proj.weight", i, 2, di, r, 0);
-        add(&m, "backbone.layers.%d.mixer.dt_proj.bias", i, 1, di, 0, 0);
-        add(&m, "backbone.layers.%d.mixer.A_log", i, 2, di, n, 0);
-        add(&m, "backbone.layers.%d.mixer.D", i, 1, di, 0, 0);
-        add(&m, "backbone.layers.%d.mixer.out_proj.weight", i, 2, dm, di, 0);
+            add(m, "backbone.layers.%d.mixer.conv1d.bias", i, 1, di, 0, 0);
+        add(m, "backbone.layers.%d.mixer.x_proj.weight", i, 2, r + 2 * n, di, 0);
+        add(m, "backbone.layers.%d.mixer.dt_proj.weight", i, 2, di, r, 0);
+        add(m, "backbone.layers.%d.mixer.dt_proj.bias", i, 1, di, 0, 0);
+        add(m, "backbone.layers.%d.mixer.A_log", i, 2, di, n, 0);
+        add(m, "backbone.layers.%d.mixer.D", i, 1, di, 0, 0);
+        add(m, "backbone.layers.%d.mixer.out_proj.weight", i, 2, dm, di, 0);
         if (c->proj_bias)
-            add(&m, "backbone.layers.%d.mixer.out_proj.bias", i, 1, dm, 0, 0);
+            add(m, "backbone.layers.%d.mixer.out_proj.bias", i, 1, dm, 0, 0);
     }
-    add(&m, "backbone.norm_f.weight", 0, 1, dm, 0, 0);
+    add(m, "backbone.norm_f.weight", 0, 1, dm, 0, 0);
     if (!c->rms_norm)
-        add(&m, "backbone.norm_f.bias", 0, 1, dm, 0, 0);
+        add(m, "backbone.norm_f.bias", 0, 1, dm, 0, 0);
     if (!c->tie_embeddings)
-        add(&m, "lm_head.weight", 0, 2, vocab_rows, dm, 0);
-    return m;
+        add(m, "lm_head.weight", 0, 2, vocab_rows, dm, 0);
 }
 
 static su_tensor *find(model *m, const char *name)
@@ -185,7 +184,8 @@ static void test_hf_model(void **state)
     sj_mamba_config c = config(hf_json);
     sj_mamba_naming naming = SJ_NAMING_STATE_SPACES;
     for (int sharded = 0; sharded < 2; sharded++) {
-        model m = build(&c, 0, 10, 0);
+        model m;
+        build(&m, &c, 0, 10, 0);
         assert_int_equal(m.n, 2 + 2 * 10); /* embedding, norm_f, 10 per layer */
         const char *dir = write_model(sharded ? "hf-sharded" : "hf", &m, sharded);
         assert_int_equal(check_dir(dir, &c, &naming), SSMJIT_OK);
@@ -201,7 +201,8 @@ static void test_state_spaces_model(void **state)
     sj_mamba_naming naming = SJ_NAMING_HF;
     /* Padded vocabulary, 2-D conv weights, norm and projection biases,
      * lm_head of its own. */
-    model m = build(&c, 1, 16, 1);
+    model m;
+    build(&m, &c, 1, 16, 1);
     assert_int_equal(m.n, 4 + 2 * 13);
     const char *dir = write_model("ss", &m, 0);
     assert_int_equal(check_dir(dir, &c, &naming), SSMJIT_OK);
@@ -210,7 +211,7 @@ static void test_state_spaces_model(void **state)
 
     /* The unpadded vocabulary is fine too, and converted checkpoints pair
      * Hugging Face names with a state-spaces config. */
-    m = build(&c, 0, 10, 0);
+    build(&m, &c, 0, 10, 0);
     dir = write_model("ss-hf-names", &m, 1);
     assert_int_equal(check_dir(dir, &c, &naming), SSMJIT_OK);
     assert_int_equal(naming, SJ_NAMING_HF);
@@ -223,7 +224,8 @@ static void test_tied_lm_head(void **state)
     (void)state;
     sj_mamba_config c = config(hf_json);
     sj_mamba_naming naming;
-    model m = build(&c, 0, 10, 0);
+    model m;
+    build(&m, &c, 0, 10, 0);
     add(&m, "lm_head.weight", 0, 2, 10, 8, 0);
     assert_int_equal(check_dir(write_model("tied-ok", &m, 0), &c, &naming), SSMJIT_OK);
     find(&m, "lm_head.weight")->shape[0] = 11;
@@ -251,38 +253,39 @@ static void test_missing_tensors(void **state)
 {
     (void)state;
     sj_mamba_config hf = config(hf_json), ss = config(ss_json);
-    model m = build(&hf, 0, 10, 0);
+    model m;
+    build(&m, &hf, 0, 10, 0);
     drop(&m, "backbone.layers.1.mixer.D");
     expect_failure("no-D", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "tensor 'backbone.layers.1.mixer.D' (shape [16]) is not in the checkpoint", NULL);
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     drop(&m, "backbone.layers.0.mixer.conv1d.bias");
     expect_failure("no-conv-bias", &m, &hf, 1, SSMJIT_ERR_INVALID_ARG,
                    "tensor 'backbone.layers.0.mixer.conv1d.bias' (shape [16]) is not in the checkpoint",
                    NULL);
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     drop(&m, "backbone.norm_f.weight");
     expect_failure("no-norm-f", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "tensor 'backbone.norm_f.weight' (shape [8])", NULL);
-    m = build(&ss, 1, 16, 0);
+    build(&m, &ss, 1, 16, 0);
     drop(&m, "lm_head.weight");
     expect_failure("no-lm-head", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG,
                    "tensor 'lm_head.weight' (shape [16, 8]) is not in the checkpoint", NULL);
-    m = build(&ss, 1, 16, 0);
+    build(&m, &ss, 1, 16, 0);
     drop(&m, "backbone.layers.1.norm.bias");
     expect_failure("no-norm-bias", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG,
                    "tensor 'backbone.layers.1.norm.bias' (shape [8]) is not in", NULL);
-    m = build(&ss, 1, 16, 0);
+    build(&m, &ss, 1, 16, 0);
     drop(&m, "backbone.layers.0.mixer.out_proj.bias");
     expect_failure("no-out-bias", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG,
                    "'backbone.layers.0.mixer.out_proj.bias'", "is not in");
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     drop(&m, "backbone.embeddings.weight");
     expect_failure("no-embedding", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "the checkpoint has neither 'backbone.embeddings.weight' (Hugging Face) nor "
                    "'backbone.embedding.weight' (state-spaces)",
                    NULL);
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     add(&m, "backbone.embedding.weight", 0, 2, 10, 8, 0);
     expect_failure(
         "two-embeddings", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
@@ -293,45 +296,46 @@ static void test_wrong_shapes(void **state)
 {
     (void)state;
     sj_mamba_config hf = config(hf_json), ss = config(ss_json);
-    model m = build(&hf, 0, 10, 0);
+    model m;
+    build(&m, &hf, 0, 10, 0);
     find(&m, "backbone.layers.1.mixer.x_proj.weight")->shape[0] = 11;
     expect_failure("x-proj", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "tensor 'backbone.layers.1.mixer.x_proj.weight' in '",
                    "has shape [11, 16], expected [10, 16]");
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     find(&m, "backbone.layers.0.mixer.conv1d.weight")->shape[1] = 2;
     expect_failure("conv", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.0.mixer.conv1d.weight'",
                    "has shape [16, 2, 4], expected [16, 1, 4] or [16, 4]");
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     find(&m, "backbone.layers.1.mixer.dt_proj.weight")->shape[1] = 3;
     expect_failure("dt-proj", &m, &hf, 1, SSMJIT_ERR_INVALID_ARG,
                    "'backbone.layers.1.mixer.dt_proj.weight' in '",
                    "model-00002-of-00002.safetensors' has shape [16, 3], expected [16, 2]");
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     find(&m, "backbone.layers.0.mixer.A_log")->ndim = 1;
     expect_failure("a-log", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.layers.0.mixer.A_log'",
                    "has shape [16], expected [16, 4]");
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     find(&m, "backbone.layers.0.mixer.in_proj.weight")->shape[0] = 16;
     expect_failure("in-proj", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "'backbone.layers.0.mixer.in_proj.weight'", "has shape [16, 8], expected [32, 8]");
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     su_tensor *out = find(&m, "backbone.layers.1.mixer.out_proj.weight");
     out->shape[0] = 16;
     out->shape[1] = 8; /* transposed */
     expect_failure("out-proj", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "'backbone.layers.1.mixer.out_proj.weight'", "has shape [16, 8], expected [8, 16]");
-    m = build(&hf, 0, 12, 0);
+    build(&m, &hf, 0, 12, 0);
     expect_failure("vocab-hf", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.embeddings.weight'",
                    "has shape [12, 8], expected [10, 8]");
-    m = build(&ss, 1, 12, 0);
+    build(&m, &ss, 1, 12, 0);
     expect_failure("vocab-ss", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG, "'backbone.embedding.weight'",
                    "has shape [12, 8], expected [10, 8] or [16, 8]");
-    m = build(&ss, 1, 16, 0);
+    build(&m, &ss, 1, 16, 0);
     find(&m, "lm_head.weight")->shape[0] = 10;
     expect_failure("lm-head-rows", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG, "'lm_head.weight'",
                    "has shape [10, 8], expected [16, 8]");
-    m = build(&ss, 1, 16, 0);
+    build(&m, &ss, 1, 16, 0);
     find(&m, "backbone.layers.1.mixer.in_proj.bias")->shape[0] = 16;
     expect_failure("in-proj-bias", &m, &ss, 0, SSMJIT_ERR_INVALID_ARG,
                    "'backbone.layers.1.mixer.in_proj.bias'", "has shape [16], expected [32]");
@@ -342,26 +346,27 @@ static void test_config_mismatch(void **state)
 {
     (void)state;
     sj_mamba_config hf = config(hf_json);
-    model m = build(&hf, 0, 10, 0);
+    model m;
+    build(&m, &hf, 0, 10, 0);
     add(&m, "backbone.layers.0.mixer.in_proj.bias", 0, 1, 32, 0, 0);
     expect_failure("extra-bias", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "tensor 'backbone.layers.0.mixer.in_proj.bias' is in '",
                    "but the config says no in_proj/out_proj bias");
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     add(&m, "backbone.layers.1.norm.bias", 0, 1, 8, 0, 0);
     expect_failure("extra-norm-bias", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "'backbone.layers.1.norm.bias'", "but the config says RMSNorm");
     sj_mamba_config no_conv_bias = hf;
     no_conv_bias.conv_bias = 0;
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     expect_failure("extra-conv-bias", &m, &no_conv_bias, 0, SSMJIT_ERR_INVALID_ARG,
                    "'backbone.layers.0.mixer.conv1d.bias'", "but the config says no conv bias");
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     add(&m, "backbone.layers.%d.mixer.in_proj.weight", 2, 2, 32, 8, 0);
     expect_failure(
         "extra-layer", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
         "the checkpoint has 'backbone.layers.2.mixer.in_proj.weight' but the config has 2 layers", NULL);
-    m = build(&hf, 0, 10, 0);
+    build(&m, &hf, 0, 10, 0);
     su_tensor *d = find(&m, "backbone.layers.0.mixer.D");
     d->dtype = SSMJIT_F32;
     d->dtype_name = "I32";
