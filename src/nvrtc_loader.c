@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <locale.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ static sj_nvrtc nvrtc;
 static ssmjit_status load_status;
 static char *load_message;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static atomic_int split_rejected; /* this NVRTC refused -split-compile */
 
 static const struct {
     const char *name;
@@ -129,7 +131,7 @@ ssmjit_status sj_nvrtc_compile(const char *src, const char *name, int num_header
      * first compile drops from about 28 s to 20 s on 2 cores and further
      * on more.  It changes how, not what, NVRTC compiles, so it is no part
      * of the cache key; an NVRTC that does not know the option compiles
-     * without it. */
+     * without it, and is not asked again in this process. */
     const char **opts = malloc(((size_t)num_options + 1) * sizeof *opts);
     if (!opts)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory for NVRTC options");
@@ -139,17 +141,23 @@ ssmjit_status sj_nvrtc_compile(const char *src, const char *name, int num_header
     locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
     locale_t previous = c_locale ? uselocale(c_locale) : (locale_t)0;
     nvrtcProgram prog = NULL;
-    nvrtcResult r = NVRTC_ERROR_INVALID_OPTION;
-    for (int split = 1; split >= 0 && r == NVRTC_ERROR_INVALID_OPTION; split--) {
-        if (prog)
-            n->DestroyProgram(&prog);
+    int split = !atomic_load_explicit(&split_rejected, memory_order_relaxed);
+    nvrtcResult r;
+    for (;;) {
         r = n->CreateProgram(&prog, src, name, num_headers, headers, header_names);
         if (r != NVRTC_SUCCESS) {
             st = nvrtc_fail(n, r, "nvrtcCreateProgram");
             goto done;
         }
         r = n->CompileProgram(prog, num_options + split, opts);
+        if (r != NVRTC_ERROR_INVALID_OPTION || !split)
+            break;
+        n->DestroyProgram(&prog);
+        split = 0;
     }
+    /* Without the option the others were accepted: it was the one refused. */
+    if (!split && r != NVRTC_ERROR_INVALID_OPTION)
+        atomic_store_explicit(&split_rejected, 1, memory_order_relaxed);
     if (r != NVRTC_SUCCESS) {
         size_t log_size = 0;
         st = sj_error(SSMJIT_ERR_COMPILE, "NVRTC could not compile %s (%s)%s; log:\n", name,

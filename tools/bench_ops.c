@@ -107,11 +107,19 @@ static ssmjit_status copy_bandwidth(CUstream stream, double *gbps)
     return st;
 }
 
-static void print_row(const char *name, const bench_instance *in, ssmjit_dtype dtype, double ms, double copy)
+/* Times one case (as it is, or with a variant forced) and prints its row or
+ * the failure; CLI_OK or the CLI's failure code. */
+static int time_row(const char *name, const bench_case *c, const bench_instance *in, ssmjit_dtype dtype,
+                    CUstream stream, double copy, ssmjit_status *st)
 {
+    double ms = 0;
+    *st = time_case(c->run, in->state, in->rotations, stream, &ms);
+    if (*st != SSMJIT_OK)
+        return cli_fail(name, *st);
     double gbps = in->bytes / (ms * 1e6);
     printf("%-34s %-30s %-5s %9.4f %9.0f %6.0f%%\n", name, in->shape, sj_dtype_suffix(dtype), ms, gbps,
            100.0 * gbps / copy);
+    return CLI_OK;
 }
 
 int bench_ops(ssmjit_context *ctx, int quick, const char *only)
@@ -134,26 +142,18 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only)
         for (int dt = 0; dt < 3 && (!only || strstr(c->name, only)); dt++) {
             bench_instance in = {0};
             ssmjit_dtype dtype = (ssmjit_dtype)dt;
-            double ms = 0;
             st = c->setup(ctx, dtype, quick, &in);
             /* setup's fills and runs went to the legacy stream */
             if (st == SSMJIT_OK)
                 st = sj_cu_result(drv->CtxSynchronize(), "cuCtxSynchronize");
-            if (st == SSMJIT_OK)
-                st = time_case(c->run, in.state, in.rotations, stream, &ms);
-            if (st == SSMJIT_OK)
-                print_row(c->name, &in, dtype, ms, copy);
-            else
-                rc = cli_fail(c->name, st);
+            int row = st == SSMJIT_OK ? time_row(c->name, c, &in, dtype, stream, copy, &st) : cli_fail(c->name, st);
             for (const bench_variant *v = c->variants; v && v->label && st == SSMJIT_OK; v++) {
                 v->force(v->a, v->b);
-                st = time_case(c->run, in.state, in.rotations, stream, &ms);
+                row = time_row(v->label, c, &in, dtype, stream, copy, &st);
                 v->force(0, 0);
-                if (st == SSMJIT_OK)
-                    print_row(v->label, &in, dtype, ms, copy);
-                else
-                    rc = cli_fail(v->label, st);
             }
+            if (row != CLI_OK)
+                rc = row;
             if (in.state)
                 c->teardown(in.state);
             fflush(stdout);
