@@ -504,5 +504,6 @@ int main(void)
         cmocka_unit_test(test_in_place),     cmocka_unit_test(test_many_rows),
         cmocka_unit_test(test_validation),
     };
+    tu_apply_test_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

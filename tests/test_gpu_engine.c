@@ -319,5 +319,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_threads_share_a_fresh_context),
         cmocka_unit_test(test_ptx_path),
     };
+    tu_apply_test_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

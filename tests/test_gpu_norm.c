@@ -704,5 +704,6 @@ int main(void)
         cmocka_unit_test(test_validation_bwd),
         cmocka_unit_test(test_empty),
     };
+    tu_apply_test_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

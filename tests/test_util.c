@@ -118,3 +118,10 @@ int tu_run_self(const char *arg1, const char *arg2)
     int status = system(cmd);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+void tu_apply_test_filter(void)
+{
+    const char *pattern = getenv("SSMJIT_TEST_FILTER");
+    if (pattern && *pattern)
+        cmocka_set_test_filter(pattern);
+}

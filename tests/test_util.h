@@ -37,6 +37,12 @@ int tu_nvrtc_mapped(void);
  * process (CUDA does not survive fork, and in-memory tables start empty). */
 int tu_run_self(const char *arg1, const char *arg2);
 
+/* Restricts the next cmocka group run to the tests whose names match
+ * SSMJIT_TEST_FILTER (cmocka's pattern: * and ? wildcards) when it is set,
+ * so that a slow checker (compute-sanitizer) can run each test of a program
+ * in its own process, several at once. */
+void tu_apply_test_filter(void);
+
 /* Allocates n doubles (asserts on failure); free with free(). */
 double *tu_doubles(size_t n);
 

@@ -3,11 +3,15 @@
 # in .device-debs), build, run every test, then the benchmark.  Logs go
 # to $OUT; the last lines are a short summary.
 #   tools/gpu-check.sh [--no-bench] [--bench-only] [--bench "ARGS"]
-#                      [--sanitize TOOL] [meson test args...]
+#                      [--sanitize TOOL] [--each "PROGRAMS" [--jobs N]]
+#                      [meson test args...]
 # --bench "ARGS" passes ARGS to `ssmjit bench` (e.g. "--only scan").
 # --sanitize TOOL runs the tests under compute-sanitizer --tool TOOL
 # (memcheck, racecheck, ...), any error failing the test, with 20 times
 # the usual timeouts; no benchmark then.
+# --each "PROGRAMS" runs every test of the named test programs (e.g.
+# "test_gpu_scan test_gpu_conv") in its own process, N (default 8) at a
+# time, instead of meson test: how a slow sanitizer gets through them.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ssmjit-out}
@@ -15,16 +19,18 @@ mkdir -p "$OUT" /tmp/cm
 for f in .device-debs/*.deb; do dpkg -x "$f" /tmp/cm; done
 export PKG_CONFIG_SYSROOT_DIR=/tmp/cm PKG_CONFIG_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu/pkgconfig
 export LD_LIBRARY_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bench=1 tests=1 bench_args="" wrap=()
+bench=1 tests=1 bench_args="" wrap=() sanitizer="" each="" jobs=8
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-bench) bench=0; shift ;;
         --bench-only) tests=0; shift ;;
         --bench) bench_args=$2; shift 2 ;;
         --sanitize)
-            wrap=(--timeout-multiplier 20
-                  --wrapper "compute-sanitizer --tool $2 --error-exitcode 1 --print-limit 20")
+            sanitizer="compute-sanitizer --tool $2 --error-exitcode 1 --print-limit 20"
+            wrap=(--timeout-multiplier 20 --wrapper "$sanitizer")
             bench=0; shift 2 ;;
+        --each) each=$2; bench=0; shift 2 ;;
+        --jobs) jobs=$2; shift 2 ;;
         *) break ;;
     esac
 done
@@ -34,6 +40,21 @@ meson setup build > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1
 ninja -C build > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
 export SSMJIT_CACHE_DIR=/tmp/ssmjit-cache
 summary=""
+if [ -n "$each" ]; then
+    mkdir -p "$OUT/each"
+    build/ssmjit prewarm --jobs 16 > "$OUT/prewarm.log" 2>&1
+    for prog in $each; do
+        sed -n 's/.*cmocka_unit_test(\([A-Za-z0-9_]*\)).*/\1/p' "tests/$prog.c" |
+            sed "s/^/$prog /"
+    done | OUT=$OUT SANITIZER=$sanitizer xargs -P "$jobs" -L 1 sh -c '
+        log=$OUT/each/$0.$1.log
+        SSMJIT_TEST_FILTER=$1 $SANITIZER build/tests/$0 > "$log" 2>&1
+        rc=$?
+        echo "$0 $1 rc=$rc $(grep -Eo "(ERROR SUMMARY|RACECHECK SUMMARY).*" "$log" | tail -1)"' |
+        sort > "$OUT/each.txt"
+    summary=$(cat "$OUT/each.txt")
+    tests=0
+fi
 if [ $tests = 1 ]; then
     meson test -C build --print-errorlogs --num-processes 4 "${wrap[@]}" "$@" > "$OUT/test.log" 2>&1
     # under a wrapper meson names the log after it (testlog-compute-sanitizer.txt)
