@@ -50,9 +50,9 @@ if [ -n "$each" ]; then
         log=$OUT/each/$0.$1.log
         SSMJIT_TEST_FILTER=$1 $SANITIZER build/tests/$0 > "$log" 2>&1
         rc=$?
-        echo "$0 $1 rc=$rc $(grep -Eo "(ERROR SUMMARY|RACECHECK SUMMARY).*" "$log" | tail -1)"' |
-        sort > "$OUT/each.txt"
-    summary=$(cat "$OUT/each.txt")
+        echo "$0 $1 rc=$rc $(grep -Eo "(ERROR SUMMARY|RACECHECK SUMMARY).*" "$log" | tail -1)"' \
+        > "$OUT/each.txt"
+    summary=$(sort "$OUT/each.txt")
     tests=0
 fi
 if [ $tests = 1 ]; then
