@@ -50,9 +50,12 @@ if [ -n "$each" ]; then
         log=$OUT/each/$0.$1.log
         SSMJIT_TEST_FILTER=$1 $SANITIZER build/tests/$0 > "$log" 2>&1
         rc=$?
-        echo "$0 $1 rc=$rc $(grep -Eo "(ERROR SUMMARY|RACECHECK SUMMARY).*" "$log" | tail -1)"' \
+        result=$(grep -Eo "(PASSED|FAILED|SKIPPED) +\] [0-9]+ test" "$log" | head -1)
+        echo "$0 $1 rc=$rc [$result] $(grep -Eo "(ERROR|RACECHECK|SYNCCHECK|INITCHECK) SUMMARY.*" "$log" | tail -1)"' \
         > "$OUT/each.txt"
     summary=$(sort "$OUT/each.txt")
+    # one archive: the machine returns only so many files
+    tar -czf "$OUT/each-logs.tar.gz" -C "$OUT" each && rm -rf "$OUT/each"
     tests=0
 fi
 if [ $tests = 1 ]; then
