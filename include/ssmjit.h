@@ -335,8 +335,6 @@ SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_unary
                                          ssmjit_matrix y, ssmjit_matrix z, ssmjit_matrix dout,
                                          ssmjit_matrix dy, ssmjit_matrix dz, void *stream);
 
-/* @@OPS_SCAN@@ */
-
 /* ------------------------------------------------------------------------ */
 /* Selective scan, Mamba-1 (modules "scan_fwd", "scan_bwd", "state_update") */
 /* ------------------------------------------------------------------------ */
@@ -483,8 +481,6 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx,
                                                        const ssmjit_state_update_desc *desc,
                                                        void *stream);
 
-/* @@OPS_CONV@@ */
-
 /* ------------------------------------------------------------------------ */
 /* Causal depthwise conv1d (modules "conv" and "conv_update")               */
 /* ------------------------------------------------------------------------ */
@@ -588,8 +584,6 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx,
                                                      const void *bias, void *conv_state,
                                                      ssmjit_matrix y, void *stream);
 
-/* @@OPS_NORM@@ */
-
 /* ------------------------------------------------------------------------ */
 /* RMSNorm (module "norm")                                                  */
 /* ------------------------------------------------------------------------ */
@@ -682,6 +676,222 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd(ssmjit_context *ctx, const ssmjit_rm
                                             ssmjit_matrix dx, ssmjit_matrix d_residual,
                                             void *dweight, void *workspace,
                                             size_t workspace_bytes, void *stream);
+
+/* ------------------------------------------------------------------------ */
+/* Mamba-1 language model                                                   */
+/* ------------------------------------------------------------------------ */
+/*
+ * The model of state-spaces' MambaLMHeadModel and Hugging Face's
+ * MambaForCausalLM (RMSNorm variant): embedding -> n_layer blocks
+ * h = h + mixer(rmsnorm(h)) -> final RMSNorm -> LM head, the mixer being
+ * in_proj -> causal conv1d + SiLU -> x_proj -> dt_proj + softplus ->
+ * selective scan with D and the SiLU gate -> out_proj, built from the ops
+ * above and cuBLAS GEMMs.  cuBLAS is opened at run time like the driver
+ * (SSMJIT_CUBLAS_PATH, else libcublas.so.13, .12, .11); without it model
+ * calls fail with SSMJIT_ERR_CUBLAS_NOT_FOUND while the ops keep working.
+ *
+ * Weights live in device memory in the model's dtype (embedding, LM head,
+ * in_proj, x_proj, dt_proj, out_proj: the GEMM operands) or in f32 (norm
+ * weights, conv1d weight and bias, dt_proj bias, A_log, D).  Each is
+ * reached by its Hugging Face name through ssmjit_model_tensor.  GEMMs
+ * accumulate in f32; f32 GEMMs use TF32 only with allow_tf32.  The residual
+ * stream is f32 when the config says residual_in_fp32 (the default), else
+ * in the model's dtype.
+ *
+ * A model is used by one thread at a time (it owns a cuBLAS handle and the
+ * decode graph); different models may run in parallel on one context.
+ * Token ids are int32.  Device pointers and streams follow the header's
+ * conventions.
+ */
+
+typedef struct ssmjit_model ssmjit_model;
+
+typedef struct ssmjit_model_config {
+    int64_t d_model;        /* hidden size */
+    int64_t d_inner;        /* expand * d_model */
+    int64_t d_state;        /* N, 1..256 */
+    int64_t d_conv;         /* conv1d width, 2..8 */
+    int64_t dt_rank;
+    int64_t n_layer;
+    int64_t vocab_size;     /* rows of the embedding and of the logits */
+    double norm_eps;
+    int tie_embeddings;     /* the LM head is the embedding */
+    int residual_in_fp32;
+} ssmjit_model_config;
+
+typedef struct ssmjit_model_options {
+    size_t struct_size;     /* set by _init */
+    ssmjit_dtype dtype;     /* weights and activations; default SSMJIT_BF16 */
+    int allow_tf32;         /* f32 model: GEMMs may use TF32 tensor cores */
+} ssmjit_model_options;
+
+/* Fills *opts with defaults.  opts must not be NULL. */
+SSMJIT_API void ssmjit_model_options_init(ssmjit_model_options *opts);
+
+/* Loads a checkpoint: a Hugging Face model directory (config.json and
+ * model.safetensors, or a sharded model.safetensors.index.json) or a single
+ * .safetensors file with config.json beside it.  Tensor names may follow
+ * Hugging Face (backbone.embeddings.weight) or state-spaces
+ * (backbone.embedding.weight); f32, f16 and bf16 tensors are converted to
+ * the model's dtypes.  opts may be NULL for defaults.
+ * Errors: SSMJIT_ERR_INVALID_ARG for a malformed or truncated file, a
+ * missing tensor or a wrong shape (the message names the file and tensor);
+ * SSMJIT_ERR_UNSUPPORTED for another architecture, LayerNorm or projection
+ * biases; SSMJIT_ERR_IO when a file cannot be read (symlinks are refused);
+ * SSMJIT_ERR_CUBLAS_NOT_FOUND; driver errors, e.g. out of device memory.
+ * On failure *out is NULL. */
+SSMJIT_API ssmjit_status ssmjit_model_load(ssmjit_context *ctx, const char *path,
+                                           const ssmjit_model_options *opts,
+                                           ssmjit_model **out);
+
+/* Creates a model of the given shape with random weights (the
+ * initialisation of a fresh Mamba: A_log = log(1..N), D = 1, dt bias giving
+ * dt in [0.001, 0.1], projections ~ N(0, 0.02^2)), drawn from `seed`: for
+ * benchmarks, tests, and users who then write their own weights into the
+ * tensors.  Errors: SSMJIT_ERR_INVALID_ARG naming a bad config field;
+ * otherwise as ssmjit_model_load. */
+SSMJIT_API ssmjit_status ssmjit_model_create(ssmjit_context *ctx,
+                                             const ssmjit_model_config *config,
+                                             const ssmjit_model_options *opts, uint64_t seed,
+                                             ssmjit_model **out);
+
+/* Frees the model's device memory (not memory bound with
+ * ssmjit_model_bind_tensor), graph and cuBLAS handle.  NULL is a no-op. */
+SSMJIT_API void ssmjit_model_destroy(ssmjit_model *model);
+
+/* The model's shape and dtype.  Errors: SSMJIT_ERR_INVALID_ARG for NULL. */
+SSMJIT_API ssmjit_status ssmjit_model_get_config(const ssmjit_model *model,
+                                                 ssmjit_model_config *config,
+                                                 ssmjit_dtype *dtype);
+
+#define SSMJIT_MODEL_MAX_DIMS 3
+
+typedef struct ssmjit_tensor_info {
+    const char *name;     /* Hugging Face name; valid while the model lives */
+    ssmjit_dtype dtype;
+    int ndim;
+    int64_t shape[SSMJIT_MODEL_MAX_DIMS];
+    void *data;           /* device pointer to the weight */
+    void *grad;           /* device pointer to its f32 gradient, NULL before the
+                             first ssmjit_model_backward */
+} ssmjit_tensor_info;
+
+/* Number of weight tensors (for ssmjit_model_tensor_at). */
+SSMJIT_API int64_t ssmjit_model_tensor_count(const ssmjit_model *model);
+
+/* Tensor i (0 <= i < count), or the one called name (e.g.
+ * "backbone.layers.0.mixer.A_log", "lm_head.weight" when untied).
+ * conv1d.weight has shape [d_inner, 1, d_conv] as in the checkpoint.
+ * Errors: SSMJIT_ERR_INVALID_ARG for a NULL argument, an index out of range
+ * or an unknown name. */
+SSMJIT_API ssmjit_status ssmjit_model_tensor_at(const ssmjit_model *model, int64_t i,
+                                                ssmjit_tensor_info *info);
+SSMJIT_API ssmjit_status ssmjit_model_tensor(const ssmjit_model *model, const char *name,
+                                             ssmjit_tensor_info *info);
+
+/* Makes the model use device memory the caller owns for tensor `name`
+ * (same dtype and shape as ssmjit_model_tensor reports; contiguous, aligned
+ * to 16 bytes).  The model's own copy is freed; the caller's memory must
+ * outlive the model and is never freed by it.  A captured decode graph is
+ * dropped (recaptured on the next step).  Errors: SSMJIT_ERR_INVALID_ARG. */
+SSMJIT_API ssmjit_status ssmjit_model_bind_tensor(ssmjit_model *model, const char *name,
+                                                  void *data);
+
+typedef enum ssmjit_model_mode {
+    SSMJIT_MODEL_INFERENCE = 0,      /* nothing kept for a backward */
+    SSMJIT_MODEL_TRAIN = 1,          /* keep every activation the backward needs */
+    SSMJIT_MODEL_TRAIN_RECOMPUTE = 2 /* keep less: the backward recomputes the conv
+                                        and scan outputs (checkpoint level 1) */
+} ssmjit_model_mode;
+
+/* Bytes of device workspace ssmjit_model_forward (and, in a training mode,
+ * the backward that follows it) needs for `batch` sequences of `seqlen`
+ * tokens.  Errors: SSMJIT_ERR_INVALID_ARG for NULL, negative extents or an
+ * unknown mode; SSMJIT_ERR_UNSUPPORTED for sizes past 2^62. */
+SSMJIT_API ssmjit_status ssmjit_model_workspace_size(const ssmjit_model *model, int64_t batch,
+                                                     int64_t seqlen, ssmjit_model_mode mode,
+                                                     size_t *bytes);
+
+typedef struct ssmjit_model_forward_args {
+    int64_t batch, seqlen;   /* B sequences of L tokens */
+    const int32_t *ids;      /* host [B, L] token ids (0 <= id < vocab), or NULL to
+                                start from `embeds` */
+    const void *embeds;      /* device [B, L, d_model] in the model's dtype, used
+                                instead of ids */
+    ssmjit_model_mode mode;
+    void *logits;            /* device out, model's dtype: [B, L, vocab], or [B, vocab]
+                                with last_only; NULL: not computed */
+    int last_only;           /* logits of each sequence's last position only */
+    void *conv_state;        /* device out, optional: [n_layer, B, d_inner, d_conv] f32,
+                                the last d_conv inputs of each conv (0 before the start) */
+    void *ssm_state;         /* device out, optional: [n_layer, B, d_inner, d_state] f32 */
+    void *workspace;         /* ssmjit_model_workspace_size(B, L, mode) bytes, 256-byte aligned */
+    size_t workspace_bytes;
+} ssmjit_model_forward_args;
+
+/* Prefill: runs B sequences of L tokens through the model, writing the
+ * logits and, when asked, each layer's states after the last token (what
+ * ssmjit_model_step continues from).  In a training mode the workspace
+ * then holds what ssmjit_model_backward needs; it must not be touched in
+ * between.  B = 0 or L = 0 writes nothing but zero states.
+ * Errors: SSMJIT_ERR_INVALID_ARG naming the field (NULL model or args, an id
+ * out of range with its position, both or neither of ids/embeds, a missing
+ * or small workspace, last_only in a training mode); op and cuBLAS errors. */
+SSMJIT_API ssmjit_status ssmjit_model_forward(ssmjit_model *model,
+                                              const ssmjit_model_forward_args *args,
+                                              void *stream);
+
+typedef struct ssmjit_model_backward_args {
+    void *logits;            /* device in/out [B, L, vocab]: the forward's logits, with
+                                targets; overwritten by their gradient */
+    const int32_t *targets;  /* host [B, L] ids, -100 = ignored: the loss is the mean
+                                cross-entropy over the others (fused) */
+    float *loss;             /* device out [1] f32 with targets, optional */
+    const void *dlogits;     /* device [B, L, vocab], model's dtype: the loss's gradient,
+                                used instead of targets (logits then unused) */
+    void *d_embeds;          /* device out [B, L, d_model] model's dtype, optional: the
+                                gradient of the forward's embeds (or of the embedding
+                                lookup's output) */
+} ssmjit_model_backward_args;
+
+/* Training backward after ssmjit_model_forward in SSMJIT_MODEL_TRAIN or
+ * _TRAIN_RECOMPUTE with the same workspace: writes the f32 gradient of
+ * every weight (ssmjit_tensor_info.grad; overwritten, not accumulated).
+ * Gradient buffers are allocated on the first call.  No float atomics:
+ * bit-reproducible run to run.
+ * Errors: SSMJIT_ERR_INVALID_ARG (no training forward before, both or
+ * neither of targets/dlogits, a target out of range, all targets ignored);
+ * op, cuBLAS and driver errors. */
+SSMJIT_API ssmjit_status ssmjit_model_backward(ssmjit_model *model,
+                                               const ssmjit_model_backward_args *args,
+                                               void *stream);
+
+/* Bytes of device workspace ssmjit_model_step needs for `batch` sequences. */
+SSMJIT_API ssmjit_status ssmjit_model_step_workspace_size(const ssmjit_model *model,
+                                                          int64_t batch, size_t *bytes);
+
+typedef struct ssmjit_model_step_args {
+    int64_t batch;           /* B */
+    const int32_t *ids;      /* host [B], or NULL to read ids_device */
+    const int32_t *ids_device; /* device [B] (e.g. the previous step's next_ids) */
+    void *conv_state;        /* device [n_layer, B, d_inner, d_conv] f32, updated */
+    void *ssm_state;         /* device [n_layer, B, d_inner, d_state] f32, updated */
+    void *logits;            /* device out [B, vocab], model's dtype */
+    int32_t *next_ids;       /* device out [B], optional: argmax of the logits (greedy;
+                                the first maximum) */
+    void *workspace;         /* ssmjit_model_step_workspace_size(B) bytes */
+    size_t workspace_bytes;
+} ssmjit_model_step_args;
+
+/* Decodes one token per sequence, updating the states in place (the
+ * Hugging Face cache layout; zero states start a sequence, a forward's
+ * states continue it).  The first call for a set of pointers and batch
+ * runs the kernels directly and then captures them into a CUDA graph;
+ * later calls with the same pointers launch that graph (after copying host
+ * ids, if given, into the workspace).  Allocates no device memory but the
+ * graph's.  Errors: as ssmjit_model_forward. */
+SSMJIT_API ssmjit_status ssmjit_model_step(ssmjit_model *model,
+                                           const ssmjit_model_step_args *args, void *stream);
 
 #ifdef __cplusplus
 }

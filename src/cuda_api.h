@@ -25,6 +25,10 @@ typedef int CUfunction_attribute;
 typedef int CUjit_option;
 typedef unsigned long long cuuint64_t;
 typedef int CUdriverProcAddressQueryResult;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef int CUstreamCaptureMode;
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NOT_FOUND 500
 #define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR 39

@@ -37,9 +37,11 @@ static const struct {
     E(CtxGetCurrent), E(CtxSetCurrent), E(CtxPushCurrent), E(CtxPopCurrent), E(CtxGetDevice),
     E(CtxSynchronize), E(ModuleLoadData), E(ModuleUnload), E(ModuleGetFunction),
     E(FuncSetAttribute), E(LaunchKernel), E(MemAlloc), E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH),
-    E(MemcpyDtoD), E(MemcpyDtoDAsync), E(MemsetD8), E(MemsetD8Async), E(MemsetD32Async),
+    E(MemcpyDtoD), E(MemcpyDtoDAsync), E(MemcpyHtoDAsync), E(MemcpyDtoHAsync), E(MemsetD8), E(MemsetD8Async), E(MemsetD32Async),
     E(StreamCreate), E(StreamDestroy), E(StreamSynchronize), E(EventCreate), E(EventDestroy),
     E(EventRecord), E(EventSynchronize), E(EventElapsedTime), E(MemGetInfo),
+    E(StreamBeginCapture), E(StreamEndCapture), E(GraphInstantiateWithFlags), E(GraphLaunch),
+    E(GraphExecDestroy), E(GraphDestroy),
 #undef E
 };
 

@@ -41,6 +41,8 @@ typedef struct sj_driver {
     CUresult (*MemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
     CUresult (*MemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
+    CUresult (*MemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
     CUresult (*MemsetD8)(CUdeviceptr dst, unsigned char value, size_t n);
     CUresult (*MemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t n, CUstream s);
     CUresult (*MemsetD32Async)(CUdeviceptr dst, unsigned value, size_t n, CUstream s);
@@ -53,6 +55,12 @@ typedef struct sj_driver {
     CUresult (*EventSynchronize)(CUevent event);
     CUresult (*EventElapsedTime)(float *ms, CUevent start, CUevent end);
     CUresult (*MemGetInfo)(size_t *free_bytes, size_t *total_bytes);
+    CUresult (*StreamBeginCapture)(CUstream stream, CUstreamCaptureMode mode);
+    CUresult (*StreamEndCapture)(CUstream stream, CUgraph *graph);
+    CUresult (*GraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+    CUresult (*GraphLaunch)(CUgraphExec exec, CUstream stream);
+    CUresult (*GraphExecDestroy)(CUgraphExec exec);
+    CUresult (*GraphDestroy)(CUgraph graph);
 } sj_driver;
 
 /* Opens libcuda.so.1 and calls cuInit(0), once per process (thread-safe).
