@@ -48,7 +48,8 @@ static void test_absent(void **state)
 }
 
 /* The default search either opens a cuBLAS with every required entry
- * point or says it tried each of its names. */
+ * point, whose failures are named in SSMJIT_ERR_DRIVER messages, or says
+ * it tried each of its names. */
 static void test_default_search(void **state)
 {
     (void)state;
@@ -62,6 +63,11 @@ static void test_default_search(void **state)
         assert_non_null(api->SetWorkspace);
         assert_non_null(api->SetMathMode);
         assert_non_null(api->GemmEx);
+        assert_int_equal(sj_cublas_result(api, 0, "cublasGemmEx"), SSMJIT_OK);
+        assert_int_equal(sj_cublas_result(api, 7, "cublasGemmEx"), SSMJIT_ERR_DRIVER);
+        assert_string_equal(ssmjit_last_error(), api->GetStatusName
+                                                     ? "cublasGemmEx failed: CUBLAS_STATUS_INVALID_VALUE (7)"
+                                                     : "cublasGemmEx failed: cuBLAS status (7)");
         return;
     }
     assert_int_equal(st, SSMJIT_ERR_CUBLAS_NOT_FOUND);
