@@ -51,9 +51,9 @@ static ssmjit_status check_desc(const sj_gemm_desc *d, int64_t lds[3])
     lds[1] = d->ldb;
     lds[2] = d->ldc;
     SJ_TRY(check_matrix(d->a, d->trans_a ? d->k : d->m, d->trans_a ? d->m : d->k, &lds[0], "desc->a",
-                          "desc->lda"));
+                        "desc->lda"));
     SJ_TRY(check_matrix(d->b, d->trans_b ? d->n : d->k, d->trans_b ? d->k : d->n, &lds[1], "desc->b",
-                          "desc->ldb"));
+                        "desc->ldb"));
     return check_matrix(d->c, d->m, d->n, &lds[2], "desc->c", "desc->ldc");
 }
 
