@@ -52,9 +52,10 @@ typedef enum ssmjit_status {
     SSMJIT_ERR_DRIVER_NOT_FOUND = 5,/* libcuda.so.1 could not be opened or initialised */
     SSMJIT_ERR_NO_DEVICE = 6,       /* no CUDA device, or the ordinal does not exist */
     SSMJIT_ERR_COMPILE = 7,         /* NVRTC rejected a module (message holds the full log) */
-    SSMJIT_ERR_DRIVER = 8,          /* a driver call failed (message names the call and error) */
+    SSMJIT_ERR_DRIVER = 8,          /* a driver or cuBLAS call failed (message names the call and error) */
     SSMJIT_ERR_IO = 9,              /* a file operation failed where it cannot be degraded */
-    SSMJIT_ERR_INTERNAL = 10        /* a bug in ssmjit */
+    SSMJIT_ERR_INTERNAL = 10,       /* a bug in ssmjit */
+    SSMJIT_ERR_CUBLAS_NOT_FOUND = 11 /* no usable cuBLAS library (message lists what was tried) */
 } ssmjit_status;
 
 /* Name of a status, e.g. "SSMJIT_ERR_INVALID_ARG"; "SSMJIT_UNKNOWN_STATUS" for

@@ -131,6 +131,7 @@ SSMJIT_API const char *ssmjit_status_string(ssmjit_status status)
     case SSMJIT_ERR_DRIVER: return "SSMJIT_ERR_DRIVER";
     case SSMJIT_ERR_IO: return "SSMJIT_ERR_IO";
     case SSMJIT_ERR_INTERNAL: return "SSMJIT_ERR_INTERNAL";
+    case SSMJIT_ERR_CUBLAS_NOT_FOUND: return "SSMJIT_ERR_CUBLAS_NOT_FOUND";
     }
     return "SSMJIT_UNKNOWN_STATUS";
 }

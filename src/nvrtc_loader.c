@@ -24,6 +24,7 @@
 
 #include "error.h"
 #include "fileio.h"
+#include "lib_open.h"
 #include "sha256.h"
 
 static const char *const search_names[] = {"libnvrtc.so.13",   "libnvrtc.so.12",   "libnvrtc.so.11.2",
@@ -46,35 +47,10 @@ static const struct {
 #undef E
 };
 
-static void append(char **msg, const char *a, const char *b)
-{
-    size_t old = *msg ? strlen(*msg) : 0, n = strlen(a) + strlen(b) + 4;
-    char *t = realloc(*msg, old + n);
-    if (!t)
-        return;
-    snprintf(t + old, n, "\n  %s: %s", a, b);
-    *msg = t;
-}
-
-static void *try_open(const char *name)
-{
-    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        append(&load_message, name, why ? why : "not found");
-    }
-    return lib;
-}
-
 static void load(void)
 {
-    void *lib = NULL;
-    const char *forced = getenv("SSMJIT_NVRTC_PATH");
-    if (forced && *forced)
-        lib = try_open(forced);
-    else
-        for (size_t i = 0; !lib && i < sizeof search_names / sizeof search_names[0]; i++)
-            lib = try_open(search_names[i]);
+    void *lib = sj_lib_open("SSMJIT_NVRTC_PATH", search_names,
+                            sizeof search_names / sizeof search_names[0], &load_message);
     if (!lib) {
         load_status = SSMJIT_ERR_NVRTC_NOT_FOUND;
         return;
@@ -83,7 +59,7 @@ static void load(void)
         void *fn = dlsym(lib, entries[i].name);
         /* The CUBIN getters appeared in 11.1; everything else is older. */
         if (!fn && strcmp(entries[i].name, "nvrtcGetCUBIN") && strcmp(entries[i].name, "nvrtcGetCUBINSize")) {
-            append(&load_message, entries[i].name, "missing from the loaded NVRTC");
+            sj_lib_note(&load_message, entries[i].name, "missing from the loaded NVRTC");
             load_status = SSMJIT_ERR_NVRTC_NOT_FOUND;
             return;
         }

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "context.h"
+#include "gemm.h"
 #include "test_util.h"
 
 #define POISON 0xA5
@@ -73,6 +74,8 @@ typedef struct args {
     ssmjit_selective_scan_desc scan;
     ssmjit_selective_scan_grads sgrads;
     ssmjit_state_update_desc upd;
+    sj_blas blas; /* a stand-in handle on the stand-in context */
+    sj_gemm_desc gemm;
 } args;
 
 static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, const char *long_dir)
@@ -111,6 +114,9 @@ static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, 
     a.upd = (ssmjit_state_update_desc){
         .dtype = SSMJIT_F32, .batch = 2, .dim = 8, .dstate = 16, .x = m, .dt = m, .A = DEV,
         .B = m, .C = m, .D = DEV, .z = m, .dt_bias = DEV, .dt_softplus = 1, .state = DEV, .out = m};
+    a.blas = (sj_blas){.ctx = ctx};
+    a.gemm = (sj_gemm_desc){.ab_dtype = SSMJIT_F32, .c_dtype = SSMJIT_F32, .m = 4, .n = 8, .k = 5,
+                            .a = DEV, .b = DEV, .c = DEV, .alpha = 1.0f};
     return a;
 }
 
@@ -250,6 +256,16 @@ static ssmjit_status scan_bwd(args *a)
 }
 
 static ssmjit_status state_update(args *a) { return ssmjit_selective_state_update(a->ctx, &a->upd, NULL); }
+
+static ssmjit_status gemm(args *a) { return sj_gemm(&a->blas, &a->gemm, NULL); }
+
+/* k = 0 (C = beta C): A and B have no elements and may be NULL. */
+static ssmjit_status gemm_k0(args *a)
+{
+    a->gemm.k = 0;
+    a->gemm.a = a->gemm.b = NULL;
+    return gemm(a);
+}
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                */
@@ -733,7 +749,55 @@ static ssmjit_status state_update(args *a) { return ssmjit_selective_state_updat
     X(update_stride_overflow, UNSUPPORTED, "ssmjit_selective_state_update: the extent B * stride is too large", \
       a->upd.batch = P(40); a->upd.x.stride = P(30); return state_update(a))                              \
     X(update_state_overflow, UNSUPPORTED, "the state extent B * D * N is too large",                      \
-      a->upd.batch = P(20); a->upd.dim = P(30); a->upd.dstate = 256; return state_update(a))
+      a->upd.batch = P(20); a->upd.dim = P(30); a->upd.dstate = 256; return state_update(a))              \
+    /* GEMM through cuBLAS (internal: the model layer's) */                                               \
+    X(gemm_blas_null, INVALID_ARG, "sj_gemm: blas is NULL", return sj_gemm(NULL, &a->gemm, NULL))         \
+    X(gemm_desc_null, INVALID_ARG, "sj_gemm: desc is NULL", return sj_gemm(&a->blas, NULL, NULL))         \
+    X(gemm_ab_dtype_unknown, INVALID_ARG, "sj_gemm: desc->ab_dtype = 3 is not a known dtype",             \
+      a->gemm.ab_dtype = (ssmjit_dtype)3; return gemm(a))                                                 \
+    X(gemm_c_dtype_unknown, INVALID_ARG, "sj_gemm: desc->c_dtype = -1 is not a known dtype",              \
+      a->gemm.c_dtype = (ssmjit_dtype)-1; return gemm(a))                                                 \
+    X(gemm_c_f16_from_f32, UNSUPPORTED, "sj_gemm: desc->c_dtype = f16 must be desc->ab_dtype (f32) or f32", \
+      a->gemm.c_dtype = SSMJIT_F16; return gemm(a))                                                       \
+    X(gemm_c_bf16_from_f16, UNSUPPORTED, "desc->c_dtype = bf16 must be desc->ab_dtype (f16) or f32",      \
+      a->gemm.ab_dtype = SSMJIT_F16; a->gemm.c_dtype = SSMJIT_BF16; return gemm(a))                       \
+    X(gemm_m_negative, INVALID_ARG, "sj_gemm: desc->m = -1 is negative", a->gemm.m = -1; return gemm(a))  \
+    X(gemm_n_negative, INVALID_ARG, "sj_gemm: desc->n = -2 is negative", a->gemm.n = -2; return gemm(a))  \
+    X(gemm_k_negative, INVALID_ARG, "sj_gemm: desc->k = -3 is negative", a->gemm.k = -3; return gemm(a))  \
+    X(gemm_m_past_int, UNSUPPORTED, "sj_gemm: desc->m = 2147483648 is more than cuBLAS takes",            \
+      a->gemm.m = P(31); return gemm(a))                                                                  \
+    X(gemm_n_past_int, UNSUPPORTED, "sj_gemm: desc->n = 2147483648 is more than", a->gemm.n = P(31);      \
+      return gemm(a))                                                                                     \
+    X(gemm_k_past_int, UNSUPPORTED, "sj_gemm: desc->k = 2147483648 is more than", a->gemm.k = P(31);      \
+      return gemm(a))                                                                                     \
+    X(gemm_lda_short, INVALID_ARG, "sj_gemm: desc->lda = 4 is less than the row width 5",                 \
+      a->gemm.lda = 4; return gemm(a))                                                                    \
+    X(gemm_lda_short_trans, INVALID_ARG, "sj_gemm: desc->lda = 3 is less than the row width 4",           \
+      a->gemm.trans_a = 1; a->gemm.lda = 3; return gemm(a))                                               \
+    X(gemm_ldb_short, INVALID_ARG, "sj_gemm: desc->ldb = 7 is less than the row width 8",                 \
+      a->gemm.ldb = 7; return gemm(a))                                                                    \
+    X(gemm_ldb_short_trans, INVALID_ARG, "sj_gemm: desc->ldb = 4 is less than the row width 5",           \
+      a->gemm.trans_b = 1; a->gemm.ldb = 4; return gemm(a))                                               \
+    X(gemm_ldc_short, INVALID_ARG, "sj_gemm: desc->ldc = 7 is less than the row width 8",                 \
+      a->gemm.ldc = 7; return gemm(a))                                                                    \
+    X(gemm_ldc_negative, INVALID_ARG, "sj_gemm: desc->ldc = -1 is less than", a->gemm.ldc = -1;           \
+      return gemm(a))                                                                                     \
+    X(gemm_lda_past_int, UNSUPPORTED, "sj_gemm: desc->lda = 2147483648 is more than cuBLAS takes",        \
+      a->gemm.lda = P(31); return gemm(a))                                                                \
+    X(gemm_ldb_past_int, UNSUPPORTED, "sj_gemm: desc->ldb = 2147483648 is more than", a->gemm.ldb = P(31); \
+      return gemm(a))                                                                                     \
+    X(gemm_ldc_past_int, UNSUPPORTED, "sj_gemm: desc->ldc = 2147483648 is more than", a->gemm.ldc = P(31); \
+      return gemm(a))                                                                                     \
+    X(gemm_a_null, INVALID_ARG, "sj_gemm: desc->a is NULL", a->gemm.a = NULL; return gemm(a))             \
+    X(gemm_b_null, INVALID_ARG, "sj_gemm: desc->b is NULL", a->gemm.b = NULL; return gemm(a))             \
+    X(gemm_c_null, INVALID_ARG, "sj_gemm: desc->c is NULL", a->gemm.c = NULL; return gemm(a))             \
+    X(gemm_c_null_k0, INVALID_ARG, "sj_gemm: desc->c is NULL", a->gemm.c = NULL; return gemm_k0(a))       \
+    X(blas_create_out_null, INVALID_ARG, "sj_blas_create: out is NULL",                                   \
+      return sj_blas_create(a->ctx, NULL))                                                                \
+    X(blas_create_ctx_null, INVALID_ARG, "sj_blas_create: ctx is NULL",                                   \
+      sj_blas *b = (sj_blas *)&a->blas; ssmjit_status st = sj_blas_create(NULL, &b);                      \
+      if (st != SSMJIT_OK && b) fail_msg("a failed sj_blas_create left *out = %p", (void *)b);            \
+      return st)
 
 typedef struct bad_row {
     const char *name;
@@ -906,7 +970,7 @@ static void test_valid_base_arguments(void **state)
         {"norm_bwd", norm_bwd, 0},       {"conv_fwd", conv_fwd, 0},       {"conv_ws", conv_ws, 1},
         {"conv_bwd", conv_bwd, 0},       {"conv_update", conv_update, 0}, {"scan_fwd", scan_fwd, 0},
         {"scan_fwd_ws", scan_fwd_ws, 1}, {"scan_bwd_ws", scan_bwd_ws, 1}, {"scan_bwd", scan_bwd, 0},
-        {"state_update", state_update, 0},
+        {"state_update", state_update, 0}, {"gemm", gemm, 0},             {"gemm_k0", gemm_k0, 0},
     };
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         outputs out;
@@ -931,7 +995,7 @@ static void test_values_for_bad_input(void **state)
 {
     (void)state;
     assert_string_equal(ssmjit_status_string((ssmjit_status)-1), "SSMJIT_UNKNOWN_STATUS");
-    assert_string_equal(ssmjit_status_string((ssmjit_status)(SSMJIT_ERR_INTERNAL + 1)), "SSMJIT_UNKNOWN_STATUS");
+    assert_string_equal(ssmjit_status_string((ssmjit_status)(SSMJIT_ERR_CUBLAS_NOT_FOUND + 1)), "SSMJIT_UNKNOWN_STATUS");
     assert_int_equal(ssmjit_dtype_size((ssmjit_dtype)3), 0);
     assert_int_equal(ssmjit_dtype_size((ssmjit_dtype)-1), 0);
     assert_null(ssmjit_module_name(ssmjit_module_count()));
