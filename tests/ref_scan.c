@@ -4,11 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref_elementwise.h"
 #include "test_util.h"
-
-double ref_softplus(double x) { return x <= 20.0 ? log1p(exp(x)) : x; }
-
-static double softplus_grad(double x) { return x <= 20.0 ? 1.0 / (1.0 + exp(-x)) : 1.0; }
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -152,7 +149,7 @@ void ref_scan_bwd(const ref_scan_problem *p, const double *dy, const double *dfi
                     adj[n] *= a; /* dL/dh_{t-1} through h_t */
                 }
                 const double ddt = u * sum_gB + sum_gAah;
-                const double dx = p->softplus ? ddt * softplus_grad(x) : ddt;
+                const double dx = p->softplus ? ddt * ref_softplus_grad(x) : ddt;
                 g->du[i] = (p->Dv ? p->Dv[d] * dyp : 0.0) + dt * sum_gB;
                 g->ddelta[i] = dx;
                 if (g->ddelta_bias)

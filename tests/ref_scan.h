@@ -43,9 +43,6 @@ void ref_state_update(size_t B, size_t D, size_t N, const double *x, const doubl
                       const double *z, const double *dt_bias, int softplus, double *state,
                       double *out);
 
-/* softplus as the kernels define it: x <= 20 ? log1p(exp(x)) : x. */
-double ref_softplus(double x);
-
 /* Shape and optional inputs of a random problem for the tests. */
 typedef struct ref_scan_options {
     size_t B, L, D, N;
