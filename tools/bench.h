@@ -11,4 +11,8 @@ double bench_median(double *v, int n);
  * NULL (bench_ops.c); returns a CLI exit code. */
 int bench_ops(ssmjit_context *ctx, int quick, const char *only);
 
+/* Times a mamba-130m-shaped model with random weights (bench_model.c):
+ * prefill, decode at batch 1 and 64, a training step. */
+int bench_model(ssmjit_context *ctx, int quick);
+
 #endif

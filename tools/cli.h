@@ -16,6 +16,7 @@ int cli_info(int argc, char **argv);
 int cli_prewarm(int argc, char **argv);
 int cli_cache(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_run(int argc, char **argv);
 
 /* Prints "ssmjit: <what>: <status>: <detail>" to stderr; returns CLI_FAILED. */
 int cli_fail(const char *what, ssmjit_status st);

@@ -14,6 +14,7 @@ static const char usage[] =
     "  cache stats|verify|clear\n"
     "                       inspect, check or empty the kernel cache\n"
     "  bench                time the engine and the ops on the GPU\n"
+    "  run                  prefill tokens and decode greedily with a checkpoint\n"
     "\n"
     "`ssmjit <command> --help` describes each command.\n"
     "\n"
@@ -42,7 +43,7 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } commands[] = {{"info", cli_info}, {"prewarm", cli_prewarm}, {"cache", cli_cache}, {"bench", cli_bench}};
+    } commands[] = {{"info", cli_info}, {"prewarm", cli_prewarm}, {"cache", cli_cache}, {"bench", cli_bench}, {"run", cli_run}};
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;

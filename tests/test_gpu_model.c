@@ -1,0 +1,616 @@
+/* The Mamba model on the GPU against the double reference of
+ * tests/ref_model.c (which is itself checked against finite differences):
+ * prefill logits and states, decode steps against prefill, training
+ * gradients of every weight, determinism, a checkpoint loaded from disk,
+ * and argument errors.  Weights are the reference's random ones, written
+ * into the model's tensors (and rounded there, so the reference sees
+ * exactly the GPU's weights). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+#include "ref_model.h"
+#include "st_util.h"
+#include "test_util.h"
+
+#define F32_TOL 1e-5  /* logits and states, f32 without fast math */
+#define GRAD_TOL 1e-4 /* weight gradients, f32 */
+#define BF16_TOL 1e-2 /* logits of a bf16 model */
+
+typedef struct fixture {
+    ssmjit_context *ctx;
+    ssmjit_model *model;
+    ref_mamba ref;
+    ssmjit_dtype dtype;
+} fixture;
+
+static ref_mamba_cfg small_cfg(int tied)
+{
+    return (ref_mamba_cfg){.d_model = 64, .d_inner = 128, .d_state = 16, .d_conv = 4,
+                           .dt_rank = 4, .n_layer = 2, .vocab = 97, .eps = 1e-5, .tied = tied};
+}
+
+static void upload_weight(const char *name, double *w, size_t n, void *user)
+{
+    fixture *f = user;
+    ssmjit_tensor_info info;
+    assert_int_equal(ssmjit_model_tensor(f->model, name, &info), SSMJIT_OK);
+    size_t numel = 1;
+    for (int i = 0; i < info.ndim; i++)
+        numel *= (size_t)info.shape[i];
+    assert_int_equal(numel, n);
+    gu_upload_as(info.data, w, n, info.dtype);
+}
+
+/* A model and its reference with the same (rounded) weights; 0 without a GPU. */
+static int open_fixture(fixture *f, int tied, ssmjit_dtype dtype)
+{
+    memset(f, 0, sizeof *f);
+    f->ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (!f->ctx)
+        return 0;
+    tu_seed();
+    ref_mamba_cfg rc = small_cfg(tied);
+    f->ref = ref_mamba_random(&rc);
+    ssmjit_model_config c = {(int64_t)rc.d_model, (int64_t)rc.d_inner, (int64_t)rc.d_state,
+                             (int64_t)rc.d_conv, (int64_t)rc.dt_rank, (int64_t)rc.n_layer,
+                             (int64_t)rc.vocab, rc.eps, tied, 1};
+    ssmjit_model_options o;
+    ssmjit_model_options_init(&o);
+    o.dtype = dtype;
+    f->dtype = dtype;
+    assert_int_equal(ssmjit_model_create(f->ctx, &c, &o, 1, &f->model), SSMJIT_OK);
+    ref_mamba_foreach(&f->ref, upload_weight, f);
+    return 1;
+}
+
+static void close_fixture(fixture *f)
+{
+    ssmjit_model_destroy(f->model);
+    ref_mamba_free(&f->ref);
+    ssmjit_context_destroy(f->ctx);
+}
+
+static int *random_ids(size_t n, size_t vocab)
+{
+    int *ids = malloc(n * sizeof *ids);
+    assert_non_null(ids);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int)(tu_uniform(0, (double)vocab));
+    return ids;
+}
+
+static void *workspace(ssmjit_model *m, int64_t B, int64_t L, ssmjit_model_mode mode, size_t *bytes)
+{
+    assert_int_equal(ssmjit_model_workspace_size(m, B, L, mode, bytes), SSMJIT_OK);
+    return gu_alloc(*bytes);
+}
+
+/* Runs a forward and returns its logits (and states when asked) as doubles. */
+static void forward(fixture *f, size_t B, size_t L, const int *ids, ssmjit_model_mode mode,
+                    int last_only, double *logits, double *conv, double *ssm, void **ws_out)
+{
+    const ref_mamba_cfg *rc = &f->ref.cfg;
+    size_t V = rc->vocab, nl = rc->n_layer, rows = last_only ? B : B * L;
+    size_t nconv = nl * B * rc->d_inner * rc->d_conv, nssm = nl * B * rc->d_inner * rc->d_state;
+    size_t bytes;
+    void *ws = workspace(f->model, (int64_t)B, (int64_t)L, mode, &bytes);
+    void *dlog = gu_alloc_poisoned(rows * V, f->dtype);
+    void *dconv = conv ? gu_alloc_poisoned(nconv, SSMJIT_F32) : NULL;
+    void *dssm = ssm ? gu_alloc_poisoned(nssm, SSMJIT_F32) : NULL;
+    ssmjit_model_forward_args a = {.batch = (int64_t)B, .seqlen = (int64_t)L, .ids = ids, .mode = mode,
+                                   .logits = dlog, .last_only = last_only, .conv_state = dconv,
+                                   .ssm_state = dssm, .workspace = ws, .workspace_bytes = bytes};
+    assert_int_equal(ssmjit_model_forward(f->model, &a, NULL), SSMJIT_OK);
+    gu_download_as(logits, dlog, rows * V, f->dtype);
+    if (conv)
+        gu_download_as(conv, dconv, nconv, SSMJIT_F32);
+    if (ssm)
+        gu_download_as(ssm, dssm, nssm, SSMJIT_F32);
+    gu_free(dlog);
+    gu_free(dconv);
+    gu_free(dssm);
+    if (ws_out)
+        *ws_out = ws;
+    else
+        gu_free(ws);
+}
+
+static void check_forward(int tied)
+{
+    fixture f;
+    if (!open_fixture(&f, tied, SSMJIT_F32))
+        skip();
+    const ref_mamba_cfg *rc = &f.ref.cfg;
+    size_t B = 2, L = 37, V = rc->vocab;
+    size_t nconv = rc->n_layer * B * rc->d_inner * rc->d_conv;
+    size_t nssm = rc->n_layer * B * rc->d_inner * rc->d_state;
+    int *ids = random_ids(B * L, V);
+    double *want = tu_doubles(B * L * V), *got = tu_doubles(B * L * V);
+    double *wc = tu_doubles(nconv), *gc = tu_doubles(nconv), *wsm = tu_doubles(nssm), *gsm = tu_doubles(nssm);
+    ref_mamba_forward(&f.ref, B, L, ids, want, wc, wsm);
+    forward(&f, B, L, ids, SSMJIT_MODEL_INFERENCE, 0, got, gc, gsm, NULL);
+    double e = tu_rel_err(got, want, B * L * V);
+    print_message("tied %d: logits %.2e, conv_state %.2e, ssm_state %.2e\n", tied, e,
+                  tu_rel_err(gc, wc, nconv), tu_rel_err(gsm, wsm, nssm));
+    assert_true(e <= F32_TOL);
+    assert_true(tu_rel_err(gc, wc, nconv) <= F32_TOL);
+    assert_true(tu_rel_err(gsm, wsm, nssm) <= F32_TOL);
+
+    /* the last position only */
+    double *last = tu_doubles(B * V), *want_last = tu_doubles(B * V);
+    for (size_t b = 0; b < B; b++)
+        memcpy(want_last + b * V, want + (b * L + L - 1) * V, V * sizeof *want);
+    forward(&f, B, L, ids, SSMJIT_MODEL_INFERENCE, 1, last, NULL, NULL, NULL);
+    assert_true(tu_rel_err(last, want_last, B * V) <= F32_TOL);
+    free(last);
+    free(want_last);
+    free(ids);
+    free(want);
+    free(got);
+    free(wc);
+    free(gc);
+    free(wsm);
+    free(gsm);
+    close_fixture(&f);
+}
+
+static void test_forward_tied(void **state)
+{
+    (void)state;
+    check_forward(1);
+}
+
+static void test_forward_untied(void **state)
+{
+    (void)state;
+    check_forward(0);
+}
+
+/* Decode buffers of one batch. */
+typedef struct decoder {
+    size_t B;
+    void *conv, *ssm, *logits, *next, *ws;
+    size_t ws_bytes;
+} decoder;
+
+static decoder decoder_open(fixture *f, size_t B)
+{
+    const ref_mamba_cfg *rc = &f->ref.cfg;
+    decoder d = {.B = B};
+    d.conv = gu_alloc(rc->n_layer * B * rc->d_inner * rc->d_conv * 4);
+    d.ssm = gu_alloc(rc->n_layer * B * rc->d_inner * rc->d_state * 4);
+    d.logits = gu_alloc(B * rc->vocab * ssmjit_dtype_size(f->dtype));
+    d.next = gu_alloc(B * 4);
+    assert_int_equal(ssmjit_model_step_workspace_size(f->model, (int64_t)B, &d.ws_bytes), SSMJIT_OK);
+    d.ws = gu_alloc(d.ws_bytes);
+    return d;
+}
+
+static void decoder_close(decoder *d)
+{
+    gu_free(d->conv);
+    gu_free(d->ssm);
+    gu_free(d->logits);
+    gu_free(d->next);
+    gu_free(d->ws);
+}
+
+/* One step; host ids, or the previous step's next ids when ids is NULL. */
+static void step(fixture *f, decoder *d, const int *ids, double *logits)
+{
+    size_t V = f->ref.cfg.vocab;
+    gu_poison(d->logits, d->B * V * ssmjit_dtype_size(f->dtype));
+    ssmjit_model_step_args a = {.batch = (int64_t)d->B, .ids = ids, .ids_device = ids ? NULL : d->next,
+                                .conv_state = d->conv, .ssm_state = d->ssm, .logits = d->logits,
+                                .next_ids = d->next, .workspace = d->ws, .workspace_bytes = d->ws_bytes};
+    assert_int_equal(ssmjit_model_step(f->model, &a, NULL), SSMJIT_OK);
+    gu_download_as(logits, d->logits, d->B * V, f->dtype);
+}
+
+/* Prefill of L1 tokens, then steps through the rest: each step's logits
+ * are the full forward's at that position. */
+static void test_decode_continues_prefill(void **state)
+{
+    (void)state;
+    fixture f;
+    if (!open_fixture(&f, 1, SSMJIT_F32))
+        skip();
+    const ref_mamba_cfg *rc = &f.ref.cfg;
+    size_t B = 3, L = 12, L1 = 5, V = rc->vocab;
+    int *ids = random_ids(B * L, V);
+    double *want = tu_doubles(B * L * V), *got = tu_doubles(B * V);
+    ref_mamba_forward(&f.ref, B, L, ids, want, NULL, NULL);
+    int *prefix = malloc(B * L1 * sizeof *prefix);
+    for (size_t b = 0; b < B; b++)
+        memcpy(prefix + b * L1, ids + b * L, L1 * sizeof *ids);
+    decoder d = decoder_open(&f, B);
+    size_t bytes;
+    void *ws = workspace(f.model, (int64_t)B, (int64_t)L1, SSMJIT_MODEL_INFERENCE, &bytes);
+    void *plog = gu_alloc(B * V * 4);
+    ssmjit_model_forward_args a = {.batch = (int64_t)B, .seqlen = (int64_t)L1, .ids = prefix,
+                                   .logits = plog, .last_only = 1, .conv_state = d.conv,
+                                   .ssm_state = d.ssm, .workspace = ws, .workspace_bytes = bytes};
+    assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
+    double worst = 0;
+    for (size_t t = L1; t < L; t++) {
+        int tok[8];
+        double *w = tu_doubles(B * V);
+        for (size_t b = 0; b < B; b++) {
+            tok[b] = ids[b * L + t];
+            memcpy(w + b * V, want + (b * L + t) * V, V * sizeof *w);
+        }
+        step(&f, &d, tok, got);
+        double e = tu_rel_err(got, w, B * V);
+        worst = e > worst ? e : worst;
+        free(w);
+    }
+    print_message("steps after a prefill: worst logits error %.2e\n", worst);
+    assert_true(worst <= F32_TOL);
+    gu_free(ws);
+    gu_free(plog);
+    decoder_close(&d);
+    free(prefix);
+    free(ids);
+    free(want);
+    free(got);
+    close_fixture(&f);
+}
+
+/* Greedy decoding from empty states with ids fed back on the device: the
+ * graph replays must match reference steps on the ids it chose, and each
+ * chosen id must be the argmax of its logits.  A second decoder (other
+ * pointers) makes the model capture a new graph, then the first resumes. */
+static void test_greedy_graph(void **state)
+{
+    (void)state;
+    fixture f;
+    if (!open_fixture(&f, 0, SSMJIT_F32))
+        skip();
+    const ref_mamba_cfg *rc = &f.ref.cfg;
+    size_t B = 2, V = rc->vocab, steps = 10;
+    size_t nconv = rc->n_layer * B * rc->d_inner * rc->d_conv;
+    size_t nssm = rc->n_layer * B * rc->d_inner * rc->d_state;
+    double *rconv = tu_doubles(nconv), *rssm = tu_doubles(nssm);
+    memset(rconv, 0, nconv * sizeof *rconv);
+    memset(rssm, 0, nssm * sizeof *rssm);
+    decoder d = decoder_open(&f, B), other = decoder_open(&f, 1);
+    double *zeros = calloc(nconv + nssm, sizeof *zeros);
+    gu_upload_as(d.conv, zeros, nconv, SSMJIT_F32);
+    gu_upload_as(d.ssm, zeros, nssm, SSMJIT_F32);
+    gu_upload_as(other.conv, zeros, nconv / B, SSMJIT_F32);
+    gu_upload_as(other.ssm, zeros, nssm / B, SSMJIT_F32);
+    int ids[2] = {3, 50};
+    double *got = tu_doubles(B * V), *want = tu_doubles(B * V), *o = tu_doubles(V);
+    double worst = 0;
+    for (size_t s = 0; s < steps; s++) {
+        step(&f, &d, s == 0 ? ids : NULL, got);
+        ref_mamba_step(&f.ref, B, ids, rconv, rssm, want);
+        double e = tu_rel_err(got, want, B * V);
+        worst = e > worst ? e : worst;
+        int32_t next[2];
+        gu_download(next, d.next, sizeof next);
+        for (size_t b = 0; b < B; b++) {
+            size_t best = 0;
+            for (size_t v = 1; v < V; v++)
+                if (got[b * V + v] > got[b * V + best])
+                    best = v;
+            assert_int_equal(next[b], (int)best);
+            ids[b] = next[b];
+        }
+        if (s == 4)
+            step(&f, &other, (int[]){7}, o);
+    }
+    print_message("greedy graph decode: worst logits error %.2e\n", worst);
+    assert_true(worst <= F32_TOL);
+    decoder_close(&d);
+    decoder_close(&other);
+    free(zeros);
+    free(rconv);
+    free(rssm);
+    free(got);
+    free(want);
+    free(o);
+    close_fixture(&f);
+}
+
+typedef struct grad_check {
+    fixture *f;
+    ref_mamba *want;
+    double worst;
+    const char *worst_name;
+} grad_check;
+
+static void compare_grad(const char *name, double *w, size_t n, void *user)
+{
+    (void)w;
+    grad_check *g = user;
+    /* the same tensor's gradient in the reference: same walk order */
+    ssmjit_tensor_info info;
+    assert_int_equal(ssmjit_model_tensor(g->f->model, name, &info), SSMJIT_OK);
+    assert_non_null(info.grad);
+    double *got = tu_doubles(n);
+    gu_download_as(got, info.grad, n, SSMJIT_F32);
+    size_t off = (size_t)(w - g->f->ref.embedding);
+    double e = tu_rel_err(got, g->want->embedding + off, n);
+    if (e > g->worst || isnan(e)) {
+        g->worst = isnan(e) ? INFINITY : e;
+        g->worst_name = name;
+    }
+    free(got);
+}
+
+static void check_backward(int tied, ssmjit_model_mode mode, int use_dlogits)
+{
+    fixture f;
+    if (!open_fixture(&f, tied, SSMJIT_F32))
+        skip();
+    const ref_mamba_cfg *rc = &f.ref.cfg;
+    size_t B = 2, L = 23, V = rc->vocab, n = B * L;
+    int *ids = random_ids(n, V), *targets = random_ids(n, V);
+    targets[3] = targets[n - 1] = REF_MAMBA_IGNORE;
+    ref_mamba want = ref_mamba_alloc(rc);
+    double want_loss = 0, *dl = NULL;
+    if (use_dlogits) {
+        dl = tu_doubles(n * V);
+        tu_fill_uniform(dl, n * V, -1, 1);
+        ref_mamba_backward_dlogits(&f.ref, B, L, ids, dl, &want);
+    } else {
+        want_loss = ref_mamba_backward(&f.ref, B, L, ids, targets, &want);
+    }
+    double *logits = tu_doubles(n * V);
+    size_t bytes;
+    void *ws = workspace(f.model, (int64_t)B, (int64_t)L, mode, &bytes);
+    void *dlog = gu_alloc(n * V * 4), *loss = gu_alloc(4), *ddl = dl ? gu_upload_new(dl, n * V, SSMJIT_F32) : NULL;
+    ssmjit_model_forward_args a = {.batch = (int64_t)B, .seqlen = (int64_t)L, .ids = ids, .mode = mode,
+                                   .logits = dlog, .workspace = ws, .workspace_bytes = bytes};
+    uint8_t *first = NULL;
+    size_t total = 0;
+    for (int run = 0; run < 2; run++) {
+        assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
+        ssmjit_model_backward_args b = {.logits = use_dlogits ? NULL : dlog,
+                                        .targets = use_dlogits ? NULL : targets,
+                                        .loss = use_dlogits ? NULL : loss, .dlogits = ddl};
+        assert_int_equal(ssmjit_model_backward(f.model, &b, NULL), SSMJIT_OK);
+        /* every gradient's bytes, to compare the two runs */
+        ssmjit_tensor_info info;
+        size_t off = 0;
+        for (int64_t i = 0; i < ssmjit_model_tensor_count(f.model); i++) {
+            assert_int_equal(ssmjit_model_tensor_at(f.model, i, &info), SSMJIT_OK);
+            size_t cnt = 1;
+            for (int k = 0; k < info.ndim; k++)
+                cnt *= (size_t)info.shape[k];
+            if (run == 0) {
+                first = realloc(first, total + cnt * 4);
+                gu_download(first + total, info.grad, cnt * 4);
+                total += cnt * 4;
+            } else {
+                uint8_t *again = malloc(cnt * 4);
+                gu_download(again, info.grad, cnt * 4);
+                assert_memory_equal(again, first + off, cnt * 4);
+                free(again);
+                off += cnt * 4;
+            }
+        }
+    }
+    if (!use_dlogits) {
+        float got_loss;
+        gu_download(&got_loss, loss, 4);
+        print_message("loss %.9g (reference %.9g)\n", got_loss, want_loss);
+        assert_true(fabs(got_loss - want_loss) <= F32_TOL * fabs(want_loss));
+    }
+    grad_check g = {&f, &want, 0, ""};
+    ref_mamba_foreach(&f.ref, compare_grad, &g);
+    print_message("tied %d mode %d dlogits %d: worst gradient error %.2e (%s)\n", tied, (int)mode,
+                  use_dlogits, g.worst, g.worst_name);
+    assert_true(g.worst <= GRAD_TOL);
+    free(first);
+    gu_free(ws);
+    gu_free(dlog);
+    gu_free(loss);
+    gu_free(ddl);
+    free(dl);
+    free(logits);
+    free(ids);
+    free(targets);
+    ref_mamba_free(&want);
+    close_fixture(&f);
+}
+
+static void test_backward_tied(void **state)
+{
+    (void)state;
+    check_backward(1, SSMJIT_MODEL_TRAIN, 0);
+}
+
+static void test_backward_untied_recompute(void **state)
+{
+    (void)state;
+    check_backward(0, SSMJIT_MODEL_TRAIN_RECOMPUTE, 0);
+}
+
+static void test_backward_dlogits(void **state)
+{
+    (void)state;
+    check_backward(0, SSMJIT_MODEL_TRAIN, 1);
+}
+
+/* A bf16 model's logits against the reference with the same (rounded)
+ * weights. */
+static void test_forward_bf16(void **state)
+{
+    (void)state;
+    fixture f;
+    if (!open_fixture(&f, 1, SSMJIT_BF16))
+        skip();
+    size_t B = 2, L = 29, V = f.ref.cfg.vocab;
+    int *ids = random_ids(B * L, V);
+    double *want = tu_doubles(B * L * V), *got = tu_doubles(B * L * V);
+    ref_mamba_forward(&f.ref, B, L, ids, want, NULL, NULL);
+    forward(&f, B, L, ids, SSMJIT_MODEL_INFERENCE, 0, got, NULL, NULL, NULL);
+    double e = tu_rel_err(got, want, B * L * V);
+    print_message("bf16 logits %.2e\n", e);
+    assert_true(e <= BF16_TOL);
+    free(ids);
+    free(want);
+    free(got);
+    close_fixture(&f);
+}
+
+/* Appends one tensor's header entry (its shape from the model's table) and
+ * its values as f32. */
+typedef struct st_writer {
+    ssmjit_model *model;
+    char *header;
+    size_t hlen;
+    float *data;
+    size_t count;
+} st_writer;
+
+static void write_tensor(const char *name, double *w, size_t n, void *user)
+{
+    st_writer *s = user;
+    ssmjit_tensor_info info;
+    assert_int_equal(ssmjit_model_tensor(s->model, name, &info), SSMJIT_OK);
+    char shape[64] = "", entry[256];
+    for (int k = 0; k < info.ndim; k++)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", k ? "," : "",
+                 (long long)info.shape[k]);
+    int len = snprintf(entry, sizeof entry, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%s],\"data_offsets\":[%zu,%zu]}",
+                       s->hlen > 1 ? "," : "", name, shape, s->count * 4, (s->count + n) * 4);
+    s->header = realloc(s->header, s->hlen + (size_t)len + 2);
+    memcpy(s->header + s->hlen, entry, (size_t)len + 1);
+    s->hlen += (size_t)len;
+    s->data = realloc(s->data, (s->count + n) * sizeof *s->data);
+    for (size_t i = 0; i < n; i++)
+        s->data[s->count + i] = (float)w[i];
+    s->count += n;
+}
+
+/* The reference's weights written as a Hugging Face checkpoint directory
+ * load into a model that computes the same logits. */
+static void test_load_checkpoint(void **state)
+{
+    (void)state;
+    fixture f;
+    if (!open_fixture(&f, 0, SSMJIT_F32))
+        skip();
+    char *dir = tu_mkdtemp();
+    char path[512];
+    st_writer s = {f.model, strdup("{"), 1, NULL, 0};
+    ref_mamba_foreach(&f.ref, write_tensor, &s);
+    strcpy(s.header + s.hlen, "}");
+    size_t size;
+    uint8_t *image = su_image(s.header, s.data, s.count * 4, &size);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    su_write(path, image, size);
+    const ref_mamba_cfg *rc = &f.ref.cfg;
+    char cfg[512];
+    snprintf(cfg, sizeof cfg,
+             "{\"model_type\":\"mamba\",\"hidden_size\":%zu,\"intermediate_size\":%zu,\"state_size\":%zu,"
+             "\"conv_kernel\":%zu,\"time_step_rank\":%zu,\"num_hidden_layers\":%zu,\"vocab_size\":%zu,"
+             "\"layer_norm_epsilon\":%g,\"tie_word_embeddings\":false}",
+             rc->d_model, rc->d_inner, rc->d_state, rc->d_conv, rc->dt_rank, rc->n_layer, rc->vocab, rc->eps);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    su_write_text(path, cfg);
+    ssmjit_model *loaded;
+    assert_int_equal(ssmjit_model_load(f.ctx, dir, NULL, &loaded), SSMJIT_OK);
+    ssmjit_model_config c;
+    ssmjit_dtype dt;
+    assert_int_equal(ssmjit_model_get_config(loaded, &c, &dt), SSMJIT_OK);
+    assert_int_equal(dt, SSMJIT_BF16);
+    assert_int_equal(c.vocab_size, (int64_t)rc->vocab);
+    assert_int_equal(c.tie_embeddings, 0);
+    ssmjit_model_destroy(loaded);
+    ssmjit_model_options o;
+    ssmjit_model_options_init(&o);
+    o.dtype = SSMJIT_F32;
+    assert_int_equal(ssmjit_model_load(f.ctx, dir, &o, &loaded), SSMJIT_OK);
+    ssmjit_model_destroy(f.model);
+    f.model = loaded;
+    size_t B = 1, L = 9, V = rc->vocab;
+    int *ids = random_ids(B * L, V);
+    double *want = tu_doubles(B * L * V), *got = tu_doubles(B * L * V);
+    ref_mamba_forward(&f.ref, B, L, ids, want, NULL, NULL);
+    forward(&f, B, L, ids, SSMJIT_MODEL_INFERENCE, 0, got, NULL, NULL, NULL);
+    assert_true(tu_rel_err(got, want, B * L * V) <= F32_TOL);
+    free(ids);
+    free(want);
+    free(got);
+    free(image);
+    free(s.header);
+    free(s.data);
+    tu_rmtree(dir);
+    free(dir);
+    close_fixture(&f);
+}
+
+static void test_validation(void **state)
+{
+    (void)state;
+    fixture f;
+    if (!open_fixture(&f, 1, SSMJIT_F32))
+        skip();
+    int ids[4] = {1, 2, 3, 1000};
+    size_t bytes;
+    void *ws = workspace(f.model, 1, 4, SSMJIT_MODEL_TRAIN, &bytes);
+    void *logits = gu_alloc(4 * f.ref.cfg.vocab * 4);
+    ssmjit_model_forward_args a = {.batch = 1, .seqlen = 4, .ids = ids, .mode = SSMJIT_MODEL_TRAIN,
+                                   .logits = logits, .workspace = ws, .workspace_bytes = bytes};
+    assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "args->ids[3] = 1000"));
+    ids[3] = 4;
+    a.workspace_bytes = bytes - 1;
+    assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "workspace_bytes"));
+    a.workspace_bytes = bytes;
+    a.last_only = 1;
+    assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "last_only"));
+    a.last_only = 0;
+    a.embeds = logits;
+    assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
+    a.embeds = NULL;
+    ssmjit_model_backward_args b = {.logits = logits, .targets = ids};
+    assert_int_equal(ssmjit_model_backward(f.model, &b, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "no forward in a training mode"));
+    assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
+    int ignored[4] = {-100, -100, -100, -100};
+    b.targets = ignored;
+    assert_int_equal(ssmjit_model_backward(f.model, &b, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "every target is ignored"));
+    ssmjit_tensor_info info;
+    assert_int_equal(ssmjit_model_tensor(f.model, "backbone.layers.9.mixer.D", &info), SSMJIT_ERR_INVALID_ARG);
+    assert_int_equal(ssmjit_model_tensor_at(f.model, ssmjit_model_tensor_count(f.model), &info),
+                     SSMJIT_ERR_INVALID_ARG);
+    ssmjit_model_step_args s = {.batch = 1, .ids = ids};
+    assert_int_equal(ssmjit_model_step(f.model, &s, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "args->conv_state"));
+    gu_free(ws);
+    gu_free(logits);
+    close_fixture(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forward_tied),
+        cmocka_unit_test(test_forward_untied),
+        cmocka_unit_test(test_forward_bf16),
+        cmocka_unit_test(test_decode_continues_prefill),
+        cmocka_unit_test(test_greedy_graph),
+        cmocka_unit_test(test_backward_tied),
+        cmocka_unit_test(test_backward_untied_recompute),
+        cmocka_unit_test(test_backward_dlogits),
+        cmocka_unit_test(test_load_checkpoint),
+        cmocka_unit_test(test_validation),
+    };
+    tu_apply_test_filter();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

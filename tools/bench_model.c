@@ -1,0 +1,163 @@
+/* ssmjit bench --model: a mamba-130m-shaped model with random bf16
+ * weights: prefill, greedy decode at batch 1 and 64, a training step. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "context.h"
+
+typedef struct model_bench {
+    ssmjit_context *ctx;
+    ssmjit_model *m;
+    ssmjit_model_config c;
+    CUstream stream;
+} model_bench;
+
+static ssmjit_status dalloc(model_bench *b, size_t bytes, void **p)
+{
+    CUdeviceptr d = 0;
+    ssmjit_status st = SJ_CU(b->ctx->drv, MemAlloc, &d, bytes ? bytes : 1);
+    *p = (void *)(uintptr_t)d;
+    return st;
+}
+
+static void dfree(model_bench *b, void *p)
+{
+    if (p)
+        b->ctx->drv->MemFree((CUdeviceptr)(uintptr_t)p);
+}
+
+static ssmjit_status sync(model_bench *b)
+{
+    return SJ_CU(b->ctx->drv, StreamSynchronize, b->stream);
+}
+
+static int32_t *random_ids(int64_t n, int64_t vocab)
+{
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int64_t i = 0; ids && i < n; i++)
+        ids[i] = (int32_t)(rand() % vocab);
+    return ids;
+}
+
+/* Median ms of `reps` prefills (or training steps with targets) of B x L. */
+static ssmjit_status time_forward(model_bench *b, int64_t B, int64_t L, ssmjit_model_mode mode,
+                                  int reps, double *ms)
+{
+    size_t bytes, es = ssmjit_dtype_size(SSMJIT_BF16);
+    void *ws = NULL, *logits = NULL, *loss = NULL;
+    int32_t *ids = random_ids(B * L, b->c.vocab_size), *targets = random_ids(B * L, b->c.vocab_size);
+    ssmjit_status st = ids && targets ? SSMJIT_OK : SSMJIT_ERR_NO_MEMORY;
+    if (st == SSMJIT_OK)
+        st = ssmjit_model_workspace_size(b->m, B, L, mode, &bytes);
+    if (st == SSMJIT_OK)
+        st = dalloc(b, bytes, &ws);
+    if (st == SSMJIT_OK)
+        st = dalloc(b, (size_t)(B * L * b->c.vocab_size) * es, &logits);
+    if (st == SSMJIT_OK)
+        st = dalloc(b, 4, &loss);
+    double t[16];
+    for (int r = 0; r < reps + 1 && st == SSMJIT_OK; r++) {
+        ssmjit_model_forward_args a = {.batch = B, .seqlen = L, .ids = ids, .mode = mode, .logits = logits,
+                                       .workspace = ws, .workspace_bytes = bytes};
+        double t0 = cli_now();
+        st = ssmjit_model_forward(b->m, &a, b->stream);
+        if (st == SSMJIT_OK && mode != SSMJIT_MODEL_INFERENCE) {
+            ssmjit_model_backward_args g = {.logits = logits, .targets = targets, .loss = loss};
+            st = ssmjit_model_backward(b->m, &g, b->stream);
+        }
+        if (st == SSMJIT_OK)
+            st = sync(b);
+        if (r > 0) /* the first run loads modules and plans GEMMs */
+            t[r - 1] = (cli_now() - t0) * 1e3;
+    }
+    if (st == SSMJIT_OK)
+        *ms = bench_median(t, reps);
+    dfree(b, ws);
+    dfree(b, logits);
+    dfree(b, loss);
+    free(ids);
+    free(targets);
+    return st;
+}
+
+/* Tokens per second of greedy decoding for B sequences, each step fed
+ * the previous step's ids on the device (one graph launch a token). */
+static ssmjit_status time_decode(model_bench *b, int64_t B, int steps, double *tps)
+{
+    const ssmjit_model_config *c = &b->c;
+    size_t bytes;
+    void *ws = NULL, *conv = NULL, *ssm = NULL, *logits = NULL, *next = NULL;
+    ssmjit_status st = ssmjit_model_step_workspace_size(b->m, B, &bytes);
+    if (st == SSMJIT_OK)
+        st = dalloc(b, bytes, &ws);
+    if (st == SSMJIT_OK)
+        st = dalloc(b, (size_t)(c->n_layer * B * c->d_inner * c->d_conv) * 4, &conv);
+    if (st == SSMJIT_OK)
+        st = dalloc(b, (size_t)(c->n_layer * B * c->d_inner * c->d_state) * 4, &ssm);
+    if (st == SSMJIT_OK)
+        st = dalloc(b, (size_t)(B * c->vocab_size) * 2, &logits);
+    if (st == SSMJIT_OK)
+        st = dalloc(b, (size_t)B * 4, &next);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(b->ctx->drv, MemsetD8Async, (CUdeviceptr)(uintptr_t)next, 0, (size_t)B * 4, b->stream);
+    ssmjit_model_step_args a = {.batch = B, .ids_device = next, .conv_state = conv, .ssm_state = ssm,
+                                .logits = logits, .next_ids = next, .workspace = ws, .workspace_bytes = bytes};
+    for (int i = 0; i < 3 && st == SSMJIT_OK; i++) /* the first captures the graph */
+        st = ssmjit_model_step(b->m, &a, b->stream);
+    if (st == SSMJIT_OK)
+        st = sync(b);
+    double t0 = cli_now();
+    for (int i = 0; i < steps && st == SSMJIT_OK; i++)
+        st = ssmjit_model_step(b->m, &a, b->stream);
+    if (st == SSMJIT_OK)
+        st = sync(b);
+    *tps = (double)(B * steps) / (cli_now() - t0);
+    dfree(b, ws);
+    dfree(b, conv);
+    dfree(b, ssm);
+    dfree(b, logits);
+    dfree(b, next);
+    return st;
+}
+
+int bench_model(ssmjit_context *ctx, int quick)
+{
+    model_bench b = {.ctx = ctx};
+    b.c = (ssmjit_model_config){.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
+                                .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
+                                .residual_in_fp32 = 1};
+    int64_t B = quick ? 2 : 8, L = quick ? 256 : 2048;
+    ssmjit_status st = ssmjit_model_create(ctx, &b.c, NULL, 1, &b.m);
+    if (st != SSMJIT_OK)
+        return cli_fail("model", st);
+    int pushed = 0;
+    st = sj_context_enter(ctx, &pushed);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(ctx->drv, StreamCreate, &b.stream, CU_STREAM_NON_BLOCKING);
+    double ms = 0, tps1 = 0, tps64 = 0, train = 0, recompute = 0;
+    if (st == SSMJIT_OK)
+        st = time_forward(&b, B, L, SSMJIT_MODEL_INFERENCE, 7, &ms);
+    if (st == SSMJIT_OK)
+        printf("model   mamba-130m shape, bf16: prefill %lld x %lld with all logits: %.2f ms (%.0f tokens/s)\n",
+               (long long)B, (long long)L, ms, (double)(B * L) / ms * 1e3);
+    if (st == SSMJIT_OK)
+        st = time_decode(&b, 1, quick ? 50 : 500, &tps1);
+    if (st == SSMJIT_OK)
+        st = time_decode(&b, 64, quick ? 50 : 300, &tps64);
+    if (st == SSMJIT_OK)
+        printf("model   decode: batch 1 %.0f tokens/s, batch 64 %.0f tokens/s\n", tps1, tps64);
+    if (st == SSMJIT_OK)
+        st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train);
+    if (st == SSMJIT_OK)
+        st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN_RECOMPUTE, 5, &recompute);
+    if (st == SSMJIT_OK)
+        printf("model   training step %lld x %lld (forward, cross-entropy, backward): %.2f ms, "
+               "recomputing conv and scan: %.2f ms\n", (long long)B, (long long)L, train, recompute);
+    if (b.stream)
+        ctx->drv->StreamDestroy(b.stream);
+    sj_context_leave(ctx, pushed);
+    ssmjit_model_destroy(b.m);
+    return st == SSMJIT_OK ? CLI_OK : cli_fail("model bench", st);
+}
