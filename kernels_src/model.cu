@@ -123,14 +123,15 @@ __device__ void argmax_rows(const T *x, sj_i64 sx, int *out, sj_i64 rows, sj_i64
 
 SJ_FOR_EACH_DTYPE(SJ_ARGMAX_KERNELS, 0)
 
-/* expf with its accuracy (2 ulp, subnormal results kept) under any compile
- * options.  With --use_fast_math NVRTC turns expf into
- * ex2.approx.ftz(x * log2(e)), whose error grows with |x| and which
- * flushes subnormals; these are the steps of the exact expf instead, in
- * PTX so that neither fast math nor flush-to-zero reaches them: j =
- * round(x log2 e) clamped to [-126, 126] and built as 2^j in the exponent
- * field, r = x log2 e - j with log2 e in two parts, exp(x) = 2^r 2^j. */
-__device__ __forceinline__ float sj_exp_exact(float x)
+/* -expf(x) with expf's accuracy (2 ulp, subnormal results kept) under any
+ * compile options.  With --use_fast_math NVRTC turns expf into
+ * ex2.approx.ftz(x * log2(e)), whose error grows with |x|, and flushes
+ * subnormals (a plain negation too); these are the steps of the exact
+ * expf instead, in PTX so that neither fast math nor flush-to-zero reaches
+ * them: j = round(x log2 e) clamped to [-126, 126] and built as -2^j in
+ * the sign and exponent fields, r = x log2 e - j with log2 e in two parts,
+ * -exp(x) = 2^r * -2^j. */
+__device__ __forceinline__ float sj_neg_exp_exact(float x)
 {
     float y;
     asm("{\n\t"
@@ -144,6 +145,7 @@ __device__ __forceinline__ float sj_exp_exact(float x)
         "fma.rn.f32 r, %1, 0f32A57060, r;\n\t"
         "mov.b32 b, j;\n\t"
         "shl.b32 b, b, 23;\n\t"
+        "or.b32 b, b, 0x80000000;\n\t"
         "mov.b32 t, b;\n\t"
         "ex2.approx.ftz.f32 e, r;\n\t"
         "mul.rn.f32 %0, e, t;\n\t"
@@ -157,5 +159,5 @@ extern "C" __global__ void neg_exp_f32(const float *x, float *y, sj_i64 n)
 {
     const sj_i64 step = (sj_i64)gridDim.x * blockDim.x;
     for (sj_i64 i = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
-        y[i] = -sj_exp_exact(x[i]);
+        y[i] = sj_neg_exp_exact(x[i]);
 }

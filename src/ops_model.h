@@ -29,8 +29,9 @@ ssmjit_status sj_embedding_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
  * the positions sorted by id, stably (equal ids keep increasing
  * positions); *nseg the number of distinct ids; segment s (< *nseg) holds
  * order[seg_start[s] .. seg_start[s+1]) and its id is seg_id[s], ids
- * increasing.  seg_start has room for n + 1 entries, seg_id for n; entries
- * past *nseg are left alone.  n <= INT32_MAX.  Writes nothing on error. */
+ * increasing.  seg_start has room for n + 1 entries (those past
+ * seg_start[*nseg] are left alone), seg_id for n (those past *nseg are
+ * scratch).  n <= INT32_MAX.  Writes nothing on error. */
 ssmjit_status sj_embedding_bwd_plan(const int32_t *ids_host, int64_t n, int32_t *order,
                                     int32_t *seg_start, int32_t *seg_id, int64_t *nseg);
 
