@@ -260,7 +260,7 @@ SSMJIT_API ssmjit_status ssmjit_model_tensor(const ssmjit_model *m, const char *
                                              ssmjit_tensor_info *info)
 {
     static const char op[] = "ssmjit_model_tensor";
-    sj_model_tensor *t;
+    sj_model_tensor *t = NULL;
     SJ_TRY(find(m, name, op, &t));
     SJ_TRY(sj_check_ptr(info, op, "info"));
     fill_info(t, info);
@@ -270,7 +270,7 @@ SSMJIT_API ssmjit_status ssmjit_model_tensor(const ssmjit_model *m, const char *
 SSMJIT_API ssmjit_status ssmjit_model_bind_tensor(ssmjit_model *m, const char *name, void *data)
 {
     static const char op[] = "ssmjit_model_bind_tensor";
-    sj_model_tensor *t;
+    sj_model_tensor *t = NULL;
     SJ_TRY(find(m, name, op, &t));
     SJ_TRY(sj_check_ptr(data, op, "data"));
     if ((uintptr_t)data % 16)

@@ -1,4 +1,5 @@
-/* Bad input to every public function, as one table (BAD_INPUT below):
+/* Bad input to every public function and to the model layer's internal
+ * ops (src/ops_model.h), as one table (BAD_INPUT below):
  * NULL handles and pointers, negative extents and extents whose products
  * pass 2^62, unknown enum values and mismatched dtypes.  Each row must
  * return its status with a message containing its text, and write
@@ -28,6 +29,7 @@
 
 #include "context.h"
 #include "gemm.h"
+#include "ops_model.h"
 #include "test_util.h"
 
 #define POISON 0xA5
@@ -49,6 +51,8 @@ typedef struct outputs {
     ssmjit_cache_stats stats;
     ssmjit_context_info info;
     ssmjit_device_info device;
+    int32_t order[4], seg_start[5], seg_id[4];
+    int64_t nseg;
 } outputs;
 
 /* Valid arguments for every function; a row changes one thing. */
@@ -76,7 +80,18 @@ typedef struct args {
     ssmjit_state_update_desc upd;
     sj_blas blas; /* a stand-in handle on the stand-in context */
     sj_gemm_desc gemm;
+    /* the model layer's ops: [n, d] activations, vocab rows or columns */
+    ssmjit_dtype dtype, out_dtype;
+    int64_t n, d, vocab, nseg;
+    float scale;
+    const int32_t *ids_host, *ids, *seg_start, *seg_id;
+    const float *fa, *fb;
+    float *fy, *row_loss, *loss;
+    int32_t *argmax_out;
+    ssmjit_matrix logits, dlogits;
 } args;
+
+static const int32_t host_ids[4] = {3, 1, 3, 0};
 
 static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, const char *long_dir)
 {
@@ -117,6 +132,13 @@ static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, 
     a.blas = (sj_blas){.ctx = ctx};
     a.gemm = (sj_gemm_desc){.ab_dtype = SSMJIT_F32, .c_dtype = SSMJIT_F32, .m = 4, .n = 8, .k = 5,
                             .a = DEV, .b = DEV, .c = DEV, .alpha = 1.0f};
+    a.dtype = a.out_dtype = SSMJIT_F32;
+    a.n = 4, a.d = 8, a.vocab = 10, a.nseg = 3;
+    a.scale = 0.25f;
+    a.ids_host = host_ids;
+    a.ids = a.seg_start = a.seg_id = a.argmax_out = DEV;
+    a.fa = a.fb = a.fy = a.row_loss = a.loss = DEV;
+    a.logits = a.dlogits = m; /* the gradient over the logits */
     return a;
 }
 
@@ -266,6 +288,41 @@ static ssmjit_status gemm_k0(args *a)
     a->gemm.a = a->gemm.b = NULL;
     return gemm(a);
 }
+
+static ssmjit_status embed_fwd(args *a)
+{
+    return sj_embedding_fwd(a->ctx, a->dtype, a->n, a->d, a->vocab, a->ids, a->weight, a->y, a->out_dtype,
+                            NULL);
+}
+
+static ssmjit_status embed_plan(args *a)
+{
+    return sj_embedding_bwd_plan(a->ids_host, a->n, a->out->order, a->out->seg_start, a->out->seg_id,
+                                 &a->out->nseg);
+}
+
+static ssmjit_status embed_bwd(args *a)
+{
+    return sj_embedding_bwd(a->ctx, a->dtype, a->n, a->d, a->nseg, a->ids, a->seg_start, a->seg_id, a->dy,
+                            a->fy, NULL);
+}
+
+static ssmjit_status xent(args *a)
+{
+    return sj_cross_entropy(a->ctx, a->dtype, a->n, a->vocab, a->logits, a->ids, a->scale, a->row_loss,
+                            a->loss, a->dlogits, NULL);
+}
+
+static ssmjit_status argmax(args *a)
+{
+    return sj_argmax_rows(a->ctx, a->dtype, a->n, a->vocab, a->x, a->argmax_out, NULL);
+}
+
+static ssmjit_status neg_exp(args *a) { return sj_neg_exp_f32(a->ctx, a->n, a->fa, a->fy, NULL); }
+
+static ssmjit_status mul(args *a) { return sj_mul_f32(a->ctx, a->n, a->fa, a->fb, a->fy, NULL); }
+
+static ssmjit_status add_bias(args *a) { return sj_add_bias(a->ctx, a->dtype, a->n, a->d, a->x, a->fa, NULL); }
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                */
@@ -797,7 +854,148 @@ static ssmjit_status gemm_k0(args *a)
     X(blas_create_ctx_null, INVALID_ARG, "sj_blas_create: ctx is NULL",                                   \
       sj_blas *b = (sj_blas *)&a->blas; ssmjit_status st = sj_blas_create(NULL, &b);                      \
       if (st != SSMJIT_OK && b) fail_msg("a failed sj_blas_create left *out = %p", (void *)b);            \
-      return st)
+      return st)                                                                                          \
+    /* the model layer's ops: embedding lookup */                                                         \
+    X(embed_fwd_ctx_null, INVALID_ARG, "sj_embedding_fwd: ctx is NULL", a->ctx = NULL; return embed_fwd(a)) \
+    X(embed_fwd_dtype_unknown, INVALID_ARG, "sj_embedding_fwd: dtype = 3 is not a known dtype",           \
+      a->dtype = (ssmjit_dtype)3; return embed_fwd(a))                                                    \
+    X(embed_fwd_out_dtype_unknown, INVALID_ARG, "sj_embedding_fwd: out_dtype = -1 is not a known dtype",  \
+      a->out_dtype = (ssmjit_dtype)-1; return embed_fwd(a))                                               \
+    X(embed_fwd_n_negative, INVALID_ARG, "sj_embedding_fwd: n = -1 is negative", a->n = -1;               \
+      return embed_fwd(a))                                                                                \
+    X(embed_fwd_d_negative, INVALID_ARG, "sj_embedding_fwd: d = -2 is negative", a->d = -2;               \
+      return embed_fwd(a))                                                                                \
+    X(embed_fwd_vocab_negative, INVALID_ARG, "sj_embedding_fwd: vocab = -1 is negative", a->vocab = -1;   \
+      return embed_fwd(a))                                                                                \
+    X(embed_fwd_table_overflow, UNSUPPORTED, "sj_embedding_fwd: vocab * d is too large",                  \
+      a->vocab = P(40); a->d = P(30); return embed_fwd(a))                                                \
+    X(embed_fwd_d_past_grid, UNSUPPORTED, "sj_embedding_fwd: d = 549755813888 is too large",              \
+      a->n = 1; a->vocab = 1; a->d = P(39); return embed_fwd(a))                                          \
+    X(embed_fwd_ids_null, INVALID_ARG, "sj_embedding_fwd: ids is NULL", a->ids = NULL; return embed_fwd(a)) \
+    X(embed_fwd_table_null, INVALID_ARG, "sj_embedding_fwd: table is NULL", a->weight = NULL;             \
+      return embed_fwd(a))                                                                                \
+    X(embed_fwd_out_null, INVALID_ARG, "sj_embedding_fwd: out.data is NULL", a->y.data = NULL;            \
+      return embed_fwd(a))                                                                                \
+    X(embed_fwd_out_stride_short, INVALID_ARG, "sj_embedding_fwd: out.stride = 7 is less than the row width 8", \
+      a->y.stride = 7; return embed_fwd(a))                                                               \
+    X(embed_fwd_out_stride_overflow, UNSUPPORTED, "sj_embedding_fwd: out.stride is too large",            \
+      a->n = P(40); a->y.stride = P(30); return embed_fwd(a))                                             \
+    X(embed_fwd_vocab_0, INVALID_ARG, "sj_embedding_fwd: vocab = 0 but there are n = 4 ids",              \
+      a->vocab = 0; return embed_fwd(a))                                                                  \
+    /* embedding gradient */                                                                              \
+    X(plan_n_negative, INVALID_ARG, "sj_embedding_bwd_plan: n = -1 is negative", a->n = -1;               \
+      return embed_plan(a))                                                                               \
+    X(plan_n_past_int32, UNSUPPORTED, "sj_embedding_bwd_plan: n = 2147483648 is more than INT32_MAX",     \
+      a->n = P(31); return embed_plan(a))                                                                 \
+    X(plan_ids_null, INVALID_ARG, "sj_embedding_bwd_plan: ids_host is NULL", a->ids_host = NULL;          \
+      return embed_plan(a))                                                                               \
+    X(plan_order_null, INVALID_ARG, "sj_embedding_bwd_plan: order is NULL",                               \
+      return sj_embedding_bwd_plan(a->ids_host, a->n, NULL, a->out->seg_start, a->out->seg_id,            \
+                                   &a->out->nseg))                                                        \
+    X(plan_seg_start_null, INVALID_ARG, "sj_embedding_bwd_plan: seg_start is NULL",                       \
+      return sj_embedding_bwd_plan(a->ids_host, a->n, a->out->order, NULL, a->out->seg_id, &a->out->nseg)) \
+    X(plan_seg_id_null, INVALID_ARG, "sj_embedding_bwd_plan: seg_id is NULL",                             \
+      return sj_embedding_bwd_plan(a->ids_host, a->n, a->out->order, a->out->seg_start, NULL,             \
+                                   &a->out->nseg))                                                        \
+    X(plan_nseg_null, INVALID_ARG, "sj_embedding_bwd_plan: nseg is NULL",                                 \
+      return sj_embedding_bwd_plan(a->ids_host, a->n, a->out->order, a->out->seg_start, a->out->seg_id,   \
+                                   NULL))                                                                 \
+    X(embed_bwd_ctx_null, INVALID_ARG, "sj_embedding_bwd: ctx is NULL", a->ctx = NULL; return embed_bwd(a)) \
+    X(embed_bwd_dtype_unknown, INVALID_ARG, "sj_embedding_bwd: dtype = 3 is not a known dtype",           \
+      a->dtype = (ssmjit_dtype)3; return embed_bwd(a))                                                    \
+    X(embed_bwd_n_negative, INVALID_ARG, "sj_embedding_bwd: n = -1 is negative", a->n = -1;               \
+      return embed_bwd(a))                                                                                \
+    X(embed_bwd_d_negative, INVALID_ARG, "sj_embedding_bwd: d = -1 is negative", a->d = -1;               \
+      return embed_bwd(a))                                                                                \
+    X(embed_bwd_nseg_negative, INVALID_ARG, "sj_embedding_bwd: nseg = -1 is negative", a->nseg = -1;      \
+      return embed_bwd(a))                                                                                \
+    X(embed_bwd_n_past_int32, UNSUPPORTED, "sj_embedding_bwd: n = 2147483648 is more than INT32_MAX",     \
+      a->n = P(31); return embed_bwd(a))                                                                  \
+    X(embed_bwd_nseg_past_n, INVALID_ARG, "sj_embedding_bwd: nseg = 5 is more than n = 4", a->nseg = 5;   \
+      return embed_bwd(a))                                                                                \
+    X(embed_bwd_d_past_grid, UNSUPPORTED, "sj_embedding_bwd: d = 549755813888 is too large",              \
+      a->n = 1; a->nseg = 1; a->d = P(39); return embed_bwd(a))                                           \
+    X(embed_bwd_order_null, INVALID_ARG, "sj_embedding_bwd: order is NULL", a->ids = NULL;                \
+      return embed_bwd(a))                                                                                \
+    X(embed_bwd_seg_start_null, INVALID_ARG, "sj_embedding_bwd: seg_start is NULL", a->seg_start = NULL;  \
+      return embed_bwd(a))                                                                                \
+    X(embed_bwd_seg_id_null, INVALID_ARG, "sj_embedding_bwd: seg_id is NULL", a->seg_id = NULL;           \
+      return embed_bwd(a))                                                                                \
+    X(embed_bwd_dy_null, INVALID_ARG, "sj_embedding_bwd: dy.data is NULL", a->dy.data = NULL;             \
+      return embed_bwd(a))                                                                                \
+    X(embed_bwd_dy_stride_short, INVALID_ARG, "sj_embedding_bwd: dy.stride = 1 is less than the row width 8", \
+      a->dy.stride = 1; return embed_bwd(a))                                                              \
+    X(embed_bwd_dtable_null, INVALID_ARG, "sj_embedding_bwd: dtable is NULL", a->fy = NULL;               \
+      return embed_bwd(a))                                                                                \
+    /* cross-entropy */                                                                                   \
+    X(xent_ctx_null, INVALID_ARG, "sj_cross_entropy: ctx is NULL", a->ctx = NULL; return xent(a))         \
+    X(xent_dtype_unknown, INVALID_ARG, "sj_cross_entropy: dtype = 3 is not a known dtype",                \
+      a->dtype = (ssmjit_dtype)3; return xent(a))                                                         \
+    X(xent_rows_negative, INVALID_ARG, "sj_cross_entropy: rows = -1 is negative", a->n = -1; return xent(a)) \
+    X(xent_vocab_negative, INVALID_ARG, "sj_cross_entropy: vocab = -3 is negative", a->vocab = -3;        \
+      return xent(a))                                                                                     \
+    X(xent_vocab_past_int32, UNSUPPORTED, "sj_cross_entropy: vocab = 2147483648 is more than INT32_MAX",  \
+      a->vocab = P(31); return xent(a))                                                                   \
+    X(xent_scale_inf, INVALID_ARG, "sj_cross_entropy: scale = inf is not finite", a->scale = INFINITY;    \
+      return xent(a))                                                                                     \
+    X(xent_scale_nan, INVALID_ARG, "sj_cross_entropy: scale = nan is not finite", a->scale = NAN;         \
+      return xent(a))                                                                                     \
+    X(xent_logits_null, INVALID_ARG, "sj_cross_entropy: logits.data is NULL", a->logits.data = NULL;      \
+      return xent(a))                                                                                     \
+    X(xent_logits_stride_short, INVALID_ARG, "sj_cross_entropy: logits.stride = 9 is less than the row width 10", \
+      a->logits.stride = 9; a->dlogits.data = NULL; return xent(a))                                       \
+    X(xent_logits_stride_overflow, UNSUPPORTED, "sj_cross_entropy: logits.stride is too large",           \
+      a->n = P(40); a->logits.stride = P(30); return xent(a))                                             \
+    X(xent_targets_null, INVALID_ARG, "sj_cross_entropy: targets is NULL", a->ids = NULL; return xent(a)) \
+    X(xent_row_loss_null, INVALID_ARG, "sj_cross_entropy: row_loss is NULL", a->row_loss = NULL;          \
+      return xent(a))                                                                                     \
+    X(xent_loss_null, INVALID_ARG, "sj_cross_entropy: loss is NULL", a->loss = NULL; return xent(a))      \
+    X(xent_dlogits_stride_short, INVALID_ARG, "sj_cross_entropy: dlogits.stride = 3 is less than",        \
+      a->dlogits.stride = 3; return xent(a))                                                              \
+    X(xent_dlogits_alias_stride, INVALID_ARG,                                                             \
+      "sj_cross_entropy: dlogits.stride = 20 is not logits.stride = 10 though dlogits aliases logits",    \
+      a->dlogits.stride = 20; return xent(a))                                                             \
+    X(xent_vocab_0, INVALID_ARG, "sj_cross_entropy: vocab = 0 but rows = 4", a->vocab = 0; return xent(a)) \
+    /* argmax */                                                                                          \
+    X(argmax_ctx_null, INVALID_ARG, "sj_argmax_rows: ctx is NULL", a->ctx = NULL; return argmax(a))       \
+    X(argmax_dtype_negative, INVALID_ARG, "sj_argmax_rows: dtype = -1 is not a known dtype",              \
+      a->dtype = (ssmjit_dtype)-1; return argmax(a))                                                      \
+    X(argmax_rows_negative, INVALID_ARG, "sj_argmax_rows: rows = -1 is negative", a->n = -1;              \
+      return argmax(a))                                                                                   \
+    X(argmax_cols_negative, INVALID_ARG, "sj_argmax_rows: cols = -1 is negative", a->vocab = -1;          \
+      return argmax(a))                                                                                   \
+    X(argmax_cols_past_int32, UNSUPPORTED, "sj_argmax_rows: cols = 2147483648 is more than INT32_MAX",    \
+      a->vocab = P(31); return argmax(a))                                                                 \
+    X(argmax_x_null, INVALID_ARG, "sj_argmax_rows: x.data is NULL", a->x.data = NULL; return argmax(a))   \
+    X(argmax_x_stride_short, INVALID_ARG, "sj_argmax_rows: x.stride = 8 is less than the row width 10",   \
+      a->x.stride = 8; return argmax(a))                                                                  \
+    X(argmax_out_null, INVALID_ARG, "sj_argmax_rows: out is NULL", a->argmax_out = NULL; return argmax(a)) \
+    /* f32 vectors and the bias */                                                                        \
+    X(neg_exp_ctx_null, INVALID_ARG, "sj_neg_exp_f32: ctx is NULL", a->ctx = NULL; return neg_exp(a))    \
+    X(neg_exp_x_null, INVALID_ARG, "sj_neg_exp_f32: x is NULL", a->fa = NULL; return neg_exp(a))         \
+    X(neg_exp_y_null, INVALID_ARG, "sj_neg_exp_f32: y is NULL", a->fy = NULL; return neg_exp(a))         \
+    X(neg_exp_n_negative, INVALID_ARG, "sj_neg_exp_f32: n = -1 is negative", a->n = -1; return neg_exp(a)) \
+    X(neg_exp_n_overflow, UNSUPPORTED, "sj_neg_exp_f32: n is too large", a->n = P(61); return neg_exp(a)) \
+    X(mul_ctx_null, INVALID_ARG, "sj_mul_f32: ctx is NULL", a->ctx = NULL; return mul(a))                 \
+    X(mul_a_null, INVALID_ARG, "sj_mul_f32: a is NULL", a->fa = NULL; return mul(a))                      \
+    X(mul_b_null, INVALID_ARG, "sj_mul_f32: b is NULL", a->fb = NULL; return mul(a))                      \
+    X(mul_y_null, INVALID_ARG, "sj_mul_f32: y is NULL", a->fy = NULL; return mul(a))                      \
+    X(mul_n_negative, INVALID_ARG, "sj_mul_f32: n = -5 is negative", a->n = -5; return mul(a))            \
+    X(add_bias_ctx_null, INVALID_ARG, "sj_add_bias: ctx is NULL", a->ctx = NULL; return add_bias(a))      \
+    X(add_bias_dtype_unknown, INVALID_ARG, "sj_add_bias: dtype = 3 is not a known dtype",                 \
+      a->dtype = (ssmjit_dtype)3; return add_bias(a))                                                     \
+    X(add_bias_rows_negative, INVALID_ARG, "sj_add_bias: rows = -1 is negative", a->n = -1;               \
+      return add_bias(a))                                                                                 \
+    X(add_bias_cols_negative, INVALID_ARG, "sj_add_bias: cols = -1 is negative", a->d = -1;               \
+      return add_bias(a))                                                                                 \
+    X(add_bias_cols_past_grid, UNSUPPORTED, "sj_add_bias: cols = 549755813888 is too large",              \
+      a->n = 1; a->d = P(39); return add_bias(a))                                                         \
+    X(add_bias_x_null, INVALID_ARG, "sj_add_bias: x.data is NULL", a->x.data = NULL; return add_bias(a))  \
+    X(add_bias_x_stride_short, INVALID_ARG, "sj_add_bias: x.stride = 7 is less than the row width 8",     \
+      a->x.stride = 7; return add_bias(a))                                                                \
+    X(add_bias_x_stride_overflow, UNSUPPORTED, "sj_add_bias: x.stride is too large",                      \
+      a->n = P(40); a->x.stride = P(30); return add_bias(a))                                              \
+    X(add_bias_bias_null, INVALID_ARG, "sj_add_bias: bias is NULL", a->fa = NULL; return add_bias(a))
 
 typedef struct bad_row {
     const char *name;
@@ -971,6 +1169,9 @@ static void test_valid_base_arguments(void **state)
         {"conv_bwd", conv_bwd, 0},       {"conv_update", conv_update, 0}, {"scan_fwd", scan_fwd, 0},
         {"scan_fwd_ws", scan_fwd_ws, 1}, {"scan_bwd_ws", scan_bwd_ws, 1}, {"scan_bwd", scan_bwd, 0},
         {"state_update", state_update, 0}, {"gemm", gemm, 0},             {"gemm_k0", gemm_k0, 0},
+        {"state_update", state_update, 0}, {"embed_fwd", embed_fwd, 0},     {"embed_bwd", embed_bwd, 0},
+        {"xent", xent, 0},               {"argmax", argmax, 0},           {"neg_exp", neg_exp, 0},
+        {"mul", mul, 0},                 {"add_bias", add_bias, 0},
     };
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         outputs out;
@@ -988,6 +1189,11 @@ static void test_valid_base_arguments(void **state)
                      ssmjit_status_string(got), ssmjit_last_error());
         }
     }
+    /* The host half of the embedding gradient answers: ids 3, 1, 3, 0. */
+    outputs out;
+    args a = base_args(f->ctx, &out, f->cache_dir, f->long_dir);
+    assert_int_equal(embed_plan(&a), SSMJIT_OK);
+    assert_int_equal(out.nseg, 3);
 }
 
 /* Functions without a status: their answer for bad input. */
