@@ -324,7 +324,7 @@ typedef struct grad_check {
     fixture *f;
     ref_mamba *want;
     double worst;
-    const char *worst_name;
+    char worst_name[96];
 } grad_check;
 
 static void compare_grad(const char *name, double *w, size_t n, void *user)
@@ -341,7 +341,7 @@ static void compare_grad(const char *name, double *w, size_t n, void *user)
     double e = tu_rel_err(got, g->want->embedding + off, n);
     if (e > g->worst || isnan(e)) {
         g->worst = isnan(e) ? INFINITY : e;
-        g->worst_name = name;
+        snprintf(g->worst_name, sizeof g->worst_name, "%s", name);
     }
     free(got);
 }
