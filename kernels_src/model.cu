@@ -117,7 +117,19 @@ __device__ void argmax_rows(const T *x, sj_i64 sx, int *out, sj_i64 rows, sj_i64
         const T *xr = x + row * sx;
         float bv = __uint_as_float(0xff800000u); /* -inf: the first element always wins */
         int bi = 0x7fffffff;
-        for (sj_i64 j = threadIdx.x; j < cols; j += blockDim.x)
+        /* four loads in flight a thread: a lone row (batch-1 decoding)
+         * is otherwise bound by one load's latency per element */
+        const sj_i64 step = blockDim.x;
+        sj_i64 j = threadIdx.x;
+        for (; j + 3 * step < cols; j += 4 * step) {
+            const float v0 = sj_to_float(xr[j]), v1 = sj_to_float(xr[j + step]);
+            const float v2 = sj_to_float(xr[j + 2 * step]), v3 = sj_to_float(xr[j + 3 * step]);
+            argmax_take(bv, bi, v0, (int)j);
+            argmax_take(bv, bi, v1, (int)(j + step));
+            argmax_take(bv, bi, v2, (int)(j + 2 * step));
+            argmax_take(bv, bi, v3, (int)(j + 3 * step));
+        }
+        for (; j < cols; j += step)
             argmax_take(bv, bi, sj_to_float(xr[j]), (int)j);
         for (int o = 16; o > 0; o >>= 1) {
             const float v = __shfl_xor_sync(0xffffffffu, bv, o);

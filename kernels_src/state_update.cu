@@ -7,7 +7,9 @@
  * G lanes (a power of two up to 32) share one (batch row, channel) and take
  * states n = lane, lane + G, ..., so state loads are coalesced; their
  * partial sums meet through shuffles.  Every lane of a warp stays to the
- * end so the shuffles have all their partners. */
+ * end so the shuffles have all their partners.  A block's threads share a
+ * batch row (grid.y, strided), and lanes and channels come from shifts:
+ * each thread has so little work that 64-bit divisions used to dominate. */
 #include "ssmjit_types.cuh"
 
 #define SJ_LOG2E 1.4426950408889634f
@@ -21,7 +23,7 @@ struct sj_update_params {
     float *state;
     void *out;
     sj_i64 sout;
-    sj_i64 batch, D, N, softplus, G;
+    sj_i64 batch, D, N, softplus, log2G;
 };
 static_assert(sizeof(sj_update_params) == 21 * 8, "host mirror in src/ops_scan.c");
 
@@ -32,32 +34,34 @@ template <typename T> __device__ __forceinline__ float ld(const void *base, sj_i
 
 template <typename T> __device__ __forceinline__ void state_update(const sj_update_params &p)
 {
-    const sj_i64 tid = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x;
-    const int G = (int)p.G, lane = (int)(tid % G);
-    const sj_i64 bd = tid / G, b = bd / p.D, d = bd % p.D, N = p.N;
-    const bool ok = b < p.batch;
-    float y = 0.0f, x = 0.0f;
-    if (ok) {
-        x = ld<T>(p.x, b * p.sx + d);
-        float dt = ld<T>(p.dt, b * p.sdt + d) + (p.dt_bias ? p.dt_bias[d] : 0.0f);
-        if (p.softplus)
-            dt = sj_softplus(dt);
-        const float dtx = dt * x;
-        float *st = p.state + (b * p.D + d) * N;
-        for (sj_i64 n = lane; n < N; n += G) {
-            const float a = exp2f(dt * (p.A[d * N + n] * SJ_LOG2E));
-            const float h = fmaf(a, st[n], dtx * ld<T>(p.B, b * p.sB + n));
-            st[n] = h;
-            y = fmaf(ld<T>(p.C, b * p.sC + n), h, y);
+    const sj_i64 t = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x, N = p.N;
+    const int G = 1 << p.log2G, lane = (int)(t & (G - 1));
+    const sj_i64 d = t >> p.log2G;
+    const bool ok = d < p.D;
+    for (sj_i64 b = blockIdx.y; b < p.batch; b += gridDim.y) {
+        float y = 0.0f, x = 0.0f;
+        if (ok) {
+            x = ld<T>(p.x, b * p.sx + d);
+            float dt = ld<T>(p.dt, b * p.sdt + d) + (p.dt_bias ? p.dt_bias[d] : 0.0f);
+            if (p.softplus)
+                dt = sj_softplus(dt);
+            const float dtx = dt * x;
+            float *st = p.state + (b * p.D + d) * N;
+            for (sj_i64 n = lane; n < N; n += G) {
+                const float a = exp2f(dt * (p.A[d * N + n] * SJ_LOG2E));
+                const float h = fmaf(a, st[n], dtx * ld<T>(p.B, b * p.sB + n));
+                st[n] = h;
+                y = fmaf(ld<T>(p.C, b * p.sC + n), h, y);
+            }
         }
-    }
-    for (int m = G >> 1; m > 0; m >>= 1)
-        y += __shfl_xor_sync(0xffffffffu, y, m);
-    if (ok && lane == 0) {
-        y = fmaf(p.Dv ? p.Dv[d] : 0.0f, x, y);
-        if (p.z)
-            y *= sj_silu(ld<T>(p.z, b * p.sz + d));
-        ((T *)p.out)[b * p.sout + d] = sj_from_float<T>(y);
+        for (int m = G >> 1; m > 0; m >>= 1)
+            y += __shfl_xor_sync(0xffffffffu, y, m);
+        if (ok && lane == 0) {
+            y = fmaf(p.Dv ? p.Dv[d] : 0.0f, x, y);
+            if (p.z)
+                y *= sj_silu(ld<T>(p.z, b * p.sz + d));
+            ((T *)p.out)[b * p.sout + d] = sj_from_float<T>(y);
+        }
     }
 }
 

@@ -13,7 +13,8 @@
 
 #define THREADS 256u           /* columns per block of the row-loop kernels; vector blocks */
 #define ROWS_PER_GRID 65535u   /* grid.y of the row loops, grid.x of the row kernels; they loop */
-#define ROW_THREADS 256u       /* a row kernel's block (argmax, cross-entropy) */
+#define ROW_THREADS 256u       /* a row kernel's block (cross-entropy) */
+#define ARGMAX_THREADS 1024u   /* argmax's block: a lone row (batch-1 decoding) fills an SM */
 #define CE_SUM_THREADS 256u    /* SJ_CE_SUM_THREADS in kernels_src/model_bwd.cu */
 
 #define MODEL_TRY(expr)                    \
@@ -248,7 +249,7 @@ ssmjit_status sj_argmax_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t ro
     CUfunction fn;
     MODEL_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "argmax_rows_%s", sj_dtype_suffix(dtype)));
     void *args[] = {&x.data, &x.stride, &out, &rows, &cols};
-    sj_dim3 grid = {grid_of(rows), 1, 1}, block = {ROW_THREADS, 1, 1};
+    sj_dim3 grid = {grid_of(rows), 1, 1}, block = {ARGMAX_THREADS, 1, 1};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);
 }
 

@@ -58,7 +58,7 @@ typedef struct sj_update_params {
     int64_t sx, sdt, sz, sB, sC;
     uint64_t A, Dv, dt_bias, state, out;
     int64_t sout;
-    int64_t batch, D, N, softplus, G;
+    int64_t batch, D, N, softplus, log2G;
 } sj_update_params;
 _Static_assert(sizeof(sj_update_params) == 21 * 8, "layout of sj_update_params in state_update.cu");
 
@@ -217,9 +217,12 @@ typedef struct fwd_shape {
  * and as many channels per block as fill 256 threads, from 16 to 128: at
  * the reference shape that keeps twice as many warps resident as 16
  * states per thread, which hides more of the latency of the recurrence
- * (bench/NOTES.md).  A forced shape that does not fit is ignored. */
-static fwd_shape fwd_shape_for(int64_t n)
+ * (bench/NOTES.md).  Fewer channels per block where B * D is too small
+ * for two blocks an SM (mamba-130m's D = 1536 at B = 8 left a quarter of
+ * the SMs idle).  A forced shape that does not fit is ignored. */
+static fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
 {
+    const int64_t n = sh->N;
     const int ns = atomic_load_explicit(&forced_ns, memory_order_relaxed),
               bd = atomic_load_explicit(&forced_bd, memory_order_relaxed);
     fwd_shape f;
@@ -230,6 +233,8 @@ static fwd_shape fwd_shape_for(int64_t n)
     f.bd = 16;
     while (f.bd < 128 && 2 * f.bd * f.groups <= FWD_MAX_THREADS)
         f.bd *= 2;
+    while (f.bd > 16 && sh->B * ceil_div(sh->D, f.bd) < 2 * (int64_t)sj_context_props(ctx)->sm_count)
+        f.bd /= 2;
     if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= FWD_MAX_THREADS)
         f.bd = bd;
     return f;
@@ -295,7 +300,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
     p.sy = sh.sy;
     p.final_state = dptr(desc->final_state);
     p.ckpt = dptr(desc->checkpoint);
-    return launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", fwd_shape_for(sh.N), desc->dtype, &sh,
+    return launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", fwd_shape_for(ctx, &sh), desc->dtype, &sh,
                       &p, stream);
 }
 
@@ -540,17 +545,18 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, cons
     p.D = D;
     p.N = N;
     p.softplus = desc->dt_softplus != 0;
-    p.G = 1;
-    while (p.G < 32 && p.G < N)
-        p.G *= 2;
-    const int64_t blocks = ceil_div(B * D * p.G, FLAT_THREADS);
+    p.log2G = 0;
+    while (p.log2G < 5 && ((int64_t)1 << p.log2G) < N)
+        p.log2G++;
+    const int64_t blocks = ceil_div(D << p.log2G, FLAT_THREADS);
     if (blocks > INT32_MAX)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: batch * dim = %lld is too large", op, (long long)(B * D));
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: dim = %lld is too large", op, (long long)D);
     char name[48];
     snprintf(name, sizeof name, "state_update_%s", sj_dtype_suffix(desc->dtype));
     CUfunction fn;
     SCAN_TRY(sj_kernel_get(ctx, SJ_MODULE_STATE_UPDATE, SJ_ROLE_FORWARD, name, &fn));
-    sj_dim3 grid = {(unsigned)blocks, 1, 1}, block = {FLAT_THREADS, 1, 1};
+    sj_dim3 grid = {(unsigned)blocks, B < SCAN_MAX_BATCH ? (unsigned)B : SCAN_MAX_BATCH, 1};
+    sj_dim3 block = {FLAT_THREADS, 1, 1};
     void *args[] = {&p};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);
 }

@@ -225,9 +225,13 @@ static ssmjit_selective_scan_desc scan_desc(const state *s, void *const *b)
     return d;
 }
 
-static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int bwd, bench_instance *out)
+/* dim 0: the reference shape's D; else that D (1536: mamba-130m's d_inner). */
+static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int bwd, int64_t dim,
+                                bench_instance *out)
 {
     state s = big_shape(ctx, dt, quick, 16);
+    if (dim && !quick)
+        s.d = dim;
     size_t es = ssmjit_dtype_size(dt), act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * s.n) * es;
     size_t dn = (size_t)(s.d * s.n) * 4, dv = (size_t)s.d * 4, ckpt = 0;
     void *placeholders[MAX_BUFS];
@@ -258,12 +262,22 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
 
 static ssmjit_status setup_scan_fwd(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
-    return setup_scan(ctx, dt, quick, 0, out);
+    return setup_scan(ctx, dt, quick, 0, 0, out);
 }
 
 static ssmjit_status setup_scan_bwd(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
-    return setup_scan(ctx, dt, quick, 1, out);
+    return setup_scan(ctx, dt, quick, 1, 0, out);
+}
+
+static ssmjit_status setup_scan_fwd_130m(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 0, 1536, out);
+}
+
+static ssmjit_status setup_scan_bwd_130m(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 1, 1536, out);
 }
 
 static ssmjit_status run_scan_fwd(void *p, int r, void *stream)
@@ -299,11 +313,12 @@ static ssmjit_status run_scan_bwd(void *p, int r, void *stream)
     return ssmjit_selective_scan_bwd(s->ctx, &desc, &g, b[19], s->ws, stream);
 }
 
-/* ---- decode step: B=64 sequences, D=4096, N=16 --------------------------- */
+/* ---- decode step: B=64 sequences, D=4096 (or 1536), N=16 ----------------- */
 
-static ssmjit_status setup_decode(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+static ssmjit_status setup_decode_dim(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t dim,
+                                      bench_instance *out)
 {
-    state s = {ctx, dt, quick ? 8 : 64, 1, 4096, 16, 0, {{0}}, 0};
+    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0};
     size_t es = ssmjit_dtype_size(dt), row = (size_t)(s.b * s.d) * es, bn = (size_t)(s.b * s.n) * es;
     size_t st_bytes = (size_t)(s.b * s.d * s.n) * 4;
     /* x dt A B C D z dt_bias state out */
@@ -315,6 +330,16 @@ static ssmjit_status setup_decode(ssmjit_context *ctx, ssmjit_dtype dt, int quic
     for (int r = 0; st == SSMJIT_OK && r < out->rotations; r++)
         st = bench_fill_f32(((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
     return st;
+}
+
+static ssmjit_status setup_decode(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_decode_dim(ctx, dt, quick, 4096, out);
+}
+
+static ssmjit_status setup_decode_130m(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_decode_dim(ctx, dt, quick, 1536, out);
 }
 
 static ssmjit_status run_decode(void *p, int r, void *stream)
@@ -363,5 +388,8 @@ const bench_case bench_cases[] = {
     {"selective_scan fwd + checkpoint", setup_scan_fwd, run_scan_fwd_ckpt, teardown, NULL},
     {"selective_scan bwd", setup_scan_bwd, run_scan_bwd, teardown, NULL},
     {"selective_state_update", setup_decode, run_decode, teardown, NULL},
+    {"selective_scan fwd 130m", setup_scan_fwd_130m, run_scan_fwd, teardown, scan_fwd_variants},
+    {"selective_scan bwd 130m", setup_scan_bwd_130m, run_scan_bwd, teardown, NULL},
+    {"selective_state_update 130m", setup_decode_130m, run_decode, teardown, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
