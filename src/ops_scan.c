@@ -58,9 +58,9 @@ typedef struct sj_update_params {
     int64_t sx, sdt, sz, sB, sC;
     uint64_t A, Dv, dt_bias, state, out;
     int64_t sout;
-    int64_t batch, D, N, softplus, log2G;
+    int64_t batch, D, N, softplus, log2G, vec4;
 } sj_update_params;
-_Static_assert(sizeof(sj_update_params) == 21 * 8, "layout of sj_update_params in state_update.cu");
+_Static_assert(sizeof(sj_update_params) == 22 * 8, "layout of sj_update_params in state_update.cu");
 
 static atomic_int forced_ns, forced_bd;
 
@@ -217,23 +217,27 @@ typedef struct fwd_shape {
  * and as many channels per block as fill 256 threads, from 16 to 128: at
  * the reference shape that keeps twice as many warps resident as 16
  * states per thread, which hides more of the latency of the recurrence
- * (bench/NOTES.md).  Fewer channels per block where B * D is too small
- * for two blocks an SM (mamba-130m's D = 1536 at B = 8 left a quarter of
- * the SMs idle).  A forced shape that does not fit is ignored. */
+ * (bench/NOTES.md).  Where 8 states a thread leave fewer than 8 warps an
+ * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread, and fewer
+ * channels per block while there are fewer blocks than SMs.  A forced
+ * shape that does not fit is ignored. */
 static fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
 {
     const int64_t n = sh->N;
     const int ns = atomic_load_explicit(&forced_ns, memory_order_relaxed),
               bd = atomic_load_explicit(&forced_bd, memory_order_relaxed);
     fwd_shape f;
+    const int64_t sms = sj_context_props(ctx)->sm_count;
     f.ns = n <= 4 ? 4 : n <= 128 ? 8 : 16;
+    if (f.ns == 8 && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
+        f.ns = 4;
     if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= FWD_MAX_THREADS)
         f.ns = ns;
     f.groups = (int)ceil_div(n, f.ns);
     f.bd = 16;
     while (f.bd < 128 && 2 * f.bd * f.groups <= FWD_MAX_THREADS)
         f.bd *= 2;
-    while (f.bd > 16 && sh->B * ceil_div(sh->D, f.bd) < 2 * (int64_t)sj_context_props(ctx)->sm_count)
+    while (f.bd > 16 && sh->B * ceil_div(sh->D, f.bd) < sms)
         f.bd /= 2;
     if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= FWD_MAX_THREADS)
         f.bd = bd;
@@ -545,8 +549,10 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, cons
     p.D = D;
     p.N = N;
     p.softplus = desc->dt_softplus != 0;
+    p.vec4 = N % 4 == 0 && p.state % 16 == 0 && p.A % 16 == 0;
+    const int64_t per_lane = p.vec4 ? 4 : 1;
     p.log2G = 0;
-    while (p.log2G < 5 && ((int64_t)1 << p.log2G) < N)
+    while (p.log2G < 5 && ((int64_t)per_lane << p.log2G) < N)
         p.log2G++;
     const int64_t blocks = ceil_div(D << p.log2G, FLAT_THREADS);
     if (blocks > INT32_MAX)
