@@ -1,6 +1,6 @@
 /* Small kernels a Mamba language model needs around the ops, forward role:
- * embedding lookup, bias add, the conv state after a prefill, greedy argmax
- * and A = -exp(A_log).  The
+ * embedding lookup, the conv state after a prefill, greedy argmax and
+ * A = -exp(A_log).  The
  * backward ones are in model_bwd.cu. */
 #include "ssmjit_types.cuh"
 
@@ -40,22 +40,6 @@ __device__ void embedding_fwd(const int *ids, const T *table, sj_i64 vocab, O *o
     }
 
 SJ_EMBED_PAIRS(SJ_EMBED_FWD_KERNELS)
-
-template <typename T>
-__device__ void add_bias(T *x, sj_i64 sx, const float *bias, sj_i64 rows, sj_i64 cols)
-{
-    SJ_ROWS_LOOP(rows, cols)
-        x[row * sx + col] = sj_from_float<T>(sj_to_float(x[row * sx + col]) + bias[col]);
-}
-
-#define SJ_BIAS_KERNELS(T, sfx, unused)                                                          \
-    extern "C" __global__ void add_bias_##sfx(T *x, sj_i64 sx, const float *bias, sj_i64 rows,  \
-                                              sj_i64 cols)                                       \
-    {                                                                                            \
-        add_bias<T>(x, sx, bias, rows, cols);                                                    \
-    }
-
-SJ_FOR_EACH_DTYPE(SJ_BIAS_KERNELS, 0)
 
 /* The decode conv state after a prefill: state[b, d, k] = x[b, L - W + k, d]
  * (zero before the sequence), the last W inputs as Hugging Face keeps them.

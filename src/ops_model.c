@@ -315,22 +315,3 @@ ssmjit_status sj_conv_state_fill(ssmjit_context *ctx, ssmjit_dtype dtype, int64_
     void *args[] = {&x.data, &x.stride, &state, &B, &L, &D, &W};
     return launch_rows(ctx, fn, rows, D, stream, args);
 }
-
-ssmjit_status sj_add_bias(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t rows, int64_t cols,
-                          ssmjit_matrix x, const float *bias, void *stream)
-{
-    static const char op[] = "sj_add_bias";
-    MODEL_TRY(sj_check_context(ctx, op));
-    MODEL_TRY(sj_check_dtype(dtype, op, "dtype"));
-    MODEL_TRY(sj_check_extent(rows, op, "rows"));
-    MODEL_TRY(sj_check_extent(cols, op, "cols"));
-    MODEL_TRY(check_col_tiles(cols, op, "cols"));
-    MODEL_TRY(check_matrix(op, "x", &x, rows, cols));
-    MODEL_TRY(sj_check_ptr(bias, op, "bias"));
-    if (rows == 0 || cols == 0)
-        return SSMJIT_OK;
-    CUfunction fn;
-    MODEL_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "add_bias_%s", sj_dtype_suffix(dtype)));
-    void *args[] = {&x.data, &x.stride, &bias, &rows, &cols};
-    return launch_rows(ctx, fn, rows, cols, stream, args);
-}

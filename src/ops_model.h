@@ -1,6 +1,7 @@
 /* Small GPU ops the model layer needs around the public ones (modules
  * "model" and "model_bwd"): embedding lookup and its deterministic
- * gradient, fused cross-entropy, greedy argmax, bias add and two f32
+ * gradient, fused cross-entropy, greedy argmax, the conv state a prefill
+ * leaves and two f32
  * vector helpers.  Internal: not part of ssmjit.h.
  *
  * Like the public ops they take device pointers and the caller's stream,
@@ -87,9 +88,5 @@ ssmjit_status sj_mul_f32(ssmjit_context *ctx, int64_t n, const float *a, const f
 ssmjit_status sj_conv_state_fill(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t B, int64_t L,
                                  int64_t D, int64_t W, ssmjit_matrix x, float *state, void *stream);
 
-/* x[r][c] += bias[c] in place: x [rows, cols] of dtype, bias device
- * [cols] f32; the sum is rounded once to dtype. */
-ssmjit_status sj_add_bias(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t rows, int64_t cols,
-                          ssmjit_matrix x, const float *bias, void *stream);
 
 #endif

@@ -322,7 +322,11 @@ static ssmjit_status neg_exp(args *a) { return sj_neg_exp_f32(a->ctx, a->n, a->f
 
 static ssmjit_status mul(args *a) { return sj_mul_f32(a->ctx, a->n, a->fa, a->fb, a->fy, NULL); }
 
-static ssmjit_status add_bias(args *a) { return sj_add_bias(a->ctx, a->dtype, a->n, a->d, a->x, a->fa, NULL); }
+static ssmjit_status conv_state(args *a, int64_t w)
+{
+    return sj_conv_state_fill(a->ctx, a->dtype, 2, a->n, a->d, w, a->x, a->fy, NULL);
+}
+static ssmjit_status conv_state4(args *a) { return conv_state(a, 4); }
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                */
@@ -981,21 +985,20 @@ static ssmjit_status add_bias(args *a) { return sj_add_bias(a->ctx, a->dtype, a-
     X(mul_b_null, INVALID_ARG, "sj_mul_f32: b is NULL", a->fb = NULL; return mul(a))                      \
     X(mul_y_null, INVALID_ARG, "sj_mul_f32: y is NULL", a->fy = NULL; return mul(a))                      \
     X(mul_n_negative, INVALID_ARG, "sj_mul_f32: n = -5 is negative", a->n = -5; return mul(a))            \
-    X(add_bias_ctx_null, INVALID_ARG, "sj_add_bias: ctx is NULL", a->ctx = NULL; return add_bias(a))      \
-    X(add_bias_dtype_unknown, INVALID_ARG, "sj_add_bias: dtype = 3 is not a known dtype",                 \
-      a->dtype = (ssmjit_dtype)3; return add_bias(a))                                                     \
-    X(add_bias_rows_negative, INVALID_ARG, "sj_add_bias: rows = -1 is negative", a->n = -1;               \
-      return add_bias(a))                                                                                 \
-    X(add_bias_cols_negative, INVALID_ARG, "sj_add_bias: cols = -1 is negative", a->d = -1;               \
-      return add_bias(a))                                                                                 \
-    X(add_bias_cols_past_grid, UNSUPPORTED, "sj_add_bias: cols = 549755813888 is too large",              \
-      a->n = 1; a->d = P(39); return add_bias(a))                                                         \
-    X(add_bias_x_null, INVALID_ARG, "sj_add_bias: x.data is NULL", a->x.data = NULL; return add_bias(a))  \
-    X(add_bias_x_stride_short, INVALID_ARG, "sj_add_bias: x.stride = 7 is less than the row width 8",     \
-      a->x.stride = 7; return add_bias(a))                                                                \
-    X(add_bias_x_stride_overflow, UNSUPPORTED, "sj_add_bias: x.stride is too large",                      \
-      a->n = P(40); a->x.stride = P(30); return add_bias(a))                                              \
-    X(add_bias_bias_null, INVALID_ARG, "sj_add_bias: bias is NULL", a->fa = NULL; return add_bias(a))
+    X(conv_state_ctx_null, INVALID_ARG, "sj_conv_state_fill: ctx is NULL", a->ctx = NULL;                  \
+      return conv_state(a, 4))                                                                            \
+    X(conv_state_dtype_unknown, INVALID_ARG, "sj_conv_state_fill: dtype = 3 is not a known dtype",        \
+      a->dtype = (ssmjit_dtype)3; return conv_state(a, 4))                                                \
+    X(conv_state_width_high, INVALID_ARG, "sj_conv_state_fill: W = 9 is outside 2..8", return conv_state(a, 9)) \
+    X(conv_state_width_low, INVALID_ARG, "sj_conv_state_fill: W = 1 is outside 2..8", return conv_state(a, 1)) \
+    X(conv_state_dim_negative, INVALID_ARG, "sj_conv_state_fill: D = -1 is negative", a->d = -1;          \
+      return conv_state(a, 4))                                                                            \
+    X(conv_state_x_null, INVALID_ARG, "sj_conv_state_fill: x.data is NULL", a->x.data = NULL;             \
+      return conv_state(a, 4))                                                                            \
+    X(conv_state_x_stride_short, INVALID_ARG, "sj_conv_state_fill: x.stride = 7 is less than the row width 8", \
+      a->x.stride = 7; return conv_state(a, 4))                                                           \
+    X(conv_state_state_null, INVALID_ARG, "sj_conv_state_fill: state is NULL", a->fy = NULL;              \
+      return conv_state(a, 4))
 
 typedef struct bad_row {
     const char *name;
@@ -1171,7 +1174,7 @@ static void test_valid_base_arguments(void **state)
         {"state_update", state_update, 0}, {"gemm", gemm, 0},             {"gemm_k0", gemm_k0, 0},
         {"state_update", state_update, 0}, {"embed_fwd", embed_fwd, 0},     {"embed_bwd", embed_bwd, 0},
         {"xent", xent, 0},               {"argmax", argmax, 0},           {"neg_exp", neg_exp, 0},
-        {"mul", mul, 0},                 {"add_bias", add_bias, 0},
+        {"mul", mul, 0},                 {"conv_state_fill", conv_state4, 0},
     };
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         outputs out;

@@ -5,7 +5,7 @@
  * whose other rows stay untouched, bit for bit the same on a second run;
  * cross-entropy with ignored rows, the gradient beside or over the logits,
  * and the loss alone; argmax with ties, signed zeros and NaN; -exp with
- * expf's accuracy under both fast-math settings; f32 multiply; bias add.
+ * expf's accuracy under both fast-math settings; f32 multiply.
  * Awkward sizes throughout: one row, more rows than a grid holds, vocab 1,
  * 11 and 50280, widths that are multiples of nothing, strided views. */
 #include <stdarg.h>
@@ -538,50 +538,6 @@ static void test_mul(void **state)
     ssmjit_context_destroy(ctx);
 }
 
-static void check_add_bias(ssmjit_context *ctx, ssmjit_dtype dt, size_t rows, size_t cols, int strided)
-{
-    double *x = normals(rows * cols, 2.0), *got = tu_doubles(rows * cols);
-    float *bias = floats(cols);
-    for (size_t c = 0; c < cols; ++c)
-        bias[c] = (float)tu_normal();
-    gu_view dx = gu_view_upload(x, rows, cols, dt, strided);
-    float *dbias = upload_f32(bias, cols);
-    check(sj_add_bias(ctx, dt, (int64_t)rows, (int64_t)cols, gu_view_matrix(&dx), dbias, NULL));
-    gu_view_download(got, &dx);
-    for (size_t r = 0; r < rows; ++r)
-        for (size_t c = 0; c < cols; ++c) {
-            /* The f32 sum, rounded once to dtype. */
-            double want = gu_round((float)x[r * cols + c] + bias[c], dt);
-            if (got[r * cols + c] != want)
-                fail_msg("add_bias %s [%zu, %zu] strided %d: x[%zu][%zu] = %.9g, want %.9g",
-                         sj_dtype_suffix(dt), rows, cols, strided, r, c, got[r * cols + c], want);
-        }
-    free(x), free(got), free(bias);
-    gu_view_free(&dx);
-    gu_free(dbias);
-}
-
-static void test_add_bias(void **state)
-{
-    (void)state;
-    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
-    tu_seed();
-    for (size_t a = 0; a < 3; ++a) {
-        check_add_bias(ctx, dtypes[a], 1, 1, 0);
-        check_add_bias(ctx, dtypes[a], 7, 13, 1);
-        check_add_bias(ctx, dtypes[a], 65, 1537, 0);
-        check_add_bias(ctx, dtypes[a], 70000, 3, 1);
-    }
-    ssmjit_context_destroy(ctx);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Empty extents                                                            */
-/* ------------------------------------------------------------------------ */
-
-/* Zero rows, columns or elements: SSMJIT_OK and nothing written. */
 static void test_empty_extents(void **state)
 {
     (void)state;
@@ -599,8 +555,6 @@ static void test_empty_extents(void **state)
     check(sj_embedding_bwd(ctx, SSMJIT_F32, 4, 0, 2, ids, ids, ids, m, out, NULL));
     check(sj_argmax_rows(ctx, SSMJIT_F32, 0, 8, m, (int32_t *)out, NULL));
     check(sj_argmax_rows(ctx, SSMJIT_F32, 4, 0, m, (int32_t *)out, NULL));
-    check(sj_add_bias(ctx, SSMJIT_F32, 0, 8, o, buf, NULL));
-    check(sj_add_bias(ctx, SSMJIT_F32, 8, 0, o, buf, NULL));
     check(sj_neg_exp_f32(ctx, 0, buf, out, NULL));
     check(sj_mul_f32(ctx, 0, buf, buf, out, NULL));
     double got[N];
@@ -617,7 +571,7 @@ int main(void)
         cmocka_unit_test(test_embedding_fwd), cmocka_unit_test(test_embedding_bwd),
         cmocka_unit_test(test_cross_entropy), cmocka_unit_test(test_cross_entropy_no_rows),
         cmocka_unit_test(test_argmax),        cmocka_unit_test(test_neg_exp),
-        cmocka_unit_test(test_mul),           cmocka_unit_test(test_add_bias),
+        cmocka_unit_test(test_mul),
         cmocka_unit_test(test_empty_extents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
