@@ -89,6 +89,9 @@ typedef struct args {
     float *fy, *row_loss, *loss;
     int32_t *argmax_out;
     ssmjit_matrix logits, dlogits;
+    /* the model: a small shape that passes every check */
+    ssmjit_model_config mcfg;
+    ssmjit_model_options mopts;
 } args;
 
 static const int32_t host_ids[4] = {3, 1, 3, 0};
@@ -139,6 +142,8 @@ static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, 
     a.ids = a.seg_start = a.seg_id = a.argmax_out = DEV;
     a.fa = a.fb = a.fy = a.row_loss = a.loss = DEV;
     a.logits = a.dlogits = m; /* the gradient over the logits */
+    a.mcfg = (ssmjit_model_config){64, 128, 16, 4, 4, 2, 97, 1e-5, 1, 1};
+    ssmjit_model_options_init(&a.mopts);
     return a;
 }
 
@@ -327,6 +332,49 @@ static ssmjit_status conv_state(args *a, int64_t w)
     return sj_conv_state_fill(a->ctx, a->dtype, 2, a->n, a->d, w, a->x, a->fy, NULL);
 }
 static ssmjit_status conv_state4(args *a) { return conv_state(a, 4); }
+
+/* Model calls: creation and loading must leave *out NULL on failure; the
+ * rest are given a NULL model (a real one needs a GPU). */
+static ssmjit_status model_create(args *a)
+{
+    ssmjit_model *m = (ssmjit_model *)&m;
+    ssmjit_status st = ssmjit_model_create(a->ctx, &a->mcfg, &a->mopts, 1, &m);
+    if (st != SSMJIT_OK && m != NULL)
+        fail_msg("a failed ssmjit_model_create left *out = %p", (void *)m);
+    return st;
+}
+
+static ssmjit_status model_load(args *a, const char *path)
+{
+    ssmjit_model *m = (ssmjit_model *)&m;
+    ssmjit_status st = ssmjit_model_load(a->ctx, path, &a->mopts, &m);
+    if (st != SSMJIT_OK && m != NULL)
+        fail_msg("a failed ssmjit_model_load left *out = %p", (void *)m);
+    return st;
+}
+
+static ssmjit_status model_calls_null(args *a, int which)
+{
+    (void)a;
+    ssmjit_model_config c;
+    ssmjit_dtype dt;
+    ssmjit_tensor_info info;
+    size_t bytes;
+    ssmjit_model_forward_args fa = {0};
+    ssmjit_model_backward_args ba = {0};
+    ssmjit_model_step_args sa = {0};
+    switch (which) {
+    case 0: return ssmjit_model_get_config(NULL, &c, &dt);
+    case 1: return ssmjit_model_tensor(NULL, "lm_head.weight", &info);
+    case 2: return ssmjit_model_tensor_at(NULL, 0, &info);
+    case 3: return ssmjit_model_bind_tensor(NULL, "lm_head.weight", DEV);
+    case 4: return ssmjit_model_workspace_size(NULL, 1, 1, SSMJIT_MODEL_INFERENCE, &bytes);
+    case 5: return ssmjit_model_forward(NULL, &fa, NULL);
+    case 6: return ssmjit_model_backward(NULL, &ba, NULL);
+    case 7: return ssmjit_model_step(NULL, &sa, NULL);
+    default: return ssmjit_model_step_workspace_size(NULL, 1, &bytes);
+    }
+}
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                */
@@ -998,7 +1046,52 @@ static ssmjit_status conv_state4(args *a) { return conv_state(a, 4); }
     X(conv_state_x_stride_short, INVALID_ARG, "sj_conv_state_fill: x.stride = 7 is less than the row width 8", \
       a->x.stride = 7; return conv_state(a, 4))                                                           \
     X(conv_state_state_null, INVALID_ARG, "sj_conv_state_fill: state is NULL", a->fy = NULL;              \
-      return conv_state(a, 4))
+      return conv_state(a, 4))                                                                            \
+    /* the model */                                                                                       \
+    X(model_create_ctx_null, INVALID_ARG, "ssmjit_model_create: ctx is NULL", a->ctx = NULL;               \
+      return model_create(a))                                                                             \
+    X(model_create_out_null, INVALID_ARG, "ssmjit_model_create: out is NULL",                             \
+      return ssmjit_model_create(a->ctx, &a->mcfg, NULL, 1, NULL))                                        \
+    X(model_create_config_null, INVALID_ARG, "ssmjit_model_create: config is NULL",                       \
+      ssmjit_model *m = NULL; return ssmjit_model_create(a->ctx, NULL, NULL, 1, &m))                      \
+    X(model_create_d_state_0, INVALID_ARG, "config->d_state = 0 is outside 1..256", a->mcfg.d_state = 0;   \
+      return model_create(a))                                                                             \
+    X(model_create_d_state_257, INVALID_ARG, "config->d_state = 257 is outside 1..256",                   \
+      a->mcfg.d_state = 257; return model_create(a))                                                      \
+    X(model_create_d_conv_9, INVALID_ARG, "config->d_conv = 9 is outside 2..8", a->mcfg.d_conv = 9;        \
+      return model_create(a))                                                                             \
+    X(model_create_layers_negative, INVALID_ARG, "config->n_layer = -1 is outside", a->mcfg.n_layer = -1;  \
+      return model_create(a))                                                                             \
+    X(model_create_vocab_past_int, INVALID_ARG, "config->vocab_size = 2147483648 is outside",              \
+      a->mcfg.vocab_size = P(31); return model_create(a))                                                 \
+    X(model_create_eps_nan, INVALID_ARG, "config->norm_eps = nan must be finite", a->mcfg.norm_eps = NAN;  \
+      return model_create(a))                                                                             \
+    X(model_create_sizes_overflow, UNSUPPORTED, "config->vocab_size * d_model is too large",              \
+      a->mcfg.vocab_size = P(31) - 1; a->mcfg.d_model = P(31) - 1; return model_create(a))                \
+    X(model_create_opts_size, INVALID_ARG, "opts->struct_size = 0", a->mopts.struct_size = 0;             \
+      return model_create(a))                                                                             \
+    X(model_create_opts_dtype, INVALID_ARG, "opts->dtype = 3 is not a known dtype",                       \
+      a->mopts.dtype = (ssmjit_dtype)3; return model_create(a))                                           \
+    X(model_load_ctx_null, INVALID_ARG, "ssmjit_model_load: ctx is NULL", a->ctx = NULL;                  \
+      return model_load(a, a->cache_dir))                                                                 \
+    X(model_load_path_null, INVALID_ARG, "ssmjit_model_load: path is NULL", return model_load(a, NULL))    \
+    X(model_load_out_null, INVALID_ARG, "ssmjit_model_load: out is NULL",                                 \
+      return ssmjit_model_load(a->ctx, a->cache_dir, NULL, NULL))                                         \
+    X(model_load_empty_dir, IO, "model.safetensors.index.json", return model_load(a, a->cache_dir))       \
+    X(model_get_config_null, INVALID_ARG, "ssmjit_model_get_config: model is NULL",                       \
+      return model_calls_null(a, 0))                                                                      \
+    X(model_tensor_null, INVALID_ARG, "ssmjit_model_tensor: model is NULL", return model_calls_null(a, 1)) \
+    X(model_tensor_at_null, INVALID_ARG, "ssmjit_model_tensor_at: model is NULL",                         \
+      return model_calls_null(a, 2))                                                                      \
+    X(model_bind_null, INVALID_ARG, "ssmjit_model_bind_tensor: model is NULL", return model_calls_null(a, 3)) \
+    X(model_workspace_null, INVALID_ARG, "ssmjit_model_workspace_size: model is NULL",                    \
+      return model_calls_null(a, 4))                                                                      \
+    X(model_forward_null, INVALID_ARG, "ssmjit_model_forward: model is NULL", return model_calls_null(a, 5)) \
+    X(model_backward_null, INVALID_ARG, "ssmjit_model_backward: model is NULL",                           \
+      return model_calls_null(a, 6))                                                                      \
+    X(model_step_null, INVALID_ARG, "ssmjit_model_step: model is NULL", return model_calls_null(a, 7))     \
+    X(model_step_workspace_null, INVALID_ARG, "ssmjit_model_step_workspace_size: model is NULL",           \
+      return model_calls_null(a, 8))
 
 typedef struct bad_row {
     const char *name;
