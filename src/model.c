@@ -435,6 +435,18 @@ ssmjit_status sj_model_gemm(ssmjit_model *m, int64_t rows, int64_t cols, int64_t
     return sj_gemm(m->blas, &d, stream);
 }
 
+ssmjit_status sj_model_check_workspace(const void *workspace, size_t bytes, size_t need, const char *op)
+{
+    if (need && !workspace)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->workspace is NULL (%zu bytes needed)", op, need);
+    if (bytes < need)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->workspace_bytes = %zu, %zu needed", op, bytes,
+                        need);
+    if ((uintptr_t)workspace % 256)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->workspace is not 256-byte aligned", op);
+    return SSMJIT_OK;
+}
+
 ssmjit_status sj_model_check_ids(const ssmjit_model *m, const int32_t *ids, int64_t n,
                                  int ignore_ok, const char *op, const char *what)
 {

@@ -186,6 +186,10 @@ ssmjit_status sj_model_gemm(ssmjit_model *m, int64_t rows, int64_t cols, int64_t
                             int trans_b, void *c, int64_t ldc, ssmjit_dtype c_dtype, float beta,
                             void *stream);
 
+/* The caller's workspace: set when need > 0, at least need bytes, 256-byte
+ * aligned. */
+ssmjit_status sj_model_check_workspace(const void *workspace, size_t bytes, size_t need, const char *op);
+
 /* Checks token ids on the host: each in [0, vocab) (or `ignore` when
  * ignore_ok).  `what` names the argument in messages. */
 ssmjit_status sj_model_check_ids(const ssmjit_model *m, const int32_t *ids, int64_t n,

@@ -104,15 +104,7 @@ static ssmjit_status check_args(ssmjit_model *m, const ssmjit_model_forward_args
     if (a->ids)
         SJ_TRY(sj_model_check_ids(m, a->ids, a->batch * a->seqlen, 0, op, "args->ids"));
     SJ_TRY(sj_model_layout(m, a->batch, a->seqlen, a->mode, op, ws));
-    if (ws->total && !a->workspace)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->workspace is NULL (%zu bytes needed)", op,
-                        ws->total);
-    if (a->workspace_bytes < ws->total)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->workspace_bytes = %zu, %zu needed", op,
-                        a->workspace_bytes, ws->total);
-    if ((uintptr_t)a->workspace % 256)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->workspace is not 256-byte aligned", op);
-    return SSMJIT_OK;
+    return sj_model_check_workspace(a->workspace, a->workspace_bytes, ws->total, op);
 }
 
 /* Zero states for an empty batch or sequence. */

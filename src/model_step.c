@@ -127,13 +127,7 @@ static ssmjit_status check_args(const ssmjit_model *m, const ssmjit_model_step_a
     if (a->ids)
         SJ_TRY(sj_model_check_ids(m, a->ids, a->batch, 0, op, "args->ids"));
     SJ_TRY(sj_model_step_layout(m, a->batch, op, ws));
-    SJ_TRY(sj_check_ptr(a->workspace, op, "args->workspace"));
-    if (a->workspace_bytes < ws->total)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->workspace_bytes = %zu, %zu needed", op,
-                        a->workspace_bytes, ws->total);
-    if ((uintptr_t)a->workspace % 256)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->workspace is not 256-byte aligned", op);
-    return SSMJIT_OK;
+    return sj_model_check_workspace(a->workspace, a->workspace_bytes, ws->total, op);
 }
 
 SSMJIT_API ssmjit_status ssmjit_model_step(ssmjit_model *m, const ssmjit_model_step_args *a,

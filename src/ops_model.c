@@ -17,13 +17,6 @@
 #define ARGMAX_THREADS 1024u   /* argmax's block: a lone row (batch-1 decoding) fills an SM */
 #define CE_SUM_THREADS 256u    /* SJ_CE_SUM_THREADS in kernels_src/model_bwd.cu */
 
-#define MODEL_TRY(expr)                    \
-    do {                                   \
-        ssmjit_status st_ = (expr);        \
-        if (st_ != SSMJIT_OK)              \
-            return st_;                    \
-    } while (0)
-
 static unsigned grid_of(int64_t blocks)
 {
     return blocks < ROWS_PER_GRID ? (unsigned)blocks : ROWS_PER_GRID;
@@ -35,9 +28,9 @@ static ssmjit_status check_matrix(const char *op, const char *name, ssmjit_matri
 {
     char what[64];
     snprintf(what, sizeof what, "%s.data", name);
-    MODEL_TRY(sj_check_ptr(m->data, op, what));
+    SJ_TRY(sj_check_ptr(m->data, op, what));
     snprintf(what, sizeof what, "%s.stride", name);
-    MODEL_TRY(sj_resolve_stride(m->stride, width, op, what, &m->stride));
+    SJ_TRY(sj_resolve_stride(m->stride, width, op, what, &m->stride));
     return sj_check_size(rows, m->stride, 1, op, what);
 }
 
@@ -89,24 +82,24 @@ ssmjit_status sj_embedding_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
                                ssmjit_matrix out, ssmjit_dtype out_dtype, void *stream)
 {
     static const char op[] = "sj_embedding_fwd";
-    MODEL_TRY(sj_check_context(ctx, op));
-    MODEL_TRY(sj_check_dtype(dtype, op, "dtype"));
-    MODEL_TRY(sj_check_dtype(out_dtype, op, "out_dtype"));
-    MODEL_TRY(sj_check_extent(n, op, "n"));
-    MODEL_TRY(sj_check_extent(d, op, "d"));
-    MODEL_TRY(sj_check_extent(vocab, op, "vocab"));
-    MODEL_TRY(sj_check_size(vocab, d, 1, op, "vocab * d"));
-    MODEL_TRY(check_col_tiles(d, op, "d"));
-    MODEL_TRY(sj_check_ptr(ids, op, "ids"));
-    MODEL_TRY(sj_check_ptr(table, op, "table"));
-    MODEL_TRY(check_matrix(op, "out", &out, n, d));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_dtype(dtype, op, "dtype"));
+    SJ_TRY(sj_check_dtype(out_dtype, op, "out_dtype"));
+    SJ_TRY(sj_check_extent(n, op, "n"));
+    SJ_TRY(sj_check_extent(d, op, "d"));
+    SJ_TRY(sj_check_extent(vocab, op, "vocab"));
+    SJ_TRY(sj_check_size(vocab, d, 1, op, "vocab * d"));
+    SJ_TRY(check_col_tiles(d, op, "d"));
+    SJ_TRY(sj_check_ptr(ids, op, "ids"));
+    SJ_TRY(sj_check_ptr(table, op, "table"));
+    SJ_TRY(check_matrix(op, "out", &out, n, d));
     if (n == 0 || d == 0)
         return SSMJIT_OK;
     if (vocab == 0)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: vocab = 0 but there are n = %lld ids to look up",
                         op, (long long)n);
     CUfunction fn;
-    MODEL_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "embedding_fwd_%s_%s", sj_dtype_suffix(dtype),
+    SJ_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "embedding_fwd_%s_%s", sj_dtype_suffix(dtype),
                          sj_dtype_suffix(out_dtype)));
     void *args[] = {&ids, &table, &vocab, &out.data, &out.stride, &n, &d};
     return launch_rows(ctx, fn, n, d, stream, args);
@@ -140,13 +133,13 @@ ssmjit_status sj_embedding_bwd_plan(const int32_t *ids_host, int64_t n, int32_t 
                                     int32_t *seg_start, int32_t *seg_id, int64_t *nseg)
 {
     static const char op[] = "sj_embedding_bwd_plan";
-    MODEL_TRY(sj_check_extent(n, op, "n"));
-    MODEL_TRY(check_int32(n, op, "n"));
-    MODEL_TRY(sj_check_ptr(ids_host, op, "ids_host"));
-    MODEL_TRY(sj_check_ptr(order, op, "order"));
-    MODEL_TRY(sj_check_ptr(seg_start, op, "seg_start"));
-    MODEL_TRY(sj_check_ptr(seg_id, op, "seg_id"));
-    MODEL_TRY(sj_check_ptr(nseg, op, "nseg"));
+    SJ_TRY(sj_check_extent(n, op, "n"));
+    SJ_TRY(check_int32(n, op, "n"));
+    SJ_TRY(sj_check_ptr(ids_host, op, "ids_host"));
+    SJ_TRY(sj_check_ptr(order, op, "order"));
+    SJ_TRY(sj_check_ptr(seg_start, op, "seg_start"));
+    SJ_TRY(sj_check_ptr(seg_id, op, "seg_id"));
+    SJ_TRY(sj_check_ptr(nseg, op, "nseg"));
     for (int64_t t = 0; t < n; t++)
         order[t] = (int32_t)t;
     /* seg_id serves as the sort's scratch before it is filled. */
@@ -168,25 +161,25 @@ ssmjit_status sj_embedding_bwd(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
                                void *stream)
 {
     static const char op[] = "sj_embedding_bwd";
-    MODEL_TRY(sj_check_context(ctx, op));
-    MODEL_TRY(sj_check_dtype(dtype, op, "dtype"));
-    MODEL_TRY(sj_check_extent(n, op, "n"));
-    MODEL_TRY(sj_check_extent(d, op, "d"));
-    MODEL_TRY(sj_check_extent(nseg, op, "nseg"));
-    MODEL_TRY(check_int32(n, op, "n"));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_dtype(dtype, op, "dtype"));
+    SJ_TRY(sj_check_extent(n, op, "n"));
+    SJ_TRY(sj_check_extent(d, op, "d"));
+    SJ_TRY(sj_check_extent(nseg, op, "nseg"));
+    SJ_TRY(check_int32(n, op, "n"));
     if (nseg > n)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: nseg = %lld is more than n = %lld", op,
                         (long long)nseg, (long long)n);
-    MODEL_TRY(check_col_tiles(d, op, "d"));
-    MODEL_TRY(sj_check_ptr(order, op, "order"));
-    MODEL_TRY(sj_check_ptr(seg_start, op, "seg_start"));
-    MODEL_TRY(sj_check_ptr(seg_id, op, "seg_id"));
-    MODEL_TRY(check_matrix(op, "dy", &dy, n, d));
-    MODEL_TRY(sj_check_ptr(dtable, op, "dtable"));
+    SJ_TRY(check_col_tiles(d, op, "d"));
+    SJ_TRY(sj_check_ptr(order, op, "order"));
+    SJ_TRY(sj_check_ptr(seg_start, op, "seg_start"));
+    SJ_TRY(sj_check_ptr(seg_id, op, "seg_id"));
+    SJ_TRY(check_matrix(op, "dy", &dy, n, d));
+    SJ_TRY(sj_check_ptr(dtable, op, "dtable"));
     if (nseg == 0 || d == 0)
         return SSMJIT_OK;
     CUfunction fn;
-    MODEL_TRY(get_kernel(ctx, SJ_ROLE_BACKWARD, &fn, "embedding_bwd_%s", sj_dtype_suffix(dtype)));
+    SJ_TRY(get_kernel(ctx, SJ_ROLE_BACKWARD, &fn, "embedding_bwd_%s", sj_dtype_suffix(dtype)));
     void *args[] = {&order, &seg_start, &seg_id, &dy.data, &dy.stride, &dtable, &nseg, &d};
     return launch_rows(ctx, fn, nseg, d, stream, args);
 }
@@ -196,19 +189,19 @@ ssmjit_status sj_cross_entropy(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
                                float *row_loss, float *loss, ssmjit_matrix dlogits, void *stream)
 {
     static const char op[] = "sj_cross_entropy";
-    MODEL_TRY(sj_check_context(ctx, op));
-    MODEL_TRY(sj_check_dtype(dtype, op, "dtype"));
-    MODEL_TRY(sj_check_extent(rows, op, "rows"));
-    MODEL_TRY(sj_check_extent(vocab, op, "vocab"));
-    MODEL_TRY(check_int32(vocab, op, "vocab"));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_dtype(dtype, op, "dtype"));
+    SJ_TRY(sj_check_extent(rows, op, "rows"));
+    SJ_TRY(sj_check_extent(vocab, op, "vocab"));
+    SJ_TRY(check_int32(vocab, op, "vocab"));
     if (!isfinite(scale))
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: scale = %g is not finite", op, (double)scale);
-    MODEL_TRY(check_matrix(op, "logits", &logits, rows, vocab));
-    MODEL_TRY(sj_check_ptr(targets, op, "targets"));
-    MODEL_TRY(sj_check_ptr(row_loss, op, "row_loss"));
-    MODEL_TRY(sj_check_ptr(loss, op, "loss"));
+    SJ_TRY(check_matrix(op, "logits", &logits, rows, vocab));
+    SJ_TRY(sj_check_ptr(targets, op, "targets"));
+    SJ_TRY(sj_check_ptr(row_loss, op, "row_loss"));
+    SJ_TRY(sj_check_ptr(loss, op, "loss"));
     if (dlogits.data) {
-        MODEL_TRY(check_matrix(op, "dlogits", &dlogits, rows, vocab));
+        SJ_TRY(check_matrix(op, "dlogits", &dlogits, rows, vocab));
         /* Each thread reads a logit before writing its gradient, which
          * holds only when the two share rows element for element. */
         if (dlogits.data == logits.data && dlogits.stride != logits.stride)
@@ -221,13 +214,13 @@ ssmjit_status sj_cross_entropy(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: vocab = 0 but rows = %lld", op, (long long)rows);
     CUfunction fn;
     if (rows > 0) {
-        MODEL_TRY(get_kernel(ctx, SJ_ROLE_BACKWARD, &fn, "cross_entropy_%s", sj_dtype_suffix(dtype)));
+        SJ_TRY(get_kernel(ctx, SJ_ROLE_BACKWARD, &fn, "cross_entropy_%s", sj_dtype_suffix(dtype)));
         void *args[] = {&logits.data, &logits.stride, &targets, &scale, &row_loss,
                         &dlogits.data, &dlogits.stride, &rows, &vocab};
         sj_dim3 grid = {grid_of(rows), 1, 1}, block = {ROW_THREADS, 1, 1};
-        MODEL_TRY(sj_launch(ctx, fn, grid, block, 0, stream, args));
+        SJ_TRY(sj_launch(ctx, fn, grid, block, 0, stream, args));
     }
-    MODEL_TRY(get_kernel(ctx, SJ_ROLE_BACKWARD, &fn, "cross_entropy_sum"));
+    SJ_TRY(get_kernel(ctx, SJ_ROLE_BACKWARD, &fn, "cross_entropy_sum"));
     void *args[] = {&row_loss, &rows, &scale, &loss};
     sj_dim3 grid = {1, 1, 1}, block = {CE_SUM_THREADS, 1, 1};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);
@@ -237,17 +230,17 @@ ssmjit_status sj_argmax_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t ro
                              ssmjit_matrix x, int32_t *out, void *stream)
 {
     static const char op[] = "sj_argmax_rows";
-    MODEL_TRY(sj_check_context(ctx, op));
-    MODEL_TRY(sj_check_dtype(dtype, op, "dtype"));
-    MODEL_TRY(sj_check_extent(rows, op, "rows"));
-    MODEL_TRY(sj_check_extent(cols, op, "cols"));
-    MODEL_TRY(check_int32(cols, op, "cols"));
-    MODEL_TRY(check_matrix(op, "x", &x, rows, cols));
-    MODEL_TRY(sj_check_ptr(out, op, "out"));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_dtype(dtype, op, "dtype"));
+    SJ_TRY(sj_check_extent(rows, op, "rows"));
+    SJ_TRY(sj_check_extent(cols, op, "cols"));
+    SJ_TRY(check_int32(cols, op, "cols"));
+    SJ_TRY(check_matrix(op, "x", &x, rows, cols));
+    SJ_TRY(sj_check_ptr(out, op, "out"));
     if (rows == 0 || cols == 0)
         return SSMJIT_OK;
     CUfunction fn;
-    MODEL_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "argmax_rows_%s", sj_dtype_suffix(dtype)));
+    SJ_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "argmax_rows_%s", sj_dtype_suffix(dtype)));
     void *args[] = {&x.data, &x.stride, &out, &rows, &cols};
     sj_dim3 grid = {grid_of(rows), 1, 1}, block = {ARGMAX_THREADS, 1, 1};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);
@@ -258,12 +251,12 @@ ssmjit_status sj_argmax_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t ro
 static ssmjit_status run_vector(ssmjit_context *ctx, const char *op, sj_kernel_role role,
                                 const char *kernel, int64_t n, void **args, int nargs, void *stream)
 {
-    MODEL_TRY(sj_check_extent(n, op, "n"));
-    MODEL_TRY(sj_check_size(n, (int64_t)sizeof(float), 1, op, "n"));
+    SJ_TRY(sj_check_extent(n, op, "n"));
+    SJ_TRY(sj_check_size(n, (int64_t)sizeof(float), 1, op, "n"));
     if (n == 0)
         return SSMJIT_OK;
     CUfunction fn;
-    MODEL_TRY(get_kernel(ctx, role, &fn, "%s", kernel));
+    SJ_TRY(get_kernel(ctx, role, &fn, "%s", kernel));
     args[nargs] = &n;
     sj_dim3 grid = {grid_of((n + THREADS - 1) / THREADS), 1, 1}, block = {THREADS, 1, 1};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);
@@ -272,9 +265,9 @@ static ssmjit_status run_vector(ssmjit_context *ctx, const char *op, sj_kernel_r
 ssmjit_status sj_neg_exp_f32(ssmjit_context *ctx, int64_t n, const float *x, float *y, void *stream)
 {
     static const char op[] = "sj_neg_exp_f32";
-    MODEL_TRY(sj_check_context(ctx, op));
-    MODEL_TRY(sj_check_ptr(x, op, "x"));
-    MODEL_TRY(sj_check_ptr(y, op, "y"));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_ptr(x, op, "x"));
+    SJ_TRY(sj_check_ptr(y, op, "y"));
     void *args[] = {&x, &y, NULL};
     return run_vector(ctx, op, SJ_ROLE_FORWARD, "neg_exp_f32", n, args, 2, stream);
 }
@@ -283,10 +276,10 @@ ssmjit_status sj_mul_f32(ssmjit_context *ctx, int64_t n, const float *a, const f
                          void *stream)
 {
     static const char op[] = "sj_mul_f32";
-    MODEL_TRY(sj_check_context(ctx, op));
-    MODEL_TRY(sj_check_ptr(a, op, "a"));
-    MODEL_TRY(sj_check_ptr(b, op, "b"));
-    MODEL_TRY(sj_check_ptr(y, op, "y"));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_ptr(a, op, "a"));
+    SJ_TRY(sj_check_ptr(b, op, "b"));
+    SJ_TRY(sj_check_ptr(y, op, "y"));
     void *args[] = {&a, &b, &y, NULL};
     return run_vector(ctx, op, SJ_ROLE_BACKWARD, "mul_f32", n, args, 3, stream);
 }
@@ -295,22 +288,22 @@ ssmjit_status sj_conv_state_fill(ssmjit_context *ctx, ssmjit_dtype dtype, int64_
                                  int64_t D, int64_t W, ssmjit_matrix x, float *state, void *stream)
 {
     static const char op[] = "sj_conv_state_fill";
-    MODEL_TRY(sj_check_context(ctx, op));
-    MODEL_TRY(sj_check_dtype(dtype, op, "dtype"));
-    MODEL_TRY(sj_check_extent(B, op, "B"));
-    MODEL_TRY(sj_check_extent(L, op, "L"));
-    MODEL_TRY(sj_check_extent(D, op, "D"));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_dtype(dtype, op, "dtype"));
+    SJ_TRY(sj_check_extent(B, op, "B"));
+    SJ_TRY(sj_check_extent(L, op, "L"));
+    SJ_TRY(sj_check_extent(D, op, "D"));
     if (W < 2 || W > 8)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: W = %lld is outside 2..8", op, (long long)W);
-    MODEL_TRY(check_col_tiles(D, op, "D"));
-    MODEL_TRY(sj_check_size(B, L, 1, op, "B * L"));
-    MODEL_TRY(check_matrix(op, "x", &x, B * L, D));
-    MODEL_TRY(sj_check_size(B, D, W, op, "B * D * W"));
-    MODEL_TRY(sj_check_ptr(state, op, "state"));
+    SJ_TRY(check_col_tiles(D, op, "D"));
+    SJ_TRY(sj_check_size(B, L, 1, op, "B * L"));
+    SJ_TRY(check_matrix(op, "x", &x, B * L, D));
+    SJ_TRY(sj_check_size(B, D, W, op, "B * D * W"));
+    SJ_TRY(sj_check_ptr(state, op, "state"));
     if (B == 0 || D == 0)
         return SSMJIT_OK;
     CUfunction fn;
-    MODEL_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "conv_state_fill_%s", sj_dtype_suffix(dtype)));
+    SJ_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "conv_state_fill_%s", sj_dtype_suffix(dtype)));
     int64_t rows = B * W;
     void *args[] = {&x.data, &x.stride, &state, &B, &L, &D, &W};
     return launch_rows(ctx, fn, rows, D, stream, args);

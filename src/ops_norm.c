@@ -18,13 +18,6 @@
 /* Most rmsnorm_dweight blocks (one per 32-column tile); more tiles are grid-strided. */
 #define NORM_REDUCE_MAX_GRID 65535
 
-#define NORM_TRY(expr)                     \
-    do {                                   \
-        ssmjit_status st_ = (expr);        \
-        if (st_ != SSMJIT_OK)              \
-            return st_;                    \
-    } while (0)
-
 typedef struct norm_plan {
     const char *path; /* kernel flavour: "cached" (row in registers) or "stream" */
     unsigned tpr;     /* threads per row: blockDim.x */
@@ -65,20 +58,20 @@ static norm_plan norm_plan_for(const ssmjit_context *ctx, int64_t rows, int64_t 
 static ssmjit_status check_desc(const char *op, const ssmjit_context *ctx,
                                 const ssmjit_rmsnorm_desc *desc, ssmjit_dtype *rdtype)
 {
-    NORM_TRY(sj_check_context(ctx, op));
-    NORM_TRY(sj_check_ptr(desc, op, "desc"));
-    NORM_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
-    NORM_TRY(sj_check_extent(desc->rows, op, "desc->rows"));
-    NORM_TRY(sj_check_extent(desc->d, op, "desc->d"));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_ptr(desc, op, "desc"));
+    SJ_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
+    SJ_TRY(sj_check_extent(desc->rows, op, "desc->rows"));
+    SJ_TRY(sj_check_extent(desc->d, op, "desc->d"));
     /* At least one row: dweight has d elements even when rows is 0. */
-    NORM_TRY(sj_check_size(desc->rows > 0 ? desc->rows : 1, desc->d, 1, op, "desc->rows * desc->d"));
+    SJ_TRY(sj_check_size(desc->rows > 0 ? desc->rows : 1, desc->d, 1, op, "desc->rows * desc->d"));
     if (!isfinite(desc->eps) || desc->eps < 0.0f)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->eps = %g must be finite and >= 0", op,
                         (double)desc->eps);
     *rdtype = desc->dtype;
     if (!desc->has_residual)
         return SSMJIT_OK;
-    NORM_TRY(sj_check_dtype(desc->residual_dtype, op, "desc->residual_dtype"));
+    SJ_TRY(sj_check_dtype(desc->residual_dtype, op, "desc->residual_dtype"));
     if (desc->residual_dtype != desc->dtype && desc->residual_dtype != SSMJIT_F32)
         return sj_error(SSMJIT_ERR_UNSUPPORTED,
                         "%s: desc->residual_dtype = %s must be desc->dtype (%s) or f32", op,
@@ -109,7 +102,7 @@ static ssmjit_status check_matrix(const char *op, const char *name, ssmjit_matri
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s.data is set but desc->has_residual is 0",
                         op, name);
     snprintf(what, sizeof what, "%s.stride", name);
-    NORM_TRY(sj_resolve_stride(m->stride, d, op, what, &m->stride));
+    SJ_TRY(sj_resolve_stride(m->stride, d, op, what, &m->stride));
     return sj_check_size(rows, m->stride, 1, op, what);
 }
 
@@ -137,7 +130,7 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rm
 {
     static const char op[] = "ssmjit_rmsnorm_fwd";
     ssmjit_dtype rdtype = SSMJIT_F32;
-    NORM_TRY(check_desc(op, ctx, desc, &rdtype));
+    SJ_TRY(check_desc(op, ctx, desc, &rdtype));
     int64_t rows = desc->rows, d = desc->d;
     float eps = desc->eps;
     if (rows == 0 || d == 0)
@@ -145,15 +138,15 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rm
     /* A NULL residual is zero: the kernels then normalise x itself, which
      * the residual type (dtype or f32) holds exactly. */
     arg_use res_use = desc->has_residual ? ARG_OPTIONAL : ARG_ABSENT;
-    NORM_TRY(check_matrix(op, "x", &x, rows, d, ARG_REQUIRED));
-    NORM_TRY(check_matrix(op, "residual", &residual, rows, d, res_use));
-    NORM_TRY(sj_check_ptr(weight, op, "weight"));
-    NORM_TRY(check_matrix(op, "y", &y, rows, d, ARG_REQUIRED));
-    NORM_TRY(check_matrix(op, "residual_out", &residual_out, rows, d, res_use));
+    SJ_TRY(check_matrix(op, "x", &x, rows, d, ARG_REQUIRED));
+    SJ_TRY(check_matrix(op, "residual", &residual, rows, d, res_use));
+    SJ_TRY(sj_check_ptr(weight, op, "weight"));
+    SJ_TRY(check_matrix(op, "y", &y, rows, d, ARG_REQUIRED));
+    SJ_TRY(check_matrix(op, "residual_out", &residual_out, rows, d, res_use));
 
     norm_plan p = norm_plan_for(ctx, rows, d);
     CUfunction fn;
-    NORM_TRY(norm_kernel(ctx, "fwd", &p, desc->dtype, rdtype, SJ_ROLE_FORWARD, &fn));
+    SJ_TRY(norm_kernel(ctx, "fwd", &p, desc->dtype, rdtype, SJ_ROLE_FORWARD, &fn));
     void *args[] = {&x.data,   &x.stride, &residual.data, &residual.stride, &weight,
                     &y.data,   &y.stride, &residual_out.data, &residual_out.stride,
                     &rstd,     &rows,     &d,             &eps};
@@ -162,7 +155,7 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rm
 
 static ssmjit_status workspace_for(const char *op, const norm_plan *p, int64_t d, size_t *bytes)
 {
-    NORM_TRY(sj_check_size(p->slots, d, (int64_t)sizeof(float), op, "the backward workspace"));
+    SJ_TRY(sj_check_size(p->slots, d, (int64_t)sizeof(float), op, "the backward workspace"));
     *bytes = (size_t)p->slots * (size_t)d * sizeof(float);
     return SSMJIT_OK;
 }
@@ -173,12 +166,12 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd_workspace_size(ssmjit_context *ctx,
 {
     static const char op[] = "ssmjit_rmsnorm_bwd_workspace_size";
     ssmjit_dtype rdtype = SSMJIT_F32;
-    NORM_TRY(check_desc(op, ctx, desc, &rdtype));
-    NORM_TRY(sj_check_ptr(bytes, op, "bytes"));
+    SJ_TRY(check_desc(op, ctx, desc, &rdtype));
+    SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
     size_t need = 0;
     if (desc->rows > 0 && desc->d > 0) {
         norm_plan p = norm_plan_for(ctx, desc->rows, desc->d);
-        NORM_TRY(workspace_for(op, &p, desc->d, &need));
+        SJ_TRY(workspace_for(op, &p, desc->d, &need));
     }
     *bytes = need;
     return SSMJIT_OK;
@@ -189,7 +182,7 @@ static ssmjit_status reduce_dweight(ssmjit_context *ctx, const void *partial, in
                                     int64_t d, void *dweight, void *stream)
 {
     CUfunction fn;
-    NORM_TRY(sj_kernel_get(ctx, SJ_MODULE_NORM_BWD, SJ_ROLE_BACKWARD, "rmsnorm_dweight", &fn));
+    SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_NORM_BWD, SJ_ROLE_BACKWARD, "rmsnorm_dweight", &fn));
     int64_t tiles = (d + 31) / 32;
     sj_dim3 grid = {(unsigned)(tiles < NORM_REDUCE_MAX_GRID ? tiles : NORM_REDUCE_MAX_GRID), 1, 1};
     sj_dim3 block = {32, 32, 1};
@@ -206,27 +199,27 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd(ssmjit_context *ctx, const ssmjit_rm
 {
     static const char op[] = "ssmjit_rmsnorm_bwd";
     ssmjit_dtype rdtype = SSMJIT_F32;
-    NORM_TRY(check_desc(op, ctx, desc, &rdtype));
+    SJ_TRY(check_desc(op, ctx, desc, &rdtype));
     int64_t rows = desc->rows, d = desc->d;
     if (d == 0 || (rows == 0 && !dweight))
         return SSMJIT_OK;
     if (rows == 0)
         return reduce_dweight(ctx, NULL, 0, d, dweight, stream);
     arg_use res_use = desc->has_residual ? ARG_OPTIONAL : ARG_ABSENT;
-    NORM_TRY(check_matrix(op, "h", &h, rows, d, ARG_REQUIRED));
-    NORM_TRY(sj_check_ptr(weight, op, "weight"));
-    NORM_TRY(sj_check_ptr(rstd, op, "rstd"));
-    NORM_TRY(check_matrix(op, "dy", &dy, rows, d, ARG_REQUIRED));
-    NORM_TRY(check_matrix(op, "d_residual_out", &d_residual_out, rows, d, res_use));
-    NORM_TRY(check_matrix(op, "dx", &dx, rows, d, ARG_REQUIRED));
-    NORM_TRY(check_matrix(op, "d_residual", &d_residual, rows, d, res_use));
+    SJ_TRY(check_matrix(op, "h", &h, rows, d, ARG_REQUIRED));
+    SJ_TRY(sj_check_ptr(weight, op, "weight"));
+    SJ_TRY(sj_check_ptr(rstd, op, "rstd"));
+    SJ_TRY(check_matrix(op, "dy", &dy, rows, d, ARG_REQUIRED));
+    SJ_TRY(check_matrix(op, "d_residual_out", &d_residual_out, rows, d, res_use));
+    SJ_TRY(check_matrix(op, "dx", &dx, rows, d, ARG_REQUIRED));
+    SJ_TRY(check_matrix(op, "d_residual", &d_residual, rows, d, res_use));
 
     norm_plan p = norm_plan_for(ctx, rows, d);
     void *partial = NULL;
     if (dweight) {
         size_t need = 0;
-        NORM_TRY(workspace_for(op, &p, d, &need));
-        NORM_TRY(sj_check_ptr(workspace, op, "workspace"));
+        SJ_TRY(workspace_for(op, &p, d, &need));
+        SJ_TRY(sj_check_ptr(workspace, op, "workspace"));
         if (workspace_bytes < need)
             return sj_error(SSMJIT_ERR_INVALID_ARG,
                             "%s: workspace_bytes = %zu is less than the %zu bytes of "
@@ -236,13 +229,13 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd(ssmjit_context *ctx, const ssmjit_rm
     }
 
     CUfunction fn;
-    NORM_TRY(norm_kernel(ctx, "bwd", &p, desc->dtype, rdtype, SJ_ROLE_BACKWARD, &fn));
+    SJ_TRY(norm_kernel(ctx, "bwd", &p, desc->dtype, rdtype, SJ_ROLE_BACKWARD, &fn));
     void *args[] = {&h.data,  &h.stride,  &weight,  &rstd,  &dy.data,
                     &dy.stride, &d_residual_out.data, &d_residual_out.stride,
                     &dx.data, &dx.stride, &d_residual.data, &d_residual.stride,
                     &partial, &rows,      &d};
     /* The warps of a block meet in shared memory to add their dweight sums. */
     unsigned smem = partial && p.rpb > 1 ? p.rpb * 32 * NORM_VPT * (unsigned)sizeof(float) : 0;
-    NORM_TRY(norm_launch(ctx, fn, &p, smem, stream, args));
+    SJ_TRY(norm_launch(ctx, fn, &p, smem, stream, args));
     return dweight ? reduce_dweight(ctx, partial, p.slots, d, dweight, stream) : SSMJIT_OK;
 }

@@ -23,13 +23,6 @@
 #define FLAT_THREADS 256u    /* reduction and decode kernels */
 #define FLAT_MAX_GRID 65535u /* they grid-stride over the rest */
 
-#define SCAN_TRY(expr)              \
-    do {                            \
-        ssmjit_status st_ = (expr); \
-        if (st_ != SSMJIT_OK)       \
-            return st_;             \
-    } while (0)
-
 /* Mirror of struct sj_scan_params in kernels_src/scan_common.cuh: same
  * fields, same order, all 8 bytes. */
 typedef struct sj_scan_params {
@@ -94,7 +87,7 @@ static ssmjit_status check_matrix(const char *op, const char *name, const ssmjit
     char what[64];
     if (need_data) {
         snprintf(what, sizeof what, "desc->%s.data", name);
-        SCAN_TRY(sj_check_ptr(m->data, op, what));
+        SJ_TRY(sj_check_ptr(m->data, op, what));
     }
     snprintf(what, sizeof what, "desc->%s.stride", name);
     return sj_resolve_stride(m->stride, width, op, what, stride);
@@ -112,12 +105,12 @@ static ssmjit_status check_dstate(const char *op, int64_t n)
 static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc *desc, int need_y,
                                 scan_shape *sh)
 {
-    SCAN_TRY(sj_check_ptr(desc, op, "desc"));
-    SCAN_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
-    SCAN_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
-    SCAN_TRY(sj_check_extent(desc->seqlen, op, "desc->seqlen"));
-    SCAN_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
-    SCAN_TRY(check_dstate(op, desc->dstate));
+    SJ_TRY(sj_check_ptr(desc, op, "desc"));
+    SJ_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
+    SJ_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
+    SJ_TRY(sj_check_extent(desc->seqlen, op, "desc->seqlen"));
+    SJ_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
+    SJ_TRY(check_dstate(op, desc->dstate));
     sh->B = desc->batch;
     sh->L = desc->seqlen;
     sh->D = desc->dim;
@@ -143,27 +136,27 @@ static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc
                         op, (long long)sh->L);
     sh->active = sh->B > 0 && sh->L > 0 && sh->D > 0;
     const int act = sh->active;
-    SCAN_TRY(check_matrix(op, "u", &desc->u, sh->D, act, &sh->su));
-    SCAN_TRY(check_matrix(op, "delta", &desc->delta, sh->D, act, &sh->sdelta));
-    SCAN_TRY(check_matrix(op, "B", &desc->B, sh->N, act, &sh->sB));
-    SCAN_TRY(check_matrix(op, "C", &desc->C, sh->N, act, &sh->sC));
-    SCAN_TRY(check_matrix(op, "z", &desc->z, sh->D, 0, &sh->sz));
-    SCAN_TRY(check_matrix(op, "y", &desc->y, sh->D, need_y && act, &sh->sy));
+    SJ_TRY(check_matrix(op, "u", &desc->u, sh->D, act, &sh->su));
+    SJ_TRY(check_matrix(op, "delta", &desc->delta, sh->D, act, &sh->sdelta));
+    SJ_TRY(check_matrix(op, "B", &desc->B, sh->N, act, &sh->sB));
+    SJ_TRY(check_matrix(op, "C", &desc->C, sh->N, act, &sh->sC));
+    SJ_TRY(check_matrix(op, "z", &desc->z, sh->D, 0, &sh->sz));
+    SJ_TRY(check_matrix(op, "y", &desc->y, sh->D, need_y && act, &sh->sy));
     if (sh->D > 0)
-        SCAN_TRY(sj_check_ptr(desc->A, op, "desc->A"));
+        SJ_TRY(sj_check_ptr(desc->A, op, "desc->A"));
     int64_t widest = sh->su;
     const int64_t strides[] = {sh->sdelta, sh->sB, sh->sC, sh->sz, sh->sy};
     for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
         widest = strides[i] > widest ? strides[i] : widest;
-    SCAN_TRY(sj_check_size(sh->B, sh->L, widest, op, "the activation extent B * L * stride"));
-    SCAN_TRY(sj_check_size(sh->S + 1, sh->D, sh->N, op, "the state extent S * D * N"));
+    SJ_TRY(sj_check_size(sh->B, sh->L, widest, op, "the activation extent B * L * stride"));
+    SJ_TRY(sj_check_size(sh->S + 1, sh->D, sh->N, op, "the state extent S * D * N"));
     /* In bytes, since the sum of the parts must not wrap: per token, the
      * checkpoint (a state every SCAN_CHUNK tokens) and the backward's
      * dB/dC partials and accumulators.  With B, D and N bounded above,
      * the per-segment parts cannot take the total past 2^63. */
     const int64_t token_bytes = 4 * (ceil_div(sh->D * sh->N, SCAN_CHUNK) + ceil_div(sh->D, 32) * 2 * sh->N +
                                      3 * sh->D + 64);
-    SCAN_TRY(sj_check_size(sh->B, sh->L, token_bytes, op, "the backward workspace"));
+    SJ_TRY(sj_check_size(sh->B, sh->L, token_bytes, op, "the backward workspace"));
     sh->nch = ceil_div(sh->L, SCAN_CHUNK);
     return SSMJIT_OK;
 }
@@ -268,7 +261,7 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
     char name[48];
     snprintf(name, sizeof name, "%s_ns%d_%s", prefix, f.ns, sj_dtype_suffix(dtype));
     CUfunction fn;
-    SCAN_TRY(sj_kernel_get(ctx, mod, role, name, &fn));
+    SJ_TRY(sj_kernel_get(ctx, mod, role, name, &fn));
     p->G = f.groups;
     p->BD = f.bd;
     sj_dim3 grid = {(unsigned)ceil_div(sh->D, f.bd), (unsigned)sh->B,
@@ -283,8 +276,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_s
 {
     const char *op = "ssmjit_selective_scan_fwd_workspace_size";
     scan_shape sh;
-    SCAN_TRY(sj_check_ptr(bytes, op, "bytes"));
-    SCAN_TRY(check_scan(op, desc, 0, &sh));
+    SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
+    SJ_TRY(check_scan(op, desc, 0, &sh));
     *bytes = checkpoint_bytes(&sh);
     return SSMJIT_OK;
 }
@@ -294,8 +287,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
 {
     const char *op = "ssmjit_selective_scan_fwd";
     scan_shape sh;
-    SCAN_TRY(sj_check_context(ctx, op));
-    SCAN_TRY(check_scan(op, desc, 1, &sh));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(check_scan(op, desc, 1, &sh));
     /* Without tokens only the final states (= initial states) remain. */
     if (sh.D == 0 || sh.B == 0 || (!sh.active && !desc->final_state))
         return SSMJIT_OK;
@@ -348,8 +341,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(const ssmjit_s
 {
     const char *op = "ssmjit_selective_scan_bwd_workspace_size";
     scan_shape sh;
-    SCAN_TRY(sj_check_ptr(bytes, op, "bytes"));
-    SCAN_TRY(check_scan(op, desc, 0, &sh));
+    SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
+    SJ_TRY(check_scan(op, desc, 0, &sh));
     *bytes = sh.D > 0 ? bwd_layout_for(desc, &sh).total : 0;
     return SSMJIT_OK;
 }
@@ -368,7 +361,7 @@ static ssmjit_status check_paired(const char *op, const void *input, const void 
 static ssmjit_status check_grads(const char *op, const ssmjit_selective_scan_desc *desc,
                                  const ssmjit_selective_scan_grads *gr, const scan_shape *sh, int64_t s[6])
 {
-    SCAN_TRY(sj_check_ptr(gr, op, "grads"));
+    SJ_TRY(sj_check_ptr(gr, op, "grads"));
     const int act = sh->active;
     const ssmjit_matrix *m[] = {&gr->dy, &gr->du, &gr->ddelta, &gr->dB, &gr->dC, &gr->dz};
     static const char *const names[] = {"grads->dy", "grads->du", "grads->ddelta",
@@ -378,19 +371,19 @@ static ssmjit_status check_grads(const char *op, const ssmjit_selective_scan_des
         const int64_t width = i == 3 || i == 4 ? sh->N : sh->D;
         if (act && i < 5) {
             snprintf(what, sizeof what, "%s.data", names[i]);
-            SCAN_TRY(sj_check_ptr(m[i]->data, op, what));
+            SJ_TRY(sj_check_ptr(m[i]->data, op, what));
         }
         snprintf(what, sizeof what, "%s.stride", names[i]);
-        SCAN_TRY(sj_resolve_stride(m[i]->stride, width, op, what, &s[i]));
-        SCAN_TRY(sj_check_size(sh->B, sh->L, s[i], op, what));
+        SJ_TRY(sj_resolve_stride(m[i]->stride, width, op, what, &s[i]));
+        SJ_TRY(sj_check_size(sh->B, sh->L, s[i], op, what));
     }
     if (sh->D > 0)
-        SCAN_TRY(sj_check_ptr(gr->dA, op, "grads->dA"));
+        SJ_TRY(sj_check_ptr(gr->dA, op, "grads->dA"));
     if (act)
-        SCAN_TRY(check_paired(op, desc->z.data, gr->dz.data, "desc->z", "grads->dz.data"));
-    SCAN_TRY(check_paired(op, desc->D, gr->dD, "desc->D", "grads->dD"));
-    SCAN_TRY(check_paired(op, desc->delta_bias, gr->ddelta_bias, "desc->delta_bias", "grads->ddelta_bias"));
-    SCAN_TRY(check_paired(op, desc->initial_state, gr->d_initial_state, "desc->initial_state",
+        SJ_TRY(check_paired(op, desc->z.data, gr->dz.data, "desc->z", "grads->dz.data"));
+    SJ_TRY(check_paired(op, desc->D, gr->dD, "desc->D", "grads->dD"));
+    SJ_TRY(check_paired(op, desc->delta_bias, gr->ddelta_bias, "desc->delta_bias", "grads->ddelta_bias"));
+    SJ_TRY(check_paired(op, desc->initial_state, gr->d_initial_state, "desc->initial_state",
                           "grads->d_initial_state"));
     return SSMJIT_OK;
 }
@@ -416,7 +409,7 @@ static ssmjit_status launch_reduce_params(ssmjit_context *ctx, const ssmjit_sele
                                           const scan_shape *sh, char *ws, const bwd_layout *w, void *stream)
 {
     CUfunction fn;
-    SCAN_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_params", NULL, &fn));
+    SJ_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_params", NULL, &fn));
     uint64_t wdA = dptr(ws + w->dA), wdD = dptr(ws + w->dD), wdb = dptr(ws + w->db);
     uint64_t dA = dptr(gr->dA), dD = dptr(gr->dD), db = dptr(gr->ddelta_bias);
     int64_t B = sh->B, D = sh->D, N = sh->N;
@@ -430,7 +423,7 @@ static ssmjit_status launch_reduce_bc(ssmjit_context *ctx, ssmjit_dtype dtype, c
                                       void *stream)
 {
     CUfunction fn;
-    SCAN_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_bc", sj_dtype_suffix(dtype), &fn));
+    SJ_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_bc", sj_dtype_suffix(dtype), &fn));
     uint64_t wbc = dptr(ws + w->bc), dB = dptr(gr->dB.data), dC = dptr(gr->dC.data);
     int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, N = sh->N, sdB = s[3], sdC = s[4];
     void *args[] = {&wbc, &ndblk, &B, &L, &N, &dB, &sdB, &dC, &sdC};
@@ -445,13 +438,13 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
     const char *op = "ssmjit_selective_scan_bwd";
     scan_shape sh;
     int64_t s[6];
-    SCAN_TRY(sj_check_context(ctx, op));
-    SCAN_TRY(check_scan(op, desc, 0, &sh));
-    SCAN_TRY(check_grads(op, desc, grads, &sh, s));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(check_scan(op, desc, 0, &sh));
+    SJ_TRY(check_grads(op, desc, grads, &sh, s));
     if (sh.D == 0)
         return SSMJIT_OK;
     const bwd_layout w = bwd_layout_for(desc, &sh);
-    SCAN_TRY(sj_check_ptr(workspace, op, "workspace"));
+    SJ_TRY(sj_check_ptr(workspace, op, "workspace"));
     if (workspace_bytes < w.total)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: workspace_bytes = %zu is below the %zu bytes required",
                         op, workspace_bytes, w.total);
@@ -461,7 +454,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         sj_scan_params p = scan_params(desc, &sh);
         p.ckpt = desc->checkpoint ? dptr(desc->checkpoint) : dptr(ws + w.ckpt);
         if (!desc->checkpoint && sh.nch > 1)
-            SCAN_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", states_shape, desc->dtype,
+            SJ_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", states_shape, desc->dtype,
                                 &sh, &p, stream));
         p.dy = dptr(grads->dy.data);
         p.sdy = s[0];
@@ -481,7 +474,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         p.NB = w.nblocks;
         p.ndblk = w.ndblk;
         CUfunction fn;
-        SCAN_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(desc->dtype), &fn));
+        SJ_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(desc->dtype), &fn));
         /* One warp per 4 states; all 4 when the states take several launches. */
         const int64_t warps = w.nblocks > 1 ? BWD_NBLK / 4 : ceil_div(sh.N, 4);
         const unsigned smem =
@@ -493,10 +486,10 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         for (int64_t nb = 0; nb < w.nblocks; nb++) {
             p.nb = nb;
             void *args[] = {&p};
-            SCAN_TRY(sj_launch(ctx, fn, grid, block, smem, stream, args));
+            SJ_TRY(sj_launch(ctx, fn, grid, block, smem, stream, args));
         }
         if (sh.L > 0)
-            SCAN_TRY(launch_reduce_bc(ctx, desc->dtype, grads, &sh, s, ws, &w, stream));
+            SJ_TRY(launch_reduce_bc(ctx, desc->dtype, grads, &sh, s, ws, &w, stream));
     }
     return launch_reduce_params(ctx, grads, &sh, ws, &w, stream);
 }
@@ -509,31 +502,31 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, cons
                                                        void *stream)
 {
     const char *op = "ssmjit_selective_state_update";
-    SCAN_TRY(sj_check_context(ctx, op));
-    SCAN_TRY(sj_check_ptr(desc, op, "desc"));
-    SCAN_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
-    SCAN_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
-    SCAN_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
-    SCAN_TRY(check_dstate(op, desc->dstate));
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_ptr(desc, op, "desc"));
+    SJ_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
+    SJ_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
+    SJ_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
+    SJ_TRY(check_dstate(op, desc->dstate));
     const int64_t B = desc->batch, D = desc->dim, N = desc->dstate;
     const int act = B > 0 && D > 0;
     sj_update_params p = {0};
-    SCAN_TRY(check_matrix(op, "x", &desc->x, D, act, &p.sx));
-    SCAN_TRY(check_matrix(op, "dt", &desc->dt, D, act, &p.sdt));
-    SCAN_TRY(check_matrix(op, "B", &desc->B, N, act, &p.sB));
-    SCAN_TRY(check_matrix(op, "C", &desc->C, N, act, &p.sC));
-    SCAN_TRY(check_matrix(op, "z", &desc->z, D, 0, &p.sz));
-    SCAN_TRY(check_matrix(op, "out", &desc->out, D, act, &p.sout));
+    SJ_TRY(check_matrix(op, "x", &desc->x, D, act, &p.sx));
+    SJ_TRY(check_matrix(op, "dt", &desc->dt, D, act, &p.sdt));
+    SJ_TRY(check_matrix(op, "B", &desc->B, N, act, &p.sB));
+    SJ_TRY(check_matrix(op, "C", &desc->C, N, act, &p.sC));
+    SJ_TRY(check_matrix(op, "z", &desc->z, D, 0, &p.sz));
+    SJ_TRY(check_matrix(op, "out", &desc->out, D, act, &p.sout));
     int64_t widest = p.sx;
     const int64_t strides[] = {p.sdt, p.sB, p.sC, p.sz, p.sout};
     for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
         widest = strides[i] > widest ? strides[i] : widest;
-    SCAN_TRY(sj_check_size(B, widest, 1, op, "the extent B * stride"));
-    SCAN_TRY(sj_check_size(B, D, N * 32, op, "the state extent B * D * N"));
+    SJ_TRY(sj_check_size(B, widest, 1, op, "the extent B * stride"));
+    SJ_TRY(sj_check_size(B, D, N * 32, op, "the state extent B * D * N"));
     if (!act)
         return SSMJIT_OK;
-    SCAN_TRY(sj_check_ptr(desc->A, op, "desc->A"));
-    SCAN_TRY(sj_check_ptr(desc->state, op, "desc->state"));
+    SJ_TRY(sj_check_ptr(desc->A, op, "desc->A"));
+    SJ_TRY(sj_check_ptr(desc->state, op, "desc->state"));
 
     p.x = dptr(desc->x.data);
     p.dt = dptr(desc->dt.data);
@@ -560,7 +553,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, cons
     char name[48];
     snprintf(name, sizeof name, "state_update_%s", sj_dtype_suffix(desc->dtype));
     CUfunction fn;
-    SCAN_TRY(sj_kernel_get(ctx, SJ_MODULE_STATE_UPDATE, SJ_ROLE_FORWARD, name, &fn));
+    SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_STATE_UPDATE, SJ_ROLE_FORWARD, name, &fn));
     sj_dim3 grid = {(unsigned)blocks, B < SCAN_MAX_BATCH ? (unsigned)B : SCAN_MAX_BATCH, 1};
     sj_dim3 block = {FLAT_THREADS, 1, 1};
     void *args[] = {&p};
