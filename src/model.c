@@ -197,6 +197,10 @@ SSMJIT_API void ssmjit_model_destroy(ssmjit_model *m)
         }
         sj_blas_destroy(m->blas);
     }
+    if (m->profile) {
+        double ms[SJ_PROFILE_KINDS];
+        sj_model_profile_stop(m, ms);
+    }
     free(m->train.ids);
     free(m->t);
     free(m);
@@ -432,7 +436,10 @@ ssmjit_status sj_model_gemm(ssmjit_model *m, int64_t rows, int64_t cols, int64_t
         .a = a, .lda = lda, .trans_a = trans_a, .b = b, .ldb = ldb, .trans_b = trans_b,
         .c = c, .ldc = ldc, .alpha = 1.0f, .beta = beta, .allow_tf32 = m->allow_tf32,
     };
-    return sj_gemm(m->blas, &d, stream);
+    sj_model_profile_begin(m, SJ_PROFILE_GEMM, stream);
+    ssmjit_status st = sj_gemm(m->blas, &d, stream);
+    sj_model_profile_end(m, stream);
+    return st;
 }
 
 ssmjit_status sj_model_check_workspace(const void *workspace, size_t bytes, size_t need, const char *op)

@@ -45,6 +45,16 @@ typedef struct sj_step_key {
     const void *ids_device, *conv_state, *ssm_state, *logits, *next_ids, *workspace;
 } sj_step_key;
 
+/* Event pairs around the GEMMs and scans of a call, for the benchmark's
+ * breakdown of a training step (off unless sj_model_profile_start). */
+#define SJ_PROFILE_MAX 1024
+typedef enum sj_profile_kind { SJ_PROFILE_GEMM, SJ_PROFILE_SCAN, SJ_PROFILE_KINDS } sj_profile_kind;
+typedef struct sj_model_profile {
+    int on, count;
+    sj_profile_kind kind[SJ_PROFILE_MAX];
+    CUevent start[SJ_PROFILE_MAX], end[SJ_PROFILE_MAX];
+} sj_model_profile;
+
 struct ssmjit_model {
     ssmjit_context *ctx;
     const sj_driver *drv;
@@ -69,6 +79,8 @@ struct ssmjit_model {
         void *workspace;
         int32_t *ids;       /* host copy; NULL when the forward took embeds */
     } train;
+
+    sj_model_profile *profile; /* NULL: not profiling */
 
     CUstream capture;       /* the decode graph is captured on this stream */
     sj_step_key key;
@@ -159,6 +171,15 @@ ssmjit_status sj_model_scan_fwd(ssmjit_model *m, const sj_model_ws *ws, void *ba
  * ids, copied there first from host_ids when that is set. */
 ssmjit_status sj_model_embed(ssmjit_model *m, const int32_t *host_ids, int64_t n, void *ids_dev,
                              void *out, void *stream);
+
+/* Profiling for the benchmark: start records an event pair around each
+ * GEMM and scan that follows; stop waits for them and gives the
+ * milliseconds spent in each kind, then turns profiling off. */
+ssmjit_status sj_model_profile_start(ssmjit_model *m);
+ssmjit_status sj_model_profile_stop(ssmjit_model *m, double ms[SJ_PROFILE_KINDS]);
+/* Brackets one GEMM or scan launch (no-ops unless profiling). */
+void sj_model_profile_begin(ssmjit_model *m, sj_profile_kind kind, void *stream);
+void sj_model_profile_end(ssmjit_model *m, void *stream);
 
 /* Checks a config (field named in the message) and allocates a model whose
  * tensors have device memory but no values. */

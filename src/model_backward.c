@@ -90,7 +90,11 @@ static ssmjit_status layer_bwd(ssmjit_model *m, const sj_model_ws *ws, void *bas
         .dD = grad(sj_layer_tensor(m, l, SJ_L_D)), .dz = {dxz + (size_t)di * es, 2 * di},
         .ddelta_bias = grad(sj_layer_tensor(m, l, SJ_L_DT_BIAS)),
     };
-    SJ_TRY(ssmjit_selective_scan_bwd(m->ctx, &sd, &sg, sj_ws(base, ws->scan_ws), ws->scan_ws_bytes, stream));
+    sj_model_profile_begin(m, SJ_PROFILE_SCAN, stream);
+    ssmjit_status st = ssmjit_selective_scan_bwd(m->ctx, &sd, &sg, sj_ws(base, ws->scan_ws), ws->scan_ws_bytes,
+                                                 stream);
+    sj_model_profile_end(m, stream);
+    SJ_TRY(st);
     SJ_TRY(sj_mul_f32(m->ctx, di * n, sj_ws(base, ws->dA), sd.A, grad(sj_layer_tensor(m, l, SJ_L_A_LOG)),
                       stream));
     /* dt_proj: its input is the first dt_rank columns of x_proj's output */

@@ -61,7 +61,10 @@ ssmjit_status sj_model_scan_fwd(ssmjit_model *m, const sj_model_ws *ws, void *ba
 {
     ssmjit_selective_scan_desc sd = sj_model_scan_desc(m, ws, base, l, B, L);
     sd.final_state = final_state;
-    return ssmjit_selective_scan_fwd(m->ctx, &sd, stream);
+    sj_model_profile_begin(m, SJ_PROFILE_SCAN, stream);
+    ssmjit_status st = ssmjit_selective_scan_fwd(m->ctx, &sd, stream);
+    sj_model_profile_end(m, stream);
+    return st;
 }
 
 /* Layer l's mixer from its normalised input to its output in ws->x. */

@@ -6,6 +6,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "context.h"
+#include "model.h"
 
 typedef struct model_bench {
     ssmjit_context *ctx;
@@ -41,9 +42,11 @@ static int32_t *random_ids(int64_t n, int64_t vocab)
     return ids;
 }
 
-/* Median ms of `reps` prefills (or training steps with targets) of B x L. */
+/* Median ms of `reps` prefills (or training steps with targets) of B x L;
+ * with `split`, one more run with the GEMMs and scans timed by events:
+ * split[0] ms in GEMMs, split[1] in scans, split[2] the whole run. */
 static ssmjit_status time_forward(model_bench *b, int64_t B, int64_t L, ssmjit_model_mode mode,
-                                  int reps, double *ms)
+                                  int reps, double *ms, double *split)
 {
     size_t bytes, es = ssmjit_dtype_size(SSMJIT_BF16);
     void *ws = NULL, *logits = NULL, *loss = NULL;
@@ -58,7 +61,10 @@ static ssmjit_status time_forward(model_bench *b, int64_t B, int64_t L, ssmjit_m
     if (st == SSMJIT_OK)
         st = dalloc(b, 4, &loss);
     double t[16];
-    for (int r = 0; r < reps + 1 && st == SSMJIT_OK; r++) {
+    const int runs = reps + 1 + (split != NULL);
+    for (int r = 0; r < runs && st == SSMJIT_OK; r++) {
+        if (split && r == reps + 1)
+            st = sj_model_profile_start(b->m);
         ssmjit_model_forward_args a = {.batch = B, .seqlen = L, .ids = ids, .mode = mode, .logits = logits,
                                        .workspace = ws, .workspace_bytes = bytes};
         double t0 = cli_now();
@@ -69,8 +75,13 @@ static ssmjit_status time_forward(model_bench *b, int64_t B, int64_t L, ssmjit_m
         }
         if (st == SSMJIT_OK)
             st = sync(b);
-        if (r > 0) /* the first run loads modules and plans GEMMs */
+        if (r > 0 && r <= reps) /* the first run loads modules and plans GEMMs */
             t[r - 1] = (cli_now() - t0) * 1e3;
+        if (split && r == reps + 1) {
+            split[2] = (cli_now() - t0) * 1e3;
+            if (st == SSMJIT_OK)
+                st = sj_model_profile_stop(b->m, split);
+        }
     }
     if (st == SSMJIT_OK)
         *ms = bench_median(t, reps);
@@ -138,7 +149,7 @@ int bench_model(ssmjit_context *ctx, int quick)
         st = SJ_CU(ctx->drv, StreamCreate, &b.stream, CU_STREAM_NON_BLOCKING);
     double ms = 0, tps1 = 0, tps64 = 0, train = 0, recompute = 0;
     if (st == SSMJIT_OK)
-        st = time_forward(&b, B, L, SSMJIT_MODEL_INFERENCE, 7, &ms);
+        st = time_forward(&b, B, L, SSMJIT_MODEL_INFERENCE, 7, &ms, NULL);
     if (st == SSMJIT_OK)
         printf("model   mamba-130m shape, bf16: prefill %lld x %lld with all logits: %.2f ms (%.0f tokens/s)\n",
                (long long)B, (long long)L, ms, (double)(B * L) / ms * 1e3);
@@ -148,13 +159,19 @@ int bench_model(ssmjit_context *ctx, int quick)
         st = time_decode(&b, 64, quick ? 50 : 300, &tps64);
     if (st == SSMJIT_OK)
         printf("model   decode: batch 1 %.0f tokens/s, batch 64 %.0f tokens/s\n", tps1, tps64);
+    double split[3] = {0, 0, 0};
     if (st == SSMJIT_OK)
-        st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train);
+        st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train, split);
     if (st == SSMJIT_OK)
-        st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN_RECOMPUTE, 5, &recompute);
-    if (st == SSMJIT_OK)
+        st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN_RECOMPUTE, 5, &recompute, NULL);
+    if (st == SSMJIT_OK) {
         printf("model   training step %lld x %lld (forward, cross-entropy, backward): %.2f ms, "
                "recomputing conv and scan: %.2f ms\n", (long long)B, (long long)L, train, recompute);
+        double rest = split[2] - split[0] - split[1];
+        printf("model   training step, one run timed by events: %.2f ms: GEMMs %.2f ms (%.0f%%), "
+               "scans %.2f ms (%.0f%%), the rest %.2f ms (%.0f%%)\n", split[2], split[0],
+               100 * split[0] / split[2], split[1], 100 * split[1] / split[2], rest, 100 * rest / split[2]);
+    }
     if (b.stream)
         ctx->drv->StreamDestroy(b.stream);
     sj_context_leave(ctx, pushed);
