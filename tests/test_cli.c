@@ -46,8 +46,8 @@ static void test_help_and_usage_errors(void **state)
     assert_int_equal(cli("--help"), 0);
     assert_non_null(strstr(out, "prewarm"));
     assert_non_null(strstr(out, "exit codes"));
-    const char *subs[] = {"info --help", "prewarm --help", "cache --help", "bench --help"};
-    for (size_t i = 0; i < 4; i++) {
+    const char *subs[] = {"info --help", "prewarm --help", "cache --help", "bench --help", "run --help"};
+    for (size_t i = 0; i < 5; i++) {
         assert_int_equal(cli(subs[i]), 0);
         assert_non_null(strstr(out, "usage: ssmjit"));
     }
@@ -59,6 +59,16 @@ static void test_help_and_usage_errors(void **state)
     assert_int_equal(cli("cache"), 2);
     assert_int_equal(cli("cache shrink"), 2);
     assert_int_equal(cli("bench --bogus"), 2);
+    assert_int_equal(cli("run"), 2);
+    assert_int_equal(cli("run --model m"), 2);
+    assert_int_equal(cli("run --model m --tokens 1,x"), 2);
+    assert_int_equal(cli("run --model m --tokens 1,,2"), 2);
+    assert_int_equal(cli("run --model m --tokens -1"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --steps 0"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --dtype f64"), 2);
+    /* a sound command line whose work fails: no GPU here, or no such model */
+    assert_int_equal(cli("run --model /nonexistent/model --tokens 1"), 1);
+    assert_non_null(strstr(out, "ssmjit: "));
 }
 
 static void test_info_without_gpu_is_not_an_error(void **state)
