@@ -738,7 +738,9 @@ SSMJIT_API void ssmjit_model_options_init(ssmjit_model_options *opts);
  * Errors: SSMJIT_ERR_INVALID_ARG for a malformed or truncated file, a
  * missing tensor or a wrong shape (the message names the file and tensor);
  * SSMJIT_ERR_UNSUPPORTED for another architecture, LayerNorm or projection
- * biases; SSMJIT_ERR_IO when a file cannot be read (symlinks are refused);
+ * biases; SSMJIT_ERR_IO when a file cannot be read or is not a regular file
+ * (symlinks are followed: the Hugging Face hub cache's snapshots are made of
+ * them, unlike the CUBIN cache, which never follows one);
  * SSMJIT_ERR_CUBLAS_NOT_FOUND; driver errors, e.g. out of device memory.
  * On failure *out is NULL. */
 SSMJIT_API ssmjit_status ssmjit_model_load(ssmjit_context *ctx, const char *path,

@@ -100,7 +100,7 @@ ssmjit_status sj_cache_entry_read(const char *path, const uint8_t key[32], int p
 {
     char *buf;
     size_t len;
-    ssmjit_status st = sj_read_file(path, &buf, &len);
+    ssmjit_status st = sj_read_file(path, SJ_LINKS_REFUSE, &buf, &len);
     if (st != SSMJIT_OK)
         return st;
     const char *why = entry_problem((const uint8_t *)buf, len, key, ptx);
@@ -123,7 +123,7 @@ ssmjit_status sj_cache_entry_check(const char *path, uint8_t key_out[32])
 {
     char *buf;
     size_t len;
-    ssmjit_status st = sj_read_file(path, &buf, &len);
+    ssmjit_status st = sj_read_file(path, SJ_LINKS_REFUSE, &buf, &len);
     if (st != SSMJIT_OK)
         return st;
     const char *why = entry_problem((const uint8_t *)buf, len, NULL, -1);

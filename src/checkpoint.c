@@ -107,7 +107,7 @@ static ssmjit_status open_index(sj_checkpoint *ck, const char *dir, const char *
     char *text;
     size_t len;
     sj_json_doc *doc = NULL;
-    ssmjit_status st = sj_read_file(index, &text, &len);
+    ssmjit_status st = sj_read_file(index, SJ_LINKS_FOLLOW, &text, &len);
     if (st != SSMJIT_OK)
         return st;
     char label[PATH_MAX + 2];
@@ -137,7 +137,8 @@ static ssmjit_status open_dir(sj_checkpoint *ck, const char *dir)
     ssmjit_status st = join(path, dir, SJ_CHECKPOINT_FILE);
     if (st != SSMJIT_OK)
         return st;
-    /* lstat, so that a symlink there is opened and refused, not skipped. */
+    /* lstat, so that a dangling symlink there is opened and reported, not
+     * skipped in favour of an index. */
     if (lstat(path, &st_buf) == 0)
         return open_single(ck, path);
     if (errno != ENOENT)

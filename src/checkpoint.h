@@ -2,8 +2,9 @@
  * holding model.safetensors or, for a sharded checkpoint,
  * model.safetensors.index.json ({"weight_map": {tensor: shard file}}) and
  * the shards it names, which must sit in the same directory.  As for
- * safetensors.h: SSMJIT_ERR_IO when the system refuses (symlinks are refused
- * for every file read), SSMJIT_ERR_INVALID_ARG for malformed contents. */
+ * safetensors.h: SSMJIT_ERR_IO when the system refuses (symlinks are
+ * followed, as the Hugging Face hub cache needs), SSMJIT_ERR_INVALID_ARG for
+ * malformed contents. */
 #ifndef SSMJIT_CHECKPOINT_H
 #define SSMJIT_CHECKPOINT_H
 

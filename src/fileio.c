@@ -83,11 +83,11 @@ ssmjit_status sj_write_atomic(const char *path, const void *head, size_t head_le
     return sj_error(SSMJIT_ERR_IO, "cannot write '%s' (%s failed): %s", path, step, strerror(err));
 }
 
-ssmjit_status sj_open_regular(const char *path, int *fd_out, size_t *size_out)
+ssmjit_status sj_open_regular(const char *path, sj_links links, int *fd_out, size_t *size_out)
 {
     /* O_NONBLOCK: a FIFO put where a file belongs must not hang the open;
      * it has no effect on reading a regular file. */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (links == SJ_LINKS_REFUSE ? O_NOFOLLOW : 0));
     if (fd < 0)
         return sj_error(SSMJIT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
@@ -107,11 +107,11 @@ ssmjit_status sj_open_regular(const char *path, int *fd_out, size_t *size_out)
     return SSMJIT_OK;
 }
 
-ssmjit_status sj_read_file(const char *path, char **out, size_t *len)
+ssmjit_status sj_read_file(const char *path, sj_links links, char **out, size_t *len)
 {
     int fd;
     size_t size;
-    ssmjit_status st = sj_open_regular(path, &fd, &size);
+    ssmjit_status st = sj_open_regular(path, links, &fd, &size);
     if (st != SSMJIT_OK)
         return st;
     char *buf = malloc(size + 1);

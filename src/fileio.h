@@ -19,16 +19,24 @@ ssmjit_status sj_mkdirs(const char *path);
 ssmjit_status sj_write_atomic(const char *path, const void *head, size_t head_len,
                               const void *data, size_t len);
 
-/* Opens a regular file read-only without following a symlink at path
- * (O_NOFOLLOW) and without blocking on a FIFO; gives the descriptor (close
- * it) and the file's size.  SSMJIT_ERR_IO naming path if missing,
- * unreadable, a symlink or not a regular file (errno preserved). */
-ssmjit_status sj_open_regular(const char *path, int *fd, size_t *size);
+/* Whether a symlink at the path is followed: never for the CUBIN cache,
+ * whose directory others may plant links in; yes for a checkpoint the
+ * caller names (the Hugging Face hub cache keeps its snapshots as links
+ * into a blob store). */
+typedef enum sj_links {
+    SJ_LINKS_REFUSE, /* O_NOFOLLOW */
+    SJ_LINKS_FOLLOW
+} sj_links;
+
+/* Opens a regular file read-only, without blocking on a FIFO; gives the
+ * descriptor (close it) and the file's size.  SSMJIT_ERR_IO naming path if
+ * missing, unreadable, a refused symlink or not a regular file (errno
+ * preserved). */
+ssmjit_status sj_open_regular(const char *path, sj_links links, int *fd, size_t *size);
 
 /* Reads a whole regular file into a malloc'd buffer (NUL-terminated, *len
- * excludes the NUL).  A symlink at path is refused (O_NOFOLLOW), as is
- * anything but a regular file.  SSMJIT_ERR_IO if missing, unreadable or
- * refused (errno preserved). */
-ssmjit_status sj_read_file(const char *path, char **out, size_t *len);
+ * excludes the NUL), opened as sj_open_regular does.  SSMJIT_ERR_IO if
+ * missing, unreadable or refused (errno preserved). */
+ssmjit_status sj_read_file(const char *path, sj_links links, char **out, size_t *len);
 
 #endif

@@ -228,7 +228,7 @@ ssmjit_status sj_mamba_config_load(const char *path, sj_mamba_config *out)
 {
     char *text;
     size_t len;
-    ssmjit_status st = sj_read_file(path, &text, &len);
+    ssmjit_status st = sj_read_file(path, SJ_LINKS_FOLLOW, &text, &len);
     if (st != SSMJIT_OK)
         return st;
     st = sj_mamba_config_parse(text, len, path, out);

@@ -49,7 +49,7 @@ typedef struct sj_mamba_config {
 ssmjit_status sj_mamba_config_parse(const char *text, size_t len, const char *what,
                                     sj_mamba_config *out);
 
-/* Reads and parses the file at path (a symlink there is refused). */
+/* Reads and parses the file at path (following a symlink there). */
 ssmjit_status sj_mamba_config_load(const char *path, sj_mamba_config *out);
 
 #endif

@@ -257,7 +257,7 @@ static int read_record(const char *file, sj_toolchain *tc, lib_identity *id)
 {
     char *text;
     size_t len;
-    if (sj_read_file(file, &text, &len) != SSMJIT_OK)
+    if (sj_read_file(file, SJ_LINKS_REFUSE, &text, &len) != SSMJIT_OK)
         return -1;
     memset(tc, 0, sizeof *tc);
     char archs[512] = "";

@@ -264,7 +264,7 @@ ssmjit_status sj_st_open(const char *path, sj_st_file **out)
 {
     int fd;
     size_t size;
-    ssmjit_status st = sj_open_regular(path, &fd, &size);
+    ssmjit_status st = sj_open_regular(path, SJ_LINKS_FOLLOW, &fd, &size);
     if (st != SSMJIT_OK)
         return st;
     sj_st_file *f = calloc(1, sizeof *f);

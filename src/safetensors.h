@@ -10,7 +10,7 @@
  * file cut short anywhere thus fails at open, naming what was cut.
  *
  * Statuses: SSMJIT_ERR_IO when the operating system refuses (open, mmap,
- * not a regular file, a symlink); SSMJIT_ERR_INVALID_ARG for malformed or
+ * not a regular file once symlinks are followed); SSMJIT_ERR_INVALID_ARG for malformed or
  * truncated contents; SSMJIT_ERR_UNSUPPORTED for a well-formed tensor this
  * library cannot use (dtype other than F32/F16/BF16, more than
  * SJ_ST_MAX_DIMS dimensions).  Messages name the file and the tensor. */
@@ -79,7 +79,7 @@ const sj_st_tensor *sj_st_header_find(const sj_st_header *h, const char *name);
 
 typedef struct sj_st_file sj_st_file;
 
-/* Opens a safetensors file (a symlink at path is refused), maps it and
+/* Opens a safetensors file (following a symlink at path), maps it and
  * parses its header.  Tensor data is paged in only when read. */
 ssmjit_status sj_st_open(const char *path, sj_st_file **out);
 

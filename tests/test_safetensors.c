@@ -1,7 +1,7 @@
 /* The safetensors reader on files the test writes: a good file in any name
  * order, conversions, and every way a file can be wrong (truncated at each
  * byte, huge header lengths, malformed headers, bad dtypes, shapes and
- * offsets, duplicates, symlinks), each with a message that says what. */
+ * offsets, duplicates, FIFOs), each with a message that says what. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -352,16 +352,17 @@ static void test_bad_offsets(void **state)
     run_header_cases(cases, sizeof cases / sizeof *cases);
 }
 
-/* Files the reader must refuse to open at all, as the cache does. */
+/* Files the reader must refuse to open at all.  A symlink to a good file
+ * is followed (the Hugging Face hub cache is made of them). */
 static void test_refused_paths(void **state)
 {
     (void)state;
     su_build_file(path_of("real.safetensors"), good, NGOOD);
     assert_int_equal(symlink("real.safetensors", path_of("link.safetensors")), 0);
     sj_st_file *f = NULL;
-    su_assert_error(sj_st_open(path_of("link.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
-                    "link.safetensors");
-    assert_null(f);
+    assert_int_equal(sj_st_open(path_of("link.safetensors"), &f), SSMJIT_OK);
+    sj_st_close(f);
+    f = NULL;
     su_assert_error(sj_st_open(path_of("absent.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
                     "No such file");
     su_assert_error(sj_st_open(su_dir, &f), SSMJIT_ERR_IO, "not a regular file", NULL);

@@ -65,7 +65,7 @@ static void rewrite(const uint8_t *key, int ptx, const void *payload, size_t siz
     char path[96];
     snprintf(path, sizeof path, "%s/entry", scratch);
     require(sj_cache_entry_write(path, key, ptx, payload, size) == SSMJIT_OK &&
-                sj_read_file(path, out, len) == SSMJIT_OK,
+                sj_read_file(path, SJ_LINKS_REFUSE, out, len) == SSMJIT_OK,
             "cannot write the entry again");
 }
 
