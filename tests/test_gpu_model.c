@@ -551,6 +551,50 @@ static void test_load_checkpoint(void **state)
     close_fixture(&f);
 }
 
+/* Tensors bound to the caller's memory (A_log among them, which the model
+ * otherwise keeps in one block for all layers) give the same logits. */
+static void test_bind_tensor(void **state)
+{
+    (void)state;
+    fixture f;
+    if (!open_fixture(&f, 1, SSMJIT_F32))
+        skip();
+    size_t B = 2, L = 11, V = f.ref.cfg.vocab;
+    int *ids = random_ids(B * L, V);
+    double *want = tu_doubles(B * L * V), *got = tu_doubles(B * L * V);
+    ref_mamba_forward(&f.ref, B, L, ids, want, NULL, NULL);
+    static const char *const names[] = {"backbone.layers.1.mixer.A_log", "backbone.layers.0.mixer.in_proj.weight",
+                                        "backbone.embeddings.weight"};
+    void *mine[3];
+    for (int i = 0; i < 3; i++) {
+        ssmjit_tensor_info info;
+        assert_int_equal(ssmjit_model_tensor(f.model, names[i], &info), SSMJIT_OK);
+        size_t bytes = ssmjit_dtype_size(info.dtype);
+        for (int k = 0; k < info.ndim; k++)
+            bytes *= (size_t)info.shape[k];
+        mine[i] = gu_alloc(bytes);
+        uint8_t *copy = malloc(bytes);
+        gu_download(copy, info.data, bytes);
+        gu_upload(mine[i], copy, bytes);
+        free(copy);
+        assert_int_equal(ssmjit_model_bind_tensor(f.model, names[i], mine[i]), SSMJIT_OK);
+        assert_int_equal(ssmjit_model_tensor(f.model, names[i], &info), SSMJIT_OK);
+        assert_ptr_equal(info.data, mine[i]);
+    }
+    forward(&f, B, L, ids, SSMJIT_MODEL_INFERENCE, 0, got, NULL, NULL, NULL);
+    assert_true(tu_rel_err(got, want, B * L * V) <= F32_TOL);
+    assert_int_equal(ssmjit_model_bind_tensor(f.model, names[0], (char *)mine[0] + 4), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "16-byte aligned"));
+    ssmjit_model_destroy(f.model); /* it must not free the bound memory */
+    f.model = NULL;
+    for (int i = 0; i < 3; i++)
+        gu_free(mine[i]);
+    close_fixture(&f);
+    free(ids);
+    free(want);
+    free(got);
+}
+
 static void test_validation(void **state)
 {
     (void)state;
@@ -609,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_backward_untied_recompute),
         cmocka_unit_test(test_backward_dlogits),
         cmocka_unit_test(test_load_checkpoint),
+        cmocka_unit_test(test_bind_tensor),
         cmocka_unit_test(test_validation),
     };
     tu_apply_test_filter();
