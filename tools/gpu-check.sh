@@ -4,7 +4,7 @@
 # to $OUT; the last lines are a short summary.
 #   tools/gpu-check.sh [--no-bench] [--bench-only] [--bench "ARGS"]
 #                      [--sanitize TOOL] [--each "PROGRAMS" [--jobs N]]
-#                      [meson test args...]
+#                      [--keep-build] [meson test args...]
 # --bench "ARGS" passes ARGS to `ssmjit bench` (e.g. "--only scan").
 # --sanitize TOOL runs the tests under compute-sanitizer --tool TOOL
 # (memcheck, racecheck, ...), any error failing the test, with 20 times
@@ -12,6 +12,7 @@
 # --each "PROGRAMS" runs every test of the named test programs (e.g.
 # "test_gpu_scan test_gpu_conv") in its own process, N (default 8) at a
 # time, instead of meson test: how a slow sanitizer gets through them.
+# --keep-build reuses build/ from an earlier call in the same session.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ssmjit-out}
@@ -19,7 +20,7 @@ mkdir -p "$OUT" /tmp/cm
 for f in .device-debs/*.deb; do dpkg -x "$f" /tmp/cm; done
 export PKG_CONFIG_SYSROOT_DIR=/tmp/cm PKG_CONFIG_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu/pkgconfig
 export LD_LIBRARY_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bench=1 tests=1 bench_args="" wrap=() sanitizer="" each="" jobs=8
+bench=1 tests=1 bench_args="" wrap=() sanitizer="" each="" jobs=8 keep=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-bench) bench=0; shift ;;
@@ -31,12 +32,15 @@ while [ $# -gt 0 ]; do
             bench=0; shift 2 ;;
         --each) each=$2; bench=0; shift 2 ;;
         --jobs) jobs=$2; shift 2 ;;
+        --keep-build) keep=1; shift ;;
         *) break ;;
     esac
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-rm -rf build
-meson setup build > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
+if [ $keep = 0 ] || [ ! -f build/build.ninja ]; then
+    rm -rf build
+    meson setup build > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
+fi
 ninja -C build > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
 export SSMJIT_CACHE_DIR=/tmp/ssmjit-cache
 summary=""
