@@ -211,7 +211,8 @@ typedef struct fwd_shape {
  * the reference shape that keeps twice as many warps resident as 16
  * states per thread, which hides more of the latency of the recurrence
  * (bench/NOTES.md).  Where 8 states a thread leave fewer than 8 warps an
- * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread, and fewer
+ * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread (if N <= 64 fits
+ * the 256-thread bound at 16 channels a block), and fewer
  * channels per block while there are fewer blocks than SMs.  A forced
  * shape that does not fit is ignored. */
 static fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
@@ -222,7 +223,7 @@ static fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
     fwd_shape f;
     const int64_t sms = sj_context_props(ctx)->sm_count;
     f.ns = n <= 4 ? 4 : n <= 128 ? 8 : 16;
-    if (f.ns == 8 && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
+    if (f.ns == 8 && ceil_div(n, 4) * 16 <= FWD_MAX_THREADS && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
         f.ns = 4;
     if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= FWD_MAX_THREADS)
         f.ns = ns;
