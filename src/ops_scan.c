@@ -198,13 +198,9 @@ static sj_scan_params scan_params(const ssmjit_selective_scan_desc *desc, const 
 /* Forward                                                                  */
 /* ------------------------------------------------------------------------ */
 
-typedef struct fwd_shape {
-    int ns;     /* states per thread */
-    int groups; /* state groups (warps) per channel: N padded to groups * ns */
-    int bd;     /* channels per block */
-} fwd_shape;
+typedef sj_scan_fwd_shape fwd_shape;
 
-#define FWD_MAX_THREADS 256 /* __launch_bounds__ of the kernels in scan_fwd.cu */
+#define FWD_MAX_THREADS SJ_SCAN_FWD_MAX_THREADS
 
 /* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits)
  * and as many channels per block as fill 256 threads, from 16 to 128: at
@@ -236,6 +232,15 @@ static fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
     if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= FWD_MAX_THREADS)
         f.bd = bd;
     return f;
+}
+
+sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
+{
+    scan_shape sh = {0};
+    sh.B = B;
+    sh.D = D;
+    sh.N = N;
+    return fwd_shape_for(ctx, &sh);
 }
 
 /* The states-only pass that rebuilds the checkpoint: slices of 16 states,

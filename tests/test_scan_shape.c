@@ -1,0 +1,70 @@
+/* The forward scan's launch shape for every N from 1 to 256, across batch
+ * sizes, channel counts and devices from 1 to 132 SMs, automatic and
+ * forced: it must cover the N states with no empty group and stay within
+ * the kernels' 256-thread bound (a shape past it fails to launch, which
+ * only a GPU would otherwise show). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "context.h"
+#include "ops_scan.h"
+#include "test_util.h"
+
+static void check(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
+{
+    sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, N);
+    if (!(f.ns == 4 || f.ns == 8 || f.ns == 16) || f.groups < 1 || (int64_t)f.groups * f.ns < N ||
+        (int64_t)(f.groups - 1) * f.ns >= N || f.bd < 16 || f.bd > 128 || (f.bd & (f.bd - 1)) ||
+        f.groups * f.bd > SJ_SCAN_FWD_MAX_THREADS)
+        fail_msg("B=%lld D=%lld N=%lld on %d SMs: %d states a thread, %d groups, %d channels a block",
+                 (long long)B, (long long)D, (long long)N, ctx->props.sm_count, f.ns, f.groups, f.bd);
+}
+
+static void test_every_n(void **state)
+{
+    (void)state;
+    ssmjit_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    static const int sms[] = {1, 16, 132};
+    static const int64_t batches[] = {1, 2, 8, 64}, dims[] = {1, 37, 1536, 4096, 100000};
+    static const int forced[][2] = {{0, 0}, {4, 0}, {8, 0}, {16, 0}, {0, 16}, {0, 128}, {4, 32}, {16, 128}};
+    for (size_t k = 0; k < sizeof forced / sizeof *forced; k++) {
+        sj_scan_force_shape(forced[k][0], forced[k][1]);
+        for (size_t s = 0; s < sizeof sms / sizeof *sms; s++) {
+            ctx.props.sm_count = sms[s];
+            for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
+                for (size_t d = 0; d < sizeof dims / sizeof *dims; d++)
+                    for (int64_t n = 1; n <= 256; n++)
+                        check(&ctx, batches[b], dims[d], n);
+        }
+    }
+    sj_scan_force_shape(0, 0);
+}
+
+/* The choices bench/NOTES.md measured: 8 states a thread and 128 channels
+ * a block at the reference shape, 4 states a thread at mamba-130m's. */
+static void test_measured_choices(void **state)
+{
+    (void)state;
+    ssmjit_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.props.sm_count = 132;
+    sj_scan_fwd_shape f = sj_scan_fwd_shape_for(&ctx, 8, 4096, 16);
+    assert_int_equal(f.ns, 8);
+    assert_int_equal(f.bd, 128);
+    f = sj_scan_fwd_shape_for(&ctx, 8, 1536, 16);
+    assert_int_equal(f.ns, 4);
+    assert_int_equal(f.bd, 64);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_n),
+        cmocka_unit_test(test_measured_choices),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
