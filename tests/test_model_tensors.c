@@ -1,7 +1,8 @@
 /* Tiny 2-layer Mamba checkpoints in both naming schemes, f32/f16/bf16
  * tensors, single file and sharded: every tensor is found with its values,
  * and each kind of mismatch with the config is reported naming the tensor,
- * the expected and the found shape. */
+ * the expected and the found shape; ssmjit_model_load reports the same
+ * before it touches the GPU. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "context.h"
 #include "model_tensors.h"
 #include "st_util.h"
 #include "test_util.h"
@@ -429,13 +431,59 @@ static void test_tensor_names(void **state)
         SSMJIT_OK);
 }
 
+/* ssmjit_model_load checks config.json and every tensor before it touches
+ * the GPU: on a context without a driver a bad checkpoint fails with the
+ * checker's message and a good one gets as far as the device (in a
+ * directory, and as a single file with config.json beside it). */
+static void test_model_load_checks_first(void **state)
+{
+    (void)state;
+    static const sj_driver no_driver;
+    ssmjit_context *ctx = calloc(1, sizeof *ctx);
+    assert_non_null(ctx);
+    ctx->drv = &no_driver;
+    sj_mamba_config hf = config(hf_json);
+    model m;
+    build(&m, &hf, 0, 10, 0);
+    char path[4300], good[4200];
+    snprintf(good, sizeof good, "%s", write_model("load-good", &m, 0)); /* a static buffer */
+    snprintf(path, sizeof path, "%s/config.json", good);
+    su_write_text(path, hf_json);
+    drop(&m, "backbone.layers.0.mixer.A_log");
+    const char *bad = write_model("load-bad", &m, 0);
+    snprintf(path, sizeof path, "%s/config.json", bad);
+    su_write_text(path, hf_json);
+    ssmjit_model *out = (ssmjit_model *)&out;
+    su_assert_error(ssmjit_model_load(ctx, bad, NULL, &out), SSMJIT_ERR_INVALID_ARG,
+                    "backbone.layers.0.mixer.A_log", "is not in the checkpoint");
+    assert_null(out);
+    for (int single = 0; single < 2; single++) {
+        snprintf(path, sizeof path, "%s%s", good, single ? "/" SJ_CHECKPOINT_FILE : "");
+        out = (ssmjit_model *)&out;
+        ssmjit_status st = ssmjit_model_load(ctx, path, NULL, &out);
+        /* the first device step: cuBLAS, then the context's driver calls */
+        if (st != SSMJIT_ERR_CUBLAS_NOT_FOUND && !strstr(ssmjit_last_error(), "cuCtxGetCurrent"))
+            fail_msg("%s: %s: %s", path, ssmjit_status_string(st), ssmjit_last_error());
+        assert_null(out);
+    }
+    model ss;
+    sj_mamba_config ssc = config(ss_json);
+    build(&ss, &ssc, 1, 16, 0);
+    const char *layer_norm = write_model("load-layernorm", &ss, 0);
+    snprintf(path, sizeof path, "%s/config.json", layer_norm);
+    su_write_text(path, ss_json);
+    su_assert_error(ssmjit_model_load(ctx, layer_norm, NULL, &out), SSMJIT_ERR_UNSUPPORTED, "LayerNorm",
+                    NULL);
+    free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf_model),     cmocka_unit_test(test_state_spaces_model),
         cmocka_unit_test(test_tied_lm_head), cmocka_unit_test(test_missing_tensors),
         cmocka_unit_test(test_wrong_shapes), cmocka_unit_test(test_config_mismatch),
-        cmocka_unit_test(test_tensor_names),
+        cmocka_unit_test(test_tensor_names), cmocka_unit_test(test_model_load_checks_first),
     };
     return cmocka_run_group_tests(tests, su_dir_setup, su_dir_teardown);
 }
