@@ -441,6 +441,74 @@ static void test_backward_dlogits(void **state)
     check_backward(0, SSMJIT_MODEL_TRAIN, 1);
 }
 
+/* Embeddings in place of ids: the embedding rows of distinct ids give the
+ * ids' logits, and in training d_embeds is the gradient of those rows,
+ * which the reference (untied, so the lookup alone feeds the embedding's
+ * gradient) scatters into the embedding's rows unchanged. */
+static void test_embeds(void **state)
+{
+    (void)state;
+    fixture f;
+    if (!open_fixture(&f, 0, SSMJIT_F32))
+        skip();
+    const ref_mamba_cfg *rc = &f.ref.cfg;
+    size_t B = 2, L = 13, V = rc->vocab, dm = rc->d_model, n = B * L;
+    int *ids = malloc(n * sizeof *ids);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int)((i * 37 + 5) % V); /* distinct: 37 is prime to 97 and n < 97 */
+    double *emb = tu_doubles(n * dm), *want = tu_doubles(n * V), *got = tu_doubles(n * V);
+    for (size_t i = 0; i < n; i++)
+        memcpy(emb + i * dm, f.ref.embedding + (size_t)ids[i] * dm, dm * sizeof *emb);
+    ref_mamba_forward(&f.ref, B, L, ids, want, NULL, NULL);
+    void *demb = gu_upload_new(emb, n * dm, SSMJIT_F32);
+    size_t bytes;
+    void *ws = workspace(f.model, (int64_t)B, (int64_t)L, SSMJIT_MODEL_TRAIN, &bytes);
+    void *dlog = gu_alloc_poisoned(n * V, SSMJIT_F32), *dgrad = gu_alloc_poisoned(n * dm, SSMJIT_F32);
+    ssmjit_model_forward_args a = {.batch = (int64_t)B, .seqlen = (int64_t)L, .embeds = demb,
+                                   .mode = SSMJIT_MODEL_TRAIN, .logits = dlog, .workspace = ws,
+                                   .workspace_bytes = bytes};
+    assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
+    gu_download_as(got, dlog, n * V, SSMJIT_F32);
+    assert_true(tu_rel_err(got, want, n * V) <= F32_TOL);
+
+    double *dl = tu_doubles(n * V);
+    tu_fill_uniform(dl, n * V, -1, 1);
+    void *ddl = gu_upload_new(dl, n * V, SSMJIT_F32);
+    ref_mamba grads = ref_mamba_alloc(rc);
+    ref_mamba_backward_dlogits(&f.ref, B, L, ids, dl, &grads);
+    ssmjit_model_backward_args b = {.dlogits = ddl, .d_embeds = dgrad};
+    assert_int_equal(ssmjit_model_backward(f.model, &b, NULL), SSMJIT_OK);
+    double *gd = tu_doubles(n * dm), *wd = tu_doubles(n * dm);
+    gu_download_as(gd, dgrad, n * dm, SSMJIT_F32);
+    for (size_t i = 0; i < n; i++)
+        memcpy(wd + i * dm, grads.embedding + (size_t)ids[i] * dm, dm * sizeof *wd);
+    double e = tu_rel_err(gd, wd, n * dm);
+    print_message("embeds: logits %.2e, d_embeds %.2e\n", tu_rel_err(got, want, n * V), e);
+    assert_true(e <= GRAD_TOL);
+    /* without ids the model's own embedding gradient is zero (untied) */
+    ssmjit_tensor_info info;
+    assert_int_equal(ssmjit_model_tensor(f.model, "backbone.embeddings.weight", &info), SSMJIT_OK);
+    double *ge = tu_doubles(V * dm);
+    gu_download_as(ge, info.grad, V * dm, SSMJIT_F32);
+    for (size_t i = 0; i < V * dm; i++)
+        assert_true(ge[i] == 0.0);
+    ref_mamba_free(&grads);
+    gu_free(demb);
+    gu_free(ws);
+    gu_free(dlog);
+    gu_free(dgrad);
+    gu_free(ddl);
+    free(ids);
+    free(emb);
+    free(want);
+    free(got);
+    free(dl);
+    free(gd);
+    free(wd);
+    free(ge);
+    close_fixture(&f);
+}
+
 /* A bf16 model's logits against the reference with the same (rounded)
  * weights. */
 static void test_forward_bf16(void **state)
@@ -654,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_backward_dlogits),
         cmocka_unit_test(test_load_checkpoint),
         cmocka_unit_test(test_bind_tensor),
+        cmocka_unit_test(test_embeds),
         cmocka_unit_test(test_validation),
     };
     tu_apply_test_filter();
