@@ -48,6 +48,9 @@ static void load(void)
         }
         memcpy((char *)&cublas + entries[i].offset, &fn, sizeof fn);
     }
+    void *create;
+    memcpy(&create, &cublas.Create, sizeof create);
+    sj_lib_path(create, cublas.path, sizeof cublas.path);
     free(load_message);
     load_message = NULL;
     load_status = SSMJIT_OK;

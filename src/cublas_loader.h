@@ -42,6 +42,7 @@ typedef struct sj_cublas {
                              void *c, cudaDataType c_type, int ldc, cublasComputeType_t compute,
                              cublasGemmAlgo_t algo);
     const char *(*GetStatusName)(cublasStatus_t status); /* NULL before cuBLAS 11.4.2 */
+    char path[4096]; /* file the library was loaded from */
 } sj_cublas;
 
 /* Opens cuBLAS once per process (thread-safe): SSMJIT_CUBLAS_PATH if set

@@ -1,6 +1,7 @@
 #include "lib_open.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,4 +35,14 @@ void *sj_lib_open(const char *env_var, const char *const *names, size_t n, char 
     for (size_t i = 0; !lib && i < n; i++)
         lib = try_open(names[i], tried);
     return lib;
+}
+
+void sj_lib_path(void *symbol, char *out, size_t cap)
+{
+    Dl_info info;
+    char real[PATH_MAX];
+    out[0] = '\0';
+    if (!dladdr(symbol, &info) || !info.dli_fname)
+        return;
+    snprintf(out, cap, "%s", realpath(info.dli_fname, real) ? real : info.dli_fname);
 }

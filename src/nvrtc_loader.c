@@ -65,12 +65,9 @@ static void load(void)
         }
         memcpy((char *)&nvrtc + entries[i].offset, &fn, sizeof fn);
     }
-    Dl_info info;
     void *version_addr;
     memcpy(&version_addr, &nvrtc.Version, sizeof version_addr);
-    if (dladdr(version_addr, &info) && info.dli_fname &&
-        !realpath(info.dli_fname, nvrtc.path))
-        snprintf(nvrtc.path, sizeof nvrtc.path, "%s", info.dli_fname);
+    sj_lib_path(version_addr, nvrtc.path, sizeof nvrtc.path);
     free(load_message);
     load_message = NULL;
     load_status = SSMJIT_OK;

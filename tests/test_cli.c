@@ -77,6 +77,7 @@ static void test_info_without_gpu_is_not_an_error(void **state)
     assert_int_equal(cli("info"), 0);
     assert_non_null(strstr(out, "nvrtc:"));
     assert_non_null(strstr(out, "driver:"));
+    assert_non_null(strstr(out, "cublas:"));
     assert_non_null(strstr(out, "cache:"));
 }
 

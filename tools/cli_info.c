@@ -4,12 +4,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cublas_loader.h"
 
 static const char help[] =
     "usage: ssmjit info\n"
-    "Prints the CUDA driver and NVRTC found, each GPU with its architecture and\n"
-    "the target its modules are compiled for, and the cache directory and mode.\n"
-    "A missing driver or NVRTC is reported, not an error (exit 0).\n";
+    "Prints the CUDA driver, NVRTC and cuBLAS found, each GPU with its\n"
+    "architecture and the target its modules are compiled for, and the cache\n"
+    "directory and mode.  A missing driver, NVRTC or cuBLAS is reported, not an\n"
+    "error (exit 0).\n";
 
 int cli_info(int argc, char **argv)
 {
@@ -67,6 +69,11 @@ int cli_info(int argc, char **argv)
         printf("cache: %s (mode %s)\n", dir, mode && *mode ? mode : "rw");
     else
         printf("cache: none: %s\n", ssmjit_last_error());
+    const sj_cublas *cublas;
+    if (sj_cublas_get(&cublas) == SSMJIT_OK)
+        printf("cublas: %s (for the model's GEMMs)\n", cublas->path);
+    else
+        printf("cublas: not found (the model calls need it, the ops do not): %s\n", ssmjit_last_error());
     printf("modules:");
     for (size_t i = 0; i < ssmjit_module_count(); i++)
         printf(" %s", ssmjit_module_name(i));
