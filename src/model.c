@@ -442,6 +442,23 @@ ssmjit_status sj_model_gemm(ssmjit_model *m, int64_t rows, int64_t cols, int64_t
     return st;
 }
 
+ssmjit_status sj_model_linear(ssmjit_model *m, const sj_model_tensor *w, int64_t rows, const void *x,
+                              int64_t ldx, void *y, int64_t ldy, void *stream)
+{
+    return sj_model_gemm(m, rows, w->shape[0], w->shape[1], x, ldx, 0, (const void *)(uintptr_t)w->data,
+                         w->shape[1], 1, y, ldy, m->dtype, 0.0f, stream);
+}
+
+ssmjit_status sj_model_copy_in(ssmjit_model *m, void *dst, const void *src, size_t bytes, void *stream)
+{
+    int pushed;
+    SJ_TRY(sj_context_enter(m->ctx, &pushed));
+    ssmjit_status st = SJ_CU(m->drv, MemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)dst, src, bytes,
+                             (CUstream)stream);
+    sj_context_leave(m->ctx, pushed);
+    return st;
+}
+
 ssmjit_status sj_model_check_workspace(const void *workspace, size_t bytes, size_t need, const char *op)
 {
     if (need && !workspace)

@@ -98,10 +98,15 @@ static inline void *sj_lw(const ssmjit_model *m, int64_t layer, sj_layer_slot s)
     return (void *)(uintptr_t)sj_layer_tensor(m, layer, s)->data;
 }
 
-/* The LM head's weight: the embedding's when tied. */
+/* The LM head: the embedding when tied. */
+static inline const sj_model_tensor *sj_head_tensor(const ssmjit_model *m)
+{
+    return &m->t[m->cfg.tie_embeddings ? SJ_G_EMBEDDING : SJ_G_LM_HEAD];
+}
+
 static inline void *sj_head(const ssmjit_model *m)
 {
-    return (void *)(uintptr_t)m->t[m->cfg.tie_embeddings ? SJ_G_EMBEDDING : SJ_G_LM_HEAD].data;
+    return (void *)(uintptr_t)sj_head_tensor(m)->data;
 }
 
 /* Where each buffer of a forward / backward lies in the caller's
@@ -210,6 +215,15 @@ ssmjit_status sj_model_gemm(ssmjit_model *m, int64_t rows, int64_t cols, int64_t
 /* The caller's workspace: set when need > 0, at least need bytes, 256-byte
  * aligned. */
 ssmjit_status sj_model_check_workspace(const void *workspace, size_t bytes, size_t need, const char *op);
+
+/* A projection of rows of x by the weight w [out, in] (its shape from the
+ * tensor table): y[rows, out] = x[rows, in] w^T, rows ldx and ldy elements
+ * apart, in the model's dtype. */
+ssmjit_status sj_model_linear(ssmjit_model *m, const sj_model_tensor *w, int64_t rows, const void *x,
+                              int64_t ldx, void *y, int64_t ldy, void *stream);
+
+/* An asynchronous host-to-device copy on the model's context. */
+ssmjit_status sj_model_copy_in(ssmjit_model *m, void *dst, const void *src, size_t bytes, void *stream);
 
 /* Checks token ids on the host: each in [0, vocab) (or `ignore` when
  * ignore_ok).  `what` names the argument in messages. */

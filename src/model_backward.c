@@ -33,16 +33,6 @@ static ssmjit_status check_args(ssmjit_model *m, const ssmjit_model_backward_arg
     return SSMJIT_OK;
 }
 
-static ssmjit_status copy_in(ssmjit_model *m, void *dst, const void *src, size_t bytes, void *stream)
-{
-    int pushed;
-    SJ_TRY(sj_context_enter(m->ctx, &pushed));
-    ssmjit_status st = SJ_CU(m->drv, MemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)dst, src, bytes,
-                             (CUstream)stream);
-    sj_context_leave(m->ctx, pushed);
-    return st;
-}
-
 static void *grad(const sj_model_tensor *t)
 {
     return (void *)(uintptr_t)t->grad;
@@ -134,11 +124,11 @@ static ssmjit_status embedding_bwd(ssmjit_model *m, const sj_model_ws *ws, void 
         return sj_error(SSMJIT_ERR_NO_MEMORY, "%s: out of host memory", op);
     int32_t *order = plan, *seg_start = plan + n, *seg_id = plan + 2 * n + 1;
     sj_embedding_bwd_plan(m->train.ids, n, order, seg_start, seg_id, &nseg);
-    ssmjit_status st = copy_in(m, sj_ws(base, ws->order), order, (size_t)n * 4, stream);
+    ssmjit_status st = sj_model_copy_in(m, sj_ws(base, ws->order), order, (size_t)n * 4, stream);
     if (st == SSMJIT_OK)
-        st = copy_in(m, sj_ws(base, ws->seg_start), seg_start, (size_t)(nseg + 1) * 4, stream);
+        st = sj_model_copy_in(m, sj_ws(base, ws->seg_start), seg_start, (size_t)(nseg + 1) * 4, stream);
     if (st == SSMJIT_OK)
-        st = copy_in(m, sj_ws(base, ws->seg_id), seg_id, (size_t)nseg * 4, stream);
+        st = sj_model_copy_in(m, sj_ws(base, ws->seg_id), seg_id, (size_t)nseg * 4, stream);
     free(plan); /* copies from pageable memory are staged before they return */
     SJ_TRY(st);
     return sj_embedding_bwd(m->ctx, m->dtype, n, m->cfg.d_model, nseg, sj_ws(base, ws->order),
@@ -154,7 +144,7 @@ static ssmjit_status run(ssmjit_model *m, const ssmjit_model_backward_args *a, c
     void *base = m->train.workspace;
     const void *dl = a->dlogits;
     if (a->targets) {
-        SJ_TRY(copy_in(m, sj_ws(base, ws->targets), a->targets, (size_t)bl * 4, stream));
+        SJ_TRY(sj_model_copy_in(m, sj_ws(base, ws->targets), a->targets, (size_t)bl * 4, stream));
         SJ_TRY(sj_cross_entropy(m->ctx, m->dtype, bl, V, (ssmjit_matrix){a->logits, 0},
                                 sj_ws(base, ws->targets), 1.0f / (float)counted,
                                 sj_ws(base, ws->row_loss), a->loss, (ssmjit_matrix){a->logits, 0},

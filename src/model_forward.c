@@ -75,23 +75,22 @@ static ssmjit_status mixer_fwd(ssmjit_model *m, const sj_model_ws *ws, void *bas
     int64_t B = a->batch, L = a->seqlen, bl = B * L, dm = c->d_model, di = c->d_inner;
     size_t lo = l * ws->layer_stride;
     void *xz = sj_ws(base, ws->xz + lo);
-    SJ_TRY(sj_model_gemm(m, bl, 2 * di, dm, sj_ws(base, ws->normed + lo), dm, 0,
-                         sj_lw(m, l, SJ_L_IN_PROJ), dm, 1, xz, 2 * di, m->dtype, 0.0f, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_IN_PROJ), bl, sj_ws(base, ws->normed + lo), dm, xz,
+                           2 * di, stream));
     SJ_TRY(sj_model_conv_fwd(m, ws, base, l, B, L, stream));
     if (a->conv_state)
         SJ_TRY(sj_conv_state_fill(m->ctx, m->dtype, B, L, di, c->d_conv, (ssmjit_matrix){xz, 2 * di},
                                   (float *)a->conv_state + l * B * di * c->d_conv, stream));
     int64_t dbl = c->dt_rank + 2 * c->d_state;
     void *xdbl = sj_ws(base, ws->xdbl + lo);
-    SJ_TRY(sj_model_gemm(m, bl, dbl, di, sj_ws(base, ws->xc + l * ws->xc_stride), di, 0,
-                         sj_lw(m, l, SJ_L_X_PROJ), di, 1, xdbl, dbl, m->dtype, 0.0f, stream));
-    SJ_TRY(sj_model_gemm(m, bl, di, c->dt_rank, xdbl, dbl, 0, sj_lw(m, l, SJ_L_DT_PROJ), c->dt_rank,
-                         1, sj_ws(base, ws->dt + lo), di, m->dtype, 0.0f, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_X_PROJ), bl, sj_ws(base, ws->xc + l * ws->xc_stride),
+                           di, xdbl, dbl, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_DT_PROJ), bl, xdbl, dbl, sj_ws(base, ws->dt + lo), di,
+                           stream));
     void *ssm = a->ssm_state ? (float *)a->ssm_state + l * B * di * c->d_state : NULL;
     SJ_TRY(sj_model_scan_fwd(m, ws, base, l, B, L, ssm, stream));
-    return sj_model_gemm(m, bl, dm, di, sj_ws(base, ws->y + l * ws->xc_stride), di, 0,
-                         sj_lw(m, l, SJ_L_OUT_PROJ), di, 1, sj_ws(base, ws->x), dm, m->dtype, 0.0f,
-                         stream);
+    return sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_OUT_PROJ), bl, sj_ws(base, ws->y + l * ws->xc_stride),
+                           di, sj_ws(base, ws->x), dm, stream);
 }
 
 static ssmjit_status check_args(ssmjit_model *m, const ssmjit_model_forward_args *a, sj_model_ws *ws)
@@ -131,14 +130,8 @@ static ssmjit_status zero_states(ssmjit_model *m, const ssmjit_model_forward_arg
 ssmjit_status sj_model_embed(ssmjit_model *m, const int32_t *host_ids, int64_t n, void *ids_dev,
                              void *out, void *stream)
 {
-    if (host_ids) {
-        int pushed;
-        SJ_TRY(sj_context_enter(m->ctx, &pushed));
-        ssmjit_status st = SJ_CU(m->drv, MemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)ids_dev, host_ids,
-                                 (size_t)n * 4, (CUstream)stream);
-        sj_context_leave(m->ctx, pushed);
-        SJ_TRY(st);
-    }
+    if (host_ids)
+        SJ_TRY(sj_model_copy_in(m, ids_dev, host_ids, (size_t)n * 4, stream));
     return sj_embedding_fwd(m->ctx, m->dtype, n, m->cfg.d_model, m->cfg.vocab_size, ids_dev,
                             (const void *)(uintptr_t)m->t[SJ_G_EMBEDDING].data,
                             (ssmjit_matrix){out, 0}, m->dtype, stream);
@@ -174,11 +167,10 @@ static ssmjit_status run(ssmjit_model *m, const ssmjit_model_forward_args *a, co
         return SSMJIT_OK;
     if (a->last_only) {
         size_t es = ssmjit_dtype_size(m->dtype);
-        return sj_model_gemm(m, B, V, dm, (char *)normed_f + (size_t)((L - 1) * dm) * es, L * dm, 0,
-                             sj_head(m), dm, 1, a->logits, V, m->dtype, 0.0f, stream);
+        return sj_model_linear(m, sj_head_tensor(m), B, (char *)normed_f + (size_t)((L - 1) * dm) * es, L * dm,
+                               a->logits, V, stream);
     }
-    return sj_model_gemm(m, bl, V, dm, normed_f, dm, 0, sj_head(m), dm, 1, a->logits, V, m->dtype, 0.0f,
-                         stream);
+    return sj_model_linear(m, sj_head_tensor(m), bl, normed_f, dm, a->logits, V, stream);
 }
 
 SSMJIT_API ssmjit_status ssmjit_model_forward(ssmjit_model *m, const ssmjit_model_forward_args *a,

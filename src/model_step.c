@@ -36,17 +36,15 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
     ssmjit_matrix residual = {l ? resid : NULL, 0};
     SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){sj_ws(base, ws->x), 0}, residual,
                              sj_lw(m, l, SJ_L_NORM), sj_ws(base, ws->normed), resid, NULL, stream));
-    SJ_TRY(sj_model_gemm(m, B, 2 * di, dm, sj_ws(base, ws->normed), dm, 0, sj_lw(m, l, SJ_L_IN_PROJ), dm,
-                         1, xz, 2 * di, m->dtype, 0.0f, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_IN_PROJ), B, sj_ws(base, ws->normed), dm, xz, 2 * di,
+                           stream));
     ssmjit_conv1d_desc cd = {m->dtype, B, 1, di, (int)c->d_conv, 1};
     SJ_TRY(ssmjit_causal_conv1d_update(m->ctx, &cd, (ssmjit_matrix){xz, 2 * di}, sj_lw(m, l, SJ_L_CONV),
                                        sj_lw(m, l, SJ_L_CONV_BIAS),
                                        (float *)a->conv_state + l * B * di * c->d_conv,
                                        (ssmjit_matrix){xc, 0}, stream));
-    SJ_TRY(sj_model_gemm(m, B, dbl, di, xc, di, 0, sj_lw(m, l, SJ_L_X_PROJ), di, 1, xdbl, dbl, m->dtype,
-                         0.0f, stream));
-    SJ_TRY(sj_model_gemm(m, B, di, r, xdbl, dbl, 0, sj_lw(m, l, SJ_L_DT_PROJ), r, 1, dt, di, m->dtype,
-                         0.0f, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_X_PROJ), B, xc, di, xdbl, dbl, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_DT_PROJ), B, xdbl, dbl, dt, di, stream));
     ssmjit_state_update_desc ud = {
         .dtype = m->dtype, .batch = B, .dim = di, .dstate = n,
         .x = {xc, 0}, .dt = {dt, 0},
@@ -57,8 +55,7 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
         .state = (float *)a->ssm_state + l * B * di * n, .out = {y, 0},
     };
     SJ_TRY(ssmjit_selective_state_update(m->ctx, &ud, stream));
-    return sj_model_gemm(m, B, dm, di, y, di, 0, sj_lw(m, l, SJ_L_OUT_PROJ), di, 1, sj_ws(base, ws->x),
-                         dm, m->dtype, 0.0f, stream);
+    return sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, sj_ws(base, ws->x), dm, stream);
 }
 
 /* Everything a step launches after its ids are on the device. */
@@ -75,8 +72,7 @@ static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args 
     SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0}, (ssmjit_matrix){sj_ws(base, ws->resid), 0},
                              (const void *)(uintptr_t)m->t[SJ_G_NORM_F].data, normed,
                              sj_ws(base, ws->resid), NULL, stream));
-    SJ_TRY(sj_model_gemm(m, B, c->vocab_size, c->d_model, normed, c->d_model, 0, sj_head(m), c->d_model,
-                         1, a->logits, c->vocab_size, m->dtype, 0.0f, stream));
+    SJ_TRY(sj_model_linear(m, sj_head_tensor(m), B, normed, c->d_model, a->logits, c->vocab_size, stream));
     if (!a->next_ids)
         return SSMJIT_OK;
     return sj_argmax_rows(m->ctx, m->dtype, B, c->vocab_size, (ssmjit_matrix){a->logits, 0},
@@ -152,8 +148,7 @@ SSMJIT_API ssmjit_status ssmjit_model_step(ssmjit_model *m, const ssmjit_model_s
     SJ_TRY(sj_context_enter(m->ctx, &pushed));
     ssmjit_status st = SSMJIT_OK;
     if (a->ids)
-        st = SJ_CU(m->drv, MemcpyHtoDAsync, (CUdeviceptr)(uintptr_t)ids_dev, a->ids,
-                   (size_t)a->batch * 4, (CUstream)stream);
+        st = sj_model_copy_in(m, (void *)ids_dev, a->ids, (size_t)a->batch * 4, stream);
     if (st == SSMJIT_OK && m->graph && memcmp(&key, &m->key, sizeof key) == 0) {
         st = SJ_CU(m->drv, GraphLaunch, m->graph, (CUstream)stream);
     } else if (st == SSMJIT_OK) {
