@@ -50,7 +50,7 @@ typedef struct sj_step_key {
 #define SJ_PROFILE_MAX 1024
 typedef enum sj_profile_kind { SJ_PROFILE_GEMM, SJ_PROFILE_SCAN, SJ_PROFILE_KINDS } sj_profile_kind;
 typedef struct sj_model_profile {
-    int on, count;
+    int count;
     sj_profile_kind kind[SJ_PROFILE_MAX];
     CUevent start[SJ_PROFILE_MAX], end[SJ_PROFILE_MAX];
 } sj_model_profile;

@@ -39,14 +39,13 @@ ssmjit_status sj_model_profile_start(ssmjit_model *m)
     m->profile = calloc(1, sizeof *m->profile);
     if (!m->profile)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of host memory for the model profile");
-    m->profile->on = 1;
     return SSMJIT_OK;
 }
 
 void sj_model_profile_begin(ssmjit_model *m, sj_profile_kind kind, void *stream)
 {
     sj_model_profile *p = m->profile;
-    if (!p || !p->on || p->count == SJ_PROFILE_MAX)
+    if (!p || p->count == SJ_PROFILE_MAX)
         return;
     int i = p->count, pushed;
     if (sj_context_enter(m->ctx, &pushed) != SSMJIT_OK)
@@ -67,7 +66,7 @@ void sj_model_profile_begin(ssmjit_model *m, sj_profile_kind kind, void *stream)
 void sj_model_profile_end(ssmjit_model *m, void *stream)
 {
     sj_model_profile *p = m->profile;
-    if (p && p->on && p->count)
+    if (p && p->count)
         record(m, p->end[p->count - 1], stream);
 }
 
