@@ -13,43 +13,46 @@
  *     ddt_t = u_t sum_n g_t B_t + sum_n A g_t a_t h_{t-1}
  *     dA += g_t a_t h_{t-1} dt_t   d_initial_state = a_t0 g_t0 (first token)
  *
- * Design: a block is 32 channels (lanes) x GB warps of 4 states each, so one
- * launch covers 16 states; N > 16 takes ceil(N / 16) launches in stream
- * order, which pass the per-token sums over states (sum g B, sum A g a h,
- * sum C h) through a workspace accumulator.  The block walks chunks of 16
- * tokens from last to first.  For each chunk it recomputes the 16 states of
- * every token from the checkpoint at the chunk start into registers (fully
- * unrolled, 64 per thread), then runs the adjoint recurrence backwards over
- * them, so each exponential is evaluated twice and nothing per token and
- * state reaches memory.
+ * Design: a block is 64 channels x 16 states, 256 threads: each warp holds
+ * 8 channels, each channel 4 lanes (adjacent lanes) of 4 states, so the sums
+ * over states of one (token, channel) take two shuffles and no barrier.
+ * N > 16 takes ceil(N / 16) launches in stream order, which pass those sums
+ * (sum g B, sum A g a h, sum C h) through a workspace accumulator.  The block
+ * walks chunks of 16 tokens from last to first.  For each half of a chunk
+ * (the second first) it recomputes the 4 states of every token from the
+ * checkpoint at the chunk start into registers (fully unrolled, 32 a
+ * thread), then runs the adjoint recurrence backwards over them, so each
+ * exponential is evaluated 2.5 times on average and nothing per token and
+ * state reaches memory.  At most 128 registers a thread keep two blocks
+ * (16 warps) on each SM.
  *
  * Nothing uses atomics, so results are bit-reproducible:
- *  - dB, dC (sums over d): each warp sums its 32 channels through shared
- *    memory per group of 4 tokens and writes one partial per block into
- *    ws_bc [B, ndblk, L, 2N]; scan_bwd_reduce_bc sums the blocks in order.
- *  - sums over states of one (token, channel): per-warp partials in shared
- *    memory, added in warp order (then over launches, in launch order).
+ *  - dB, dC (sums over d): each warp transposes its 8 channels x 32 values
+ *    of a token through shared memory (lane l then sums value l over the
+ *    channels), the 8 warps' sums meet in shared memory every TR tokens and
+ *    one partial per block goes to ws_bc [B, ndblk, L, 2N];
+ *    scan_bwd_reduce_bc sums the blocks in order.
+ *  - sums over states of one (token, channel): shuffles in a fixed pattern
+ *    (then over launches, in launch order).
  *  - dA, dD, ddelta_bias (sums over B and L): per-thread sums over L, one
  *    partial per batch row in the workspace, summed over rows in order by
  *    scan_bwd_reduce_params.
  */
 #include "scan_common.cuh"
 
-#define SJ_BWD_NS 4    /* states per thread */
-#define SJ_BWD_NBLK 16 /* states per launch (4 warps) */
-#define SJ_BWD_TR 4    /* tokens per reduction group */
-/* Warp buffer for dB/dC: per token, one row of 8 values per lane, rows 12
- * floats apart so the 16-byte stores of 8 lanes hit distinct banks, and 8
- * floats of padding per token so that the column reads are conflict-free. */
-#define SJ_WB_ROW 12
-#define SJ_WB_TOK (32 * SJ_WB_ROW + 8)
-
-/* Shared memory (floats), mirrored by scan_bwd_smem_floats() in
- * src/ops_scan.c: two stage buffers of
- *     B, C [TS][16]; u, dt, dy', dy silu'(z), softplus' [TS][32]; info [TS]
- * then the state-sum buffers [2][TR][3][GB][32] and the warp buffers
- * [GB][TR][SJ_WB_TOK]. */
-#define SJ_BWD_BUF (2 * SJ_SCAN_CHUNK * SJ_BWD_NBLK + 5 * SJ_SCAN_CHUNK * 32 + 2 * SJ_SCAN_CHUNK)
+/* Mirrored in src/ops_scan.c (BWD_*): states per launch, channels per
+ * block, threads per block, tokens per cross-warp reduction, and the
+ * shared memory in floats (BWD_SMEM_FLOATS there): two stage buffers of
+ *     P [TS][BD] float4 {dt, dt u, dy', u}, Q [TS][BD] float2 {dy silu'(z),
+ *     softplus'}, B, C [TS][16], info [TS] int2,
+ * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP]
+ * and the cross-warp sums [2][TR][8][32]. */
+#define SJ_BWD_NBLK 16
+#define SJ_BWD_BD 64
+#define SJ_BWD_THREADS 256
+#define SJ_BWD_TR 8
+#define SJ_BWD_TP 36 /* 32 values + 4: the float4 stores of a quarter-warp hit distinct banks */
+#define SJ_BWD_BUF (6 * SJ_SCAN_CHUNK * SJ_BWD_BD + 2 * SJ_SCAN_CHUNK * SJ_BWD_NBLK + 2 * SJ_SCAN_CHUNK)
 
 struct sj_bwd_raw {
     float u, delta, dy, z;
@@ -57,29 +60,28 @@ struct sj_bwd_raw {
 
 template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_params &p)
 {
-    constexpr int TS = SJ_SCAN_CHUNK, NS = SJ_BWD_NS, TR = SJ_BWD_TR, NBLK = SJ_BWD_NBLK;
+    constexpr int TS = SJ_SCAN_CHUNK, NS = 4, TR = SJ_BWD_TR, BD = SJ_BWD_BD, NBLK = SJ_BWD_NBLK;
     extern __shared__ float4 sj_smem4[];
     float *smem = (float *)sj_smem4;
-    const int GB = blockDim.x >> 5, tid = threadIdx.x, lane = tid & 31, g = tid >> 5;
-    const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * 32, d = d0 + lane;
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2);
+    const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + ch;
     const bool dok = d < p.D;
-    const sj_i64 N = p.N, D = p.D, L = p.L, nb0 = p.nb * NBLK, n0 = nb0 + g * NS;
+    const sj_i64 N = p.N, D = p.D, L = p.L, nb0 = p.nb * NBLK, n0 = nb0 + grp * NS;
     const bool last_nb = p.nb == p.NB - 1;
-    const int RED = TR * 3 * GB * 32;
-    float *red = smem + 2 * SJ_BWD_BUF;
-    float *wb = red + 2 * RED + g * (TR * SJ_WB_TOK);
+    float *sbias = smem + 2 * SJ_BWD_BUF, *sDv = sbias + BD;
+    float *wt = sDv + BD + w * 8 * SJ_BWD_TP; /* this warp's transpose rows */
+    float *xw = sDv + BD + 8 * 8 * SJ_BWD_TP;
 
-    float A2[NS], Ar[NS], gc[NS], dA[NS];
+    float A2[NS], gc[NS], dA[NS], dAc[NS];
 #pragma unroll
     for (int k = 0; k < NS; ++k) {
-        Ar[k] = dok && n0 + k < N ? p.A[d * N + n0 + k] : 0.0f;
-        A2[k] = Ar[k] * SJ_LOG2E;
+        A2[k] = dok && n0 + k < N ? p.A[d * N + n0 + k] * SJ_LOG2E : 0.0f;
         gc[k] = 0.0f;
         dA[k] = 0.0f;
     }
     /* Sums over L in two levels (per chunk, then over chunks) to keep their
      * rounding error small for long sequences. */
-    float dD_acc = 0.0f, db_acc = 0.0f, dAc[NS], dDc = 0.0f, dbc = 0.0f;
+    float dD_acc = 0.0f, db_acc = 0.0f, dDc, dbc;
     auto state_at = [&](const float *s, sj_i64 seg, int k) {
         return s && dok && n0 + k < N ? s[(seg * D + d) * N + n0 + k] : 0.0f;
     };
@@ -91,78 +93,96 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     p.dinit[(s * D + d) * N + n0 + k] = state_at(p.dfinal, s, k);
         });
 
-    /* Staging: this thread's channel for tokens g, g + GB, ...; B and C at
-     * state tid % 16 for tokens tid / 16, + 2 GB, ... */
-    const int cnt_td = (TS - g + GB - 1) / GB;
-    const int bc_t0 = tid >> 4, bc_j = tid & 15, bc_step = 2 * GB;
-    const int cnt_bc = (TS - bc_t0 + bc_step - 1) / bc_step;
+    if (tid < BD) {
+        const bool ok = d0 + tid < D;
+        sbias[tid] = ok && p.dbias ? p.dbias[d0 + tid] : 0.0f;
+        sDv[tid] = ok && p.Dv ? p.Dv[d0 + tid] : 0.0f;
+    }
+    __syncthreads();
+
+    /* Staging: items j = tid, tid + 256, ... of the chunk's [TS][BD] tile
+     * (token j / BD, channel j % BD); B and C at token tid / 16, state
+     * tid % 16. */
+    constexpr int ITEMS = TS * BD / SJ_BWD_THREADS;
     auto load_td = [&](sj_i64 c, int k) {
-        const sj_i64 t = c * TS + g + k * GB;
+        const int j = tid + k * SJ_BWD_THREADS;
+        const sj_i64 t = c * TS + j / BD, dd = d0 + j % BD;
         sj_bwd_raw r = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (t < L && dok) {
+        if (t < L && dd < D) {
             const sj_i64 row = b * L + t;
-            r.u = sj_ld<T>(p.u, row * p.su + d);
-            r.delta = sj_ld<T>(p.delta, row * p.sdelta + d);
-            r.dy = sj_ld<T>(p.dy, row * p.sdy + d);
+            r.u = sj_ld<T>(p.u, row * p.su + dd);
+            r.delta = sj_ld<T>(p.delta, row * p.sdelta + dd);
+            r.dy = sj_ld<T>(p.dy, row * p.sdy + dd);
             if (p.z)
-                r.z = sj_ld<T>(p.z, row * p.sz + d);
+                r.z = sj_ld<T>(p.z, row * p.sz + dd);
         }
         return r;
     };
     auto store_td = [&](float *buf, sj_i64 c, int k, const sj_bwd_raw &r) {
-        const int e = (g + k * GB) * 32 + lane;
-        float *su = buf + 2 * TS * NBLK;
-        if (!(c * TS + g + k * GB < L && dok)) {
-            for (int v = 0; v < 5; ++v)
-                su[v * TS * 32 + e] = 0.0f;
+        const int j = tid + k * SJ_BWD_THREADS, col = j % BD;
+        float4 *P = (float4 *)buf;
+        float2 *Q = (float2 *)(buf + 4 * TS * BD);
+        if (!(c * TS + j / BD < L && d0 + col < D)) {
+            P[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            Q[j] = make_float2(0.0f, 0.0f);
             return;
         }
-        const float x = r.delta + (p.dbias ? p.dbias[d] : 0.0f);
-        su[e] = r.u;
-        su[TS * 32 + e] = p.softplus ? sj_softplus(x) : x;
-        su[2 * TS * 32 + e] = p.z ? r.dy * sj_silu(r.z) : r.dy;
-        su[3 * TS * 32 + e] = p.z ? r.dy * sj_silu_grad(r.z) : 0.0f;
-        su[4 * TS * 32 + e] = p.softplus ? sj_softplus_grad(x) : 1.0f;
+        const float x = r.delta + sbias[col], dt = p.softplus ? sj_softplus(x) : x;
+        P[j] = make_float4(dt, dt * r.u, p.z ? r.dy * sj_silu(r.z) : r.dy, r.u);
+        Q[j] = make_float2(p.z ? r.dy * sj_silu_grad(r.z) : 0.0f, p.softplus ? sj_softplus_grad(x) : 1.0f);
     };
-    auto load_bc = [&](sj_i64 c, int k) { return sj_load_bc<T>(p, b, c * TS + bc_t0 + k * bc_step, nb0 + bc_j); };
+    auto load_bc = [&](sj_i64 c, int) { return sj_load_bc<T>(p, b, c * TS + (tid >> 4), nb0 + (tid & 15)); };
 
-    sj_stager<4, sj_bwd_raw> st_td;
-    sj_stager<2, sj_bc_raw> st_bc;
+    sj_stager<ITEMS, sj_bwd_raw> st_td;
+    sj_stager<1, sj_bc_raw> st_bc;
     auto issue = [&](sj_i64 c) {
-        st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
-        st_bc.issue(cnt_bc, [&](int k) { return load_bc(c, k); });
+        st_td.issue(ITEMS, [&](int k) { return load_td(c, k); });
+        st_bc.issue(1, [&](int k) { return load_bc(c, k); });
     };
     auto commit = [&](sj_i64 c, float *buf) {
-        st_td.commit(cnt_td, [&](int k) { return load_td(c, k); },
+        st_td.commit(ITEMS, [&](int k) { return load_td(c, k); },
                      [&](int k, const sj_bwd_raw &r) { store_td(buf, c, k, r); });
-        st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); }, [&](int k, const sj_bc_raw &r) {
-            const int e = (bc_t0 + k * bc_step) * NBLK + bc_j;
-            buf[e] = r.b;
-            buf[TS * NBLK + e] = r.c;
+        st_bc.commit(1, [&](int k) { return load_bc(c, k); }, [&](int, const sj_bc_raw &r) {
+            buf[6 * TS * BD + tid] = r.b;
+            buf[6 * TS * BD + TS * NBLK + tid] = r.c;
         });
         if (tid < TS)
-            ((int2 *)(buf + 2 * TS * NBLK + 5 * TS * 32))[tid] = sj_token_info(p, b, c * TS + tid);
+            ((int2 *)(buf + 6 * TS * BD + 2 * TS * NBLK))[tid] = sj_token_info(p, b, c * TS + tid);
     };
 
+    /* This lane's output: du (lane 0 of a channel), ddelta (1), dz (2). */
+    void *const obase = grp == 0 ? p.du : grp == 1 ? p.ddelta : grp == 2 ? p.dz : nullptr;
+    const sj_i64 ostride = grp == 0 ? p.sdu : grp == 1 ? p.sddelta : p.sdz;
+    const float Dd = sDv[ch];
+
     const sj_i64 nch = (L + TS - 1) / TS;
+    /* State at the start of chunk c (c >= 1) from the checkpoint. */
+    auto ckpt_at = [&](sj_i64 c, int k) { return state_at(p.ckpt + (b * (nch - 1) + c - 1) * D * N, 0, k); };
+    float h0[NS];
     if (nch > 0) {
         issue(nch - 1);
         commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF);
+#pragma unroll
+        for (int k = 0; k < NS; ++k)
+            h0[k] = nch > 1 ? ckpt_at(nch - 1, k) : 0.0f;
         __syncthreads();
     }
-    int par = 0; /* state-sum buffer of the current group (alternates) */
+    int par = 0; /* cross-warp buffer of the current group (alternates) */
 
     for (sj_i64 c = nch - 1; c >= 0; --c) {
         const float *buf = smem + (c & 1) * SJ_BWD_BUF;
-        const float *sB = buf, *sC = buf + TS * NBLK, *su = sC + TS * NBLK, *sdt = su + TS * 32,
-                    *sdyp = sdt + TS * 32, *szf = sdyp + TS * 32, *sspg = szf + TS * 32;
-        const int2 *info = (const int2 *)(sspg + TS * 32);
+        const float4 *sP = (const float4 *)buf;
+        const float2 *sQ = (const float2 *)(buf + 4 * TS * BD);
+        const float *sB = buf + 6 * TS * BD, *sC = sB + TS * NBLK;
+        const int2 *info = (const int2 *)(sC + TS * NBLK);
         if (c > 0)
             issue(c - 1);
-
+        float h0n[NS];
 #pragma unroll
-        for (int k = 0; k < NS; ++k)
+        for (int k = 0; k < NS; ++k) {
+            h0n[k] = c > 1 ? ckpt_at(c - 1, k) : 0.0f;
             dAc[k] = 0.0f;
+        }
         dDc = dbc = 0.0f;
 
         /* The chunk's work, instantiated twice (the lambda is inlined at
@@ -171,58 +191,65 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
          * check folds away, so no per-token loads of initial or final
          * states and no branches remain in the unrolled loops. */
         auto run_chunk = [&](const bool plain) {
-            float h0[NS], hs[TS][NS];
+            /* States of tokens i0 .. i0 + TR - 1 from hin, the state before
+             * token i0. */
+            auto states = [&](int i0, const float *hin, float (*hs)[NS]) {
+#pragma unroll
+                for (int r = 0; r < TR; ++r) {
+                    const int i = i0 + r;
+                    const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
+                    const float4 pv = sP[i * BD + ch];
+                    const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
+                    const float bv[NS] = {bb.x, bb.y, bb.z, bb.w};
+#pragma unroll
+                    for (int k = 0; k < NS; ++k) {
+                        float hp = r > 0 ? hs[r - 1][k] : hin[k];
+                        if (ti.y & SJ_TOK_START)
+                            hp = state_at(p.init, ti.x, k);
+                        hs[r][k] = fmaf(sj_exp2_decay(pv.x * A2[k]), hp, pv.y * bv[k]);
+                    }
+                }
+            };
+            /* The chunk in two halves of TR tokens, the second first; the
+             * first half's states are computed twice (once to reach the
+             * second half), so that only TR tokens of states occupy
+             * registers. */
+            float hs[TR][NS], hm[NS];
+            states(0, h0, hs);
 #pragma unroll
             for (int k = 0; k < NS; ++k)
-                h0[k] = c > 0 ? state_at(p.ckpt + (b * (nch - 1) + c - 1) * D * N, 0, k) : 0.0f;
-
-            /* States of every token of the chunk. */
+                hm[k] = hs[TR - 1][k];
 #pragma unroll
-            for (int i = 0; i < TS; ++i) {
-                const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
-                const float dt = sdt[i * 32 + lane], dtu = dt * su[i * 32 + lane];
-                const float4 bb = *(const float4 *)(sB + i * NBLK + g * NS);
-                const float bv[NS] = {bb.x, bb.y, bb.z, bb.w};
-#pragma unroll
-                for (int k = 0; k < NS; ++k) {
-                    float hp = i > 0 ? hs[i - 1][k] : h0[k];
-                    if (ti.y & SJ_TOK_START)
-                        hp = state_at(p.init, ti.x, k);
-                    hs[i][k] = fmaf(exp2f(dt * A2[k]), hp, dtu * bv[k]);
-                }
-            }
-
-            /* Adjoint recurrence, last token first, in groups of TR tokens. */
-#pragma unroll
-            for (int grp = TS / TR - 1; grp >= 0; --grp) {
-                float *rd = red + par * RED;
+            for (int gi = TS / TR - 1; gi >= 0; --gi) {
+                const float *hin = gi > 0 ? hm : h0;
+                states(gi * TR, hin, hs);
+                float *xr = xw + par * TR * 8 * 32;
+                /* Adjoint recurrence, last token first. */
 #pragma unroll
                 for (int r = TR - 1; r >= 0; --r) {
-                    const int i = grp * TR + r;
+                    const int i = gi * TR + r;
                     const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
-                    const float u = su[i * 32 + lane], dt = sdt[i * 32 + lane], dyp = sdyp[i * 32 + lane];
-                    const float dtu = dt * u;
-                    const float4 bb = *(const float4 *)(sB + i * NBLK + g * NS);
-                    const float4 cc = *(const float4 *)(sC + i * NBLK + g * NS);
+                    const float4 pv = sP[i * BD + ch]; /* dt, dt u, dy', u */
+                    const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
+                    const float4 cc = *(const float4 *)(sC + i * NBLK + grp * NS);
                     const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, cv[NS] = {cc.x, cc.y, cc.z, cc.w};
-                    float duraw = 0.0f, ddtA = 0.0f, yp = 0.0f, vB[NS], vC[NS];
+                    float sgb = 0.0f, sqa = 0.0f, sch = 0.0f, vB[NS], vC[NS];
 #pragma unroll
                     for (int k = 0; k < NS; ++k) {
                         if (ti.y & SJ_TOK_END)
                             gc[k] = state_at(p.dfinal, ti.x, k);
-                        float hp = i > 0 ? hs[i - 1][k] : h0[k];
+                        float hp = r > 0 ? hs[r - 1][k] : hin[k];
                         if (ti.y & SJ_TOK_START)
                             hp = state_at(p.init, ti.x, k);
-                        const float a = exp2f(dt * A2[k]);
-                        const float gk = fmaf(cv[k], dyp, gc[k]);
-                        vB[k] = gk * dtu;
-                        vC[k] = dyp * hs[i][k];
-                        duraw = fmaf(gk, bv[k], duraw);
-                        yp = fmaf(cv[k], hs[i][k], yp);
-                        gc[k] = a * gk;
+                        const float gk = fmaf(cv[k], pv.z, gc[k]);
+                        vB[k] = gk * pv.y;
+                        vC[k] = pv.z * hs[r][k];
+                        sgb = fmaf(gk, bv[k], sgb);
+                        sch = fmaf(cv[k], hs[r][k], sch);
+                        gc[k] = sj_exp2_decay(pv.x * A2[k]) * gk;
                         const float q = gc[k] * hp;
-                        dAc[k] = fmaf(q, dt, dAc[k]);
-                        ddtA = fmaf(q, Ar[k], ddtA);
+                        dAc[k] = fmaf(q, pv.x, dAc[k]);
+                        sqa = fmaf(q, A2[k], sqa);
                     }
                     if ((ti.y & SJ_TOK_START) && p.dinit && dok) {
 #pragma unroll
@@ -230,44 +257,32 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                             if (n0 + k < N)
                                 p.dinit[((sj_i64)ti.x * D + d) * N + n0 + k] = gc[k];
                     }
-                    float *row = wb + r * SJ_WB_TOK + lane * SJ_WB_ROW;
+
+                    /* dB, dC over the warp's 8 channels: lane (c, g) then
+                     * holds value c of lane group g, summed. */
+                    float *row = wt + (lane >> 2) * SJ_BWD_TP + grp * 8;
                     *(float4 *)row = make_float4(vB[0], vB[1], vB[2], vB[3]);
                     *(float4 *)(row + 4) = make_float4(vC[0], vC[1], vC[2], vC[3]);
-                    rd[((r * 3 + 0) * GB + g) * 32 + lane] = duraw;
-                    rd[((r * 3 + 1) * GB + g) * 32 + lane] = ddtA;
-                    rd[((r * 3 + 2) * GB + g) * 32 + lane] = yp;
-                }
-
-                /* dB, dC of this warp's states summed over its 32 channels: lane
-                 * (r, j) adds column j of token r. */
-                __syncwarp();
-                {
-                    const int r = lane >> 3, j = lane & 7;
-                    const float *col = wb + r * SJ_WB_TOK + j;
+                    __syncwarp();
                     float s = 0.0f;
-#pragma unroll 8
-                    for (int l = 0; l < 32; ++l)
-                        s += col[l * SJ_WB_ROW];
-                    const sj_i64 t = c * TS + grp * TR + r, n = n0 + (j & 3);
-                    if (t < L && n < N)
-                        p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (j >> 2) * N + n] = s;
-                }
-                __syncwarp();
-                __syncthreads();
+#pragma unroll
+                    for (int cw = 0; cw < 8; ++cw)
+                        s += wt[cw * SJ_BWD_TP + grp * 8 + (lane >> 2)];
+                    __syncwarp();
+                    xr[(r * 8 + w) * 32 + lane] = s;
 
-                /* Per (token, channel): the sums over this launch's states in warp
-                 * order, then over launches, then the outputs. */
-                for (int e = tid; e < TR * 32; e += blockDim.x) {
-                    const int r = e >> 5, i = grp * TR + r, ei = i * 32 + lane;
-                    const sj_i64 t = c * TS + i;
-                    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
-                    for (int w = 0; w < GB; ++w) {
-                        s0 += rd[((r * 3 + 0) * GB + w) * 32 + lane];
-                        s1 += rd[((r * 3 + 1) * GB + w) * 32 + lane];
-                        s2 += rd[((r * 3 + 2) * GB + w) * 32 + lane];
+                    /* Sums over this channel's states (4 lanes); every lane
+                     * gets the same bits. */
+#pragma unroll
+                    for (int m = 1; m <= 2; m <<= 1) {
+                        sgb += __shfl_xor_sync(0xffffffffu, sgb, m);
+                        sqa += __shfl_xor_sync(0xffffffffu, sqa, m);
+                        sch += __shfl_xor_sync(0xffffffffu, sch, m);
                     }
-                    if (t >= L || !dok)
+                    const sj_i64 t = c * TS + i;
+                    if (!(plain || t < L) || !dok)
                         continue;
+                    float s0 = sgb, s1 = sqa * SJ_LN2, s2 = sch;
                     if (p.NB > 1) {
                         float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
                         if (p.nb > 0) {
@@ -276,22 +291,36 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                             s2 += acc[2];
                         }
                         if (!last_nb) {
-                            acc[0] = s0;
-                            acc[1] = s1;
-                            acc[2] = s2;
+                            if (grp == 0) {
+                                acc[0] = s0;
+                                acc[1] = s1;
+                                acc[2] = s2;
+                            }
                             continue;
                         }
                     }
-                    const float u = su[ei], dt = sdt[ei], dyp = sdyp[ei];
-                    const float Dd = p.Dv ? p.Dv[d] : 0.0f;
-                    const sj_i64 row = b * L + t;
-                    const float ddl = fmaf(u, s0, s1) * sspg[ei];
-                    sj_st<T>(p.du, row * p.sdu + d, fmaf(dt, s0, Dd * dyp));
-                    sj_st<T>(p.ddelta, row * p.sddelta + d, ddl);
-                    if (p.z)
-                        sj_st<T>(p.dz, row * p.sdz + d, szf[ei] * fmaf(Dd, u, s2));
-                    dDc = fmaf(dyp, u, dDc);
+                    const float2 qv = sQ[i * BD + ch]; /* dy silu'(z), softplus' */
+                    const float ddl = fmaf(pv.w, s0, s1) * qv.y;
+                    const float v = grp == 0 ? fmaf(pv.x, s0, Dd * pv.z) : grp == 1 ? ddl : qv.x * fmaf(Dd, pv.w, s2);
+                    if (obase)
+                        sj_st<T>(obase, (b * L + t) * ostride + d, v);
                     dbc += ddl;
+                    dDc = fmaf(pv.z, pv.w, dDc);
+                }
+
+                /* dB, dC of the group's tokens summed over the block's 8
+                 * warps: thread (token tid / 32, value lane). */
+                __syncthreads();
+                {
+                    const int r = tid >> 5;
+                    float s = 0.0f;
+#pragma unroll
+                    for (int ww = 0; ww < 8; ++ww)
+                        s += xr[(r * 8 + ww) * 32 + lane];
+                    const int v = lane >> 2;
+                    const sj_i64 t = c * TS + gi * TR + r, n = nb0 + grp * NS + (v & 3);
+                    if (t < L && n < N)
+                        p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (v >> 2) * N + n] = s;
                 }
                 par ^= 1;
             }
@@ -306,8 +335,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             run_chunk(false);
 
 #pragma unroll
-        for (int k = 0; k < NS; ++k)
+        for (int k = 0; k < NS; ++k) {
             dA[k] += dAc[k];
+            h0[k] = h0n[k];
+        }
         dD_acc += dDc;
         db_acc += dbc;
         if (c > 0)
@@ -319,23 +350,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     for (int k = 0; k < NS; ++k)
         if (dok && n0 + k < N)
             p.ws_dA[(b * D + d) * N + n0 + k] = dA[k];
-
-    if (last_nb) {
-        /* Per-channel sums of this block's threads, in warp order. */
-        float *sd = red;
-        __syncthreads();
-        sd[g * 32 + lane] = dD_acc;
-        sd[(GB + g) * 32 + lane] = db_acc;
-        __syncthreads();
-        if (g == 0 && dok) {
-            float sD = 0.0f, sb = 0.0f;
-            for (int w = 0; w < GB; ++w) {
-                sD += sd[w * 32 + lane];
-                sb += sd[(GB + w) * 32 + lane];
-            }
-            p.ws_dD[b * D + d] = sD;
-            p.ws_db[b * D + d] = sb;
-        }
+    /* One lane of each channel holds its sums over L. */
+    if (last_nb && dok) {
+        if (grp == 1)
+            p.ws_db[b * D + d] = db_acc;
+        if (grp == 3)
+            p.ws_dD[b * D + d] = dD_acc;
     }
 }
 
@@ -362,7 +382,7 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
 }
 
 #define SJ_SCAN_BWD_KERNELS(T, sfx, unused)                                                              \
-    extern "C" __global__ void __launch_bounds__(128) scan_bwd_##sfx(const sj_scan_params p)             \
+    extern "C" __global__ void __launch_bounds__(SJ_BWD_THREADS, 2) scan_bwd_##sfx(const sj_scan_params p)             \
     {                                                                                                    \
         sj_scan_bwd<T>(p);                                                                               \
     }                                                                                                    \

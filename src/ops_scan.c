@@ -9,13 +9,17 @@
 #include "ops_scan.h"
 #include "validate.h"
 
-/* Must match kernels_src: SJ_SCAN_CHUNK, SJ_BWD_NBLK, SJ_BWD_TR,
- * SJ_WB_TOK and SJ_BWD_BUF. */
+/* Must match kernels_src: SJ_SCAN_CHUNK and the backward's SJ_BWD_NBLK,
+ * SJ_BWD_BD, SJ_BWD_THREADS, SJ_BWD_TR, SJ_BWD_TP, SJ_BWD_BUF and the
+ * shared-memory layout described beside them. */
 #define SCAN_CHUNK 16
 #define BWD_NBLK 16
-#define BWD_TR 4
-#define BWD_WB_TOK (32 * 12 + 8)
-#define BWD_BUF (2 * SCAN_CHUNK * BWD_NBLK + 5 * SCAN_CHUNK * 32 + 2 * SCAN_CHUNK)
+#define BWD_BD 64
+#define BWD_THREADS 256
+#define BWD_TR 8
+#define BWD_TP 36
+#define BWD_BUF (6 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK + 2 * SCAN_CHUNK)
+#define BWD_SMEM_FLOATS (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + 2 * BWD_TR * 8 * 32)
 
 #define SCAN_MAX_N 256
 #define SCAN_MAX_BATCH 65535 /* gridDim.y */
@@ -154,7 +158,7 @@ static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc
      * checkpoint (a state every SCAN_CHUNK tokens) and the backward's
      * dB/dC partials and accumulators.  With B, D and N bounded above,
      * the per-segment parts cannot take the total past 2^63. */
-    const int64_t token_bytes = 4 * (ceil_div(sh->D * sh->N, SCAN_CHUNK) + ceil_div(sh->D, 32) * 2 * sh->N +
+    const int64_t token_bytes = 4 * (ceil_div(sh->D * sh->N, SCAN_CHUNK) + ceil_div(sh->D, BWD_BD) * 2 * sh->N +
                                      3 * sh->D + 64);
     SJ_TRY(sj_check_size(sh->B, sh->L, token_bytes, op, "the backward workspace"));
     sh->nch = ceil_div(sh->L, SCAN_CHUNK);
@@ -314,14 +318,14 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
 /* Byte offsets of the backward's workspace parts; each starts aligned. */
 typedef struct bwd_layout {
     size_t ckpt, bc, acc, dA, dD, db, total;
-    int64_t ndblk; /* channel blocks of 32 */
+    int64_t ndblk; /* channel blocks of BWD_BD */
     int64_t nblocks; /* launches of BWD_NBLK states */
 } bwd_layout;
 
 static bwd_layout bwd_layout_for(const ssmjit_selective_scan_desc *desc, const scan_shape *sh)
 {
     bwd_layout w;
-    w.ndblk = ceil_div(sh->D, 32);
+    w.ndblk = ceil_div(sh->D, BWD_BD);
     w.nblocks = ceil_div(sh->N, BWD_NBLK);
     const size_t f = sizeof(float), B = (size_t)sh->B, L = (size_t)sh->L, D = (size_t)sh->D,
                  N = (size_t)sh->N;
@@ -481,12 +485,9 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         p.ndblk = w.ndblk;
         CUfunction fn;
         SJ_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(desc->dtype), &fn));
-        /* One warp per 4 states; all 4 when the states take several launches. */
-        const int64_t warps = w.nblocks > 1 ? BWD_NBLK / 4 : ceil_div(sh.N, 4);
-        const unsigned smem =
-            (unsigned)((2 * BWD_BUF + 2 * BWD_TR * 3 * warps * 32 + warps * BWD_TR * BWD_WB_TOK) * sizeof(float));
+        const unsigned smem = BWD_SMEM_FLOATS * sizeof(float);
         sj_dim3 grid = {(unsigned)w.ndblk, (unsigned)sh.B, 1};
-        sj_dim3 block = {(unsigned)(32 * warps), 1, 1};
+        sj_dim3 block = {BWD_THREADS, 1, 1};
         /* The launches of successive state blocks chain through ws_acc in
          * stream order. */
         for (int64_t nb = 0; nb < w.nblocks; nb++) {
