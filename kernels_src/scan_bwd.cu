@@ -45,8 +45,9 @@
  * shared memory in floats (BWD_SMEM_FLOATS there): two stage buffers of
  *     P [TS][BD] float4 {dt, dt u, dy', u}, Q [TS][BD] float2 {dy silu'(z),
  *     softplus'}, B, C [TS][16], info [TS] int2,
- * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP]
- * and the cross-warp sums [2][TR][8][32]. */
+ * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP],
+ * the cross-warp sums [2][TR][8][32], the raw copies (in T) u, delta, dy, z
+ * [TS][BD] and B, C [TS][16], and the checkpoint states [BD][16]. */
 #define SJ_BWD_NBLK 16
 #define SJ_BWD_BD 64
 #define SJ_BWD_THREADS 256
@@ -100,54 +101,89 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     }
     __syncthreads();
 
-    /* Staging: items j = tid, tid + 256, ... of the chunk's [TS][BD] tile
-     * (token j / BD, channel j % BD); B and C at token tid / 16, state
-     * tid % 16. */
-    constexpr int ITEMS = TS * BD / SJ_BWD_THREADS;
-    auto load_td = [&](sj_i64 c, int k) {
-        const int j = tid + k * SJ_BWD_THREADS;
-        const sj_i64 t = c * TS + j / BD, dd = d0 + j % BD;
-        sj_bwd_raw r = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (t < L && dd < D) {
-            const sj_i64 row = b * L + t;
-            r.u = sj_ld<T>(p.u, row * p.su + dd);
-            r.delta = sj_ld<T>(p.delta, row * p.sdelta + dd);
-            r.dy = sj_ld<T>(p.dy, row * p.sdy + dd);
-            if (p.z)
-                r.z = sj_ld<T>(p.z, row * p.sz + dd);
-        }
-        return r;
+    const sj_i64 nch = (L + TS - 1) / TS;
+    /* Staging without registers: the chunk's raw rows are copied to shared
+     * memory asynchronously in 4-byte words (VE channels or states each)
+     * while the previous chunk computes; each thread then converts the
+     * words it copied (word wi = tid, tid + 256, ...) into the stage
+     * buffer: P, Q at [token][channel] and B, C at [token][state]. */
+    constexpr int VE = 4 / sizeof(T), WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
+    T *raw = (T *)(xw + 2 * TR * 8 * 32); /* u, delta, dy, z [TS][BD]; B, C [TS][16] */
+    float *sck = (float *)(raw + 4 * TS * BD + 2 * TS * NBLK); /* checkpoint [BD][16] */
+    const void *const act[4] = {p.u, p.delta, p.dy, p.z};
+    const sj_i64 act_stride[4] = {p.su, p.sdelta, p.sdy, p.sz};
+    /* Copies `n` (0..VE) elements of row `row` from element `col` of x
+     * into the word at dst: asynchronously when the word is aligned, else
+     * element by element. */
+    auto copy_word = [&](T *dst, const void *x, sj_i64 stride, sj_i64 row, sj_i64 col, sj_i64 n) {
+        const T *src = (const T *)x + row * stride + col;
+        if (VE == 1 || ((unsigned long long)x % 4 == 0 && stride % 2 == 0))
+            sj_copy4(dst, n > 0 ? src : (const T *)x, (int)(n > 0 ? n : 0) * (int)sizeof(T));
+        else
+            for (int e = 0; e < VE; ++e)
+                dst[e] = e < n ? src[e] : sj_from_float<T>(0.0f);
     };
-    auto store_td = [&](float *buf, sj_i64 c, int k, const sj_bwd_raw &r) {
-        const int j = tid + k * SJ_BWD_THREADS, col = j % BD;
+    auto issue = [&](sj_i64 c) {
+#pragma unroll
+        for (int k = 0; k < WITEMS; ++k) {
+            const int wi = tid + k * SJ_BWD_THREADS;
+            const sj_i64 t = c * TS + wi / WPR, col = d0 + (wi % WPR) * VE;
+            const sj_i64 n = t < L ? min((sj_i64)VE, D - col) : 0;
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (q < 3 || p.z)
+                    copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
+        }
+        if (tid < BCW) {
+            const sj_i64 t = c * TS + tid / (NBLK / VE), n = nb0 + (tid % (NBLK / VE)) * VE;
+            const sj_i64 cnt = t < L ? min((sj_i64)VE, N - n) : 0;
+            copy_word(raw + 4 * TS * BD + tid * VE, p.B, p.sB, b * L + t, n, cnt);
+            copy_word(raw + 4 * TS * BD + TS * NBLK + tid * VE, p.C, p.sC, b * L + t, n, cnt);
+        }
+        /* The state at the chunk's start (checkpoint c - 1), for c >= 1. */
+#pragma unroll
+        for (int k = 0; k < NS; ++k) {
+            const bool ok = c >= 1 && dok && n0 + k < N;
+            const float *src = p.ckpt + ((b * (nch - 1) + c - 1) * D + d) * N + n0 + k;
+            sj_copy4(sck + ch * NBLK + grp * NS + k, ok ? src : p.A, ok ? 4 : 0);
+        }
+    };
+    /* Waits for this thread's copies of chunk c and converts them into buf;
+     * h0 gets the chunk's starting state. */
+    auto commit = [&](sj_i64 c, float *buf, float *h0) {
+        sj_copy_wait();
         float4 *P = (float4 *)buf;
         float2 *Q = (float2 *)(buf + 4 * TS * BD);
-        if (!(c * TS + j / BD < L && d0 + col < D)) {
-            P[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            Q[j] = make_float2(0.0f, 0.0f);
-            return;
+#pragma unroll
+        for (int k = 0; k < WITEMS; ++k) {
+#pragma unroll
+            for (int e = 0; e < VE; ++e) {
+                const int j = (tid + k * SJ_BWD_THREADS) * VE + e, col = j % BD;
+                const float u = sj_to_float(raw[j]), x = sj_to_float(raw[TS * BD + j]) + sbias[col];
+                const float dy = sj_to_float(raw[2 * TS * BD + j]), z = p.z ? sj_to_float(raw[3 * TS * BD + j]) : 0.0f;
+                if (!(c * TS + j / BD < L && d0 + col < D)) {
+                    P[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    Q[j] = make_float2(0.0f, 0.0f);
+                    continue;
+                }
+                const float dt = p.softplus ? sj_softplus(x) : x;
+                P[j] = make_float4(dt, dt * u, p.z ? dy * sj_silu(z) : dy, u);
+                Q[j] = make_float2(p.z ? dy * sj_silu_grad(z) : 0.0f, p.softplus ? sj_softplus_grad(x) : 1.0f);
+            }
         }
-        const float x = r.delta + sbias[col], dt = p.softplus ? sj_softplus(x) : x;
-        P[j] = make_float4(dt, dt * r.u, p.z ? r.dy * sj_silu(r.z) : r.dy, r.u);
-        Q[j] = make_float2(p.z ? r.dy * sj_silu_grad(r.z) : 0.0f, p.softplus ? sj_softplus_grad(x) : 1.0f);
-    };
-    auto load_bc = [&](sj_i64 c, int) { return sj_load_bc<T>(p, b, c * TS + (tid >> 4), nb0 + (tid & 15)); };
-
-    sj_stager<ITEMS, sj_bwd_raw> st_td;
-    sj_stager<1, sj_bc_raw> st_bc;
-    auto issue = [&](sj_i64 c) {
-        st_td.issue(ITEMS, [&](int k) { return load_td(c, k); });
-        st_bc.issue(1, [&](int k) { return load_bc(c, k); });
-    };
-    auto commit = [&](sj_i64 c, float *buf) {
-        st_td.commit(ITEMS, [&](int k) { return load_td(c, k); },
-                     [&](int k, const sj_bwd_raw &r) { store_td(buf, c, k, r); });
-        st_bc.commit(1, [&](int k) { return load_bc(c, k); }, [&](int, const sj_bc_raw &r) {
-            buf[6 * TS * BD + tid] = r.b;
-            buf[6 * TS * BD + TS * NBLK + tid] = r.c;
-        });
+        if (tid < BCW) {
+#pragma unroll
+            for (int e = 0; e < VE; ++e) {
+                const int j = tid * VE + e;
+                buf[6 * TS * BD + j] = sj_to_float(raw[4 * TS * BD + j]);
+                buf[6 * TS * BD + TS * NBLK + j] = sj_to_float(raw[4 * TS * BD + TS * NBLK + j]);
+            }
+        }
         if (tid < TS)
             ((int2 *)(buf + 6 * TS * BD + 2 * TS * NBLK))[tid] = sj_token_info(p, b, c * TS + tid);
+#pragma unroll
+        for (int k = 0; k < NS; ++k)
+            h0[k] = sck[ch * NBLK + grp * NS + k];
     };
 
     /* This lane's output: du (lane 0 of a channel), ddelta (1), dz (2). */
@@ -155,16 +191,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     const sj_i64 ostride = grp == 0 ? p.sdu : grp == 1 ? p.sddelta : p.sdz;
     const float Dd = sDv[ch];
 
-    const sj_i64 nch = (L + TS - 1) / TS;
-    /* State at the start of chunk c (c >= 1) from the checkpoint. */
-    auto ckpt_at = [&](sj_i64 c, int k) { return state_at(p.ckpt + (b * (nch - 1) + c - 1) * D * N, 0, k); };
     float h0[NS];
     if (nch > 0) {
         issue(nch - 1);
-        commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF);
-#pragma unroll
-        for (int k = 0; k < NS; ++k)
-            h0[k] = nch > 1 ? ckpt_at(nch - 1, k) : 0.0f;
+        commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0);
         __syncthreads();
     }
     int par = 0; /* cross-warp buffer of the current group (alternates) */
@@ -177,12 +207,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         const int2 *info = (const int2 *)(sC + TS * NBLK);
         if (c > 0)
             issue(c - 1);
-        float h0n[NS];
 #pragma unroll
-        for (int k = 0; k < NS; ++k) {
-            h0n[k] = c > 1 ? ckpt_at(c - 1, k) : 0.0f;
+        for (int k = 0; k < NS; ++k)
             dAc[k] = 0.0f;
-        }
         dDc = dbc = 0.0f;
 
         /* The chunk's work, instantiated twice (the lambda is inlined at
@@ -335,14 +362,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             run_chunk(false);
 
 #pragma unroll
-        for (int k = 0; k < NS; ++k) {
+        for (int k = 0; k < NS; ++k)
             dA[k] += dAc[k];
-            h0[k] = h0n[k];
-        }
         dD_acc += dDc;
         db_acc += dbc;
         if (c > 0)
-            commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF);
+            commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF, h0);
         __syncthreads();
     }
 

@@ -132,6 +132,33 @@ template <typename T> __device__ __forceinline__ void sj_st(void *base, sj_i64 i
     ((T *)base)[i] = sj_from_float<T>(v);
 }
 
+/* Copies `bytes` (0..4) from global src to shared dst and zero-fills the
+ * rest of the 4-byte word, without holding registers until it lands:
+ * cp.async where the GPU has it (sm_80 on), else a plain load and store.
+ * Each thread must sj_copy_wait() before reading what it copied. */
+__device__ __forceinline__ void sj_copy4(void *dst, const void *src, int bytes)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+#else
+    unsigned w = 0;
+    if (bytes == 4)
+        w = *(const unsigned *)src;
+    else
+        for (int i = 0; i < bytes; ++i)
+            w |= (unsigned)((const unsigned char *)src)[i] << (8 * i);
+    *(unsigned *)dst = w;
+#endif
+}
+
+__device__ __forceinline__ void sj_copy_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 /* 16 bytes of one activation row: 4 f32 or 8 f16/bf16 values. */
 __device__ __forceinline__ unsigned sj_bits(float v) { return __float_as_uint(v); }
 __device__ __forceinline__ unsigned sj_bits(sj_half v) { return v.bits; }

@@ -19,7 +19,8 @@
 #define BWD_TR 8
 #define BWD_TP 36
 #define BWD_BUF (6 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK + 2 * SCAN_CHUNK)
-#define BWD_SMEM_FLOATS (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + 2 * BWD_TR * 8 * 32)
+#define BWD_SMEM_FLOATS (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + 2 * BWD_TR * 8 * 32 + BWD_BD * BWD_NBLK)
+#define BWD_RAW_ELEMS (4 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK) /* in the activation dtype */
 
 #define SCAN_MAX_N 256
 #define SCAN_MAX_BATCH 65535 /* gridDim.y */
@@ -485,7 +486,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         p.ndblk = w.ndblk;
         CUfunction fn;
         SJ_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(desc->dtype), &fn));
-        const unsigned smem = BWD_SMEM_FLOATS * sizeof(float);
+        const unsigned smem = (unsigned)(BWD_SMEM_FLOATS * sizeof(float) + BWD_RAW_ELEMS * ssmjit_dtype_size(desc->dtype));
         sj_dim3 grid = {(unsigned)w.ndblk, (unsigned)sh.B, 1};
         sj_dim3 block = {BWD_THREADS, 1, 1};
         /* The launches of successive state blocks chain through ws_acc in
