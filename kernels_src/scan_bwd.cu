@@ -43,8 +43,8 @@
 /* Mirrored in src/ops_scan.c (BWD_*): states per launch, channels per
  * block, threads per block, tokens per cross-warp reduction, and the
  * shared memory in floats (BWD_SMEM_FLOATS there): two stage buffers of
- *     P [TS][BD] float4 {dt, dt u, dy', u}, Q [TS][BD] float2 {dy silu'(z),
- *     softplus'}, B, C [TS][16], info [TS] int2,
+ *     P [TS][BD] float4 {dt, u, dy', dy silu'(z)}, S [TS][BD] softplus',
+ *     B, C [TS][16], info [TS] int2,
  * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP],
  * the cross-warp sums [2][TR][8][32], the raw copies (in T) u, delta, dy, z
  * [TS][BD] and B, C [TS][16], and the checkpoint states [BD][16]. */
@@ -53,11 +53,8 @@
 #define SJ_BWD_THREADS 256
 #define SJ_BWD_TR 8
 #define SJ_BWD_TP 36 /* 32 values + 4: the float4 stores of a quarter-warp hit distinct banks */
-#define SJ_BWD_BUF (6 * SJ_SCAN_CHUNK * SJ_BWD_BD + 2 * SJ_SCAN_CHUNK * SJ_BWD_NBLK + 2 * SJ_SCAN_CHUNK)
+#define SJ_BWD_BUF (5 * SJ_SCAN_CHUNK * SJ_BWD_BD + 2 * SJ_SCAN_CHUNK * SJ_BWD_NBLK + 2 * SJ_SCAN_CHUNK)
 
-struct sj_bwd_raw {
-    float u, delta, dy, z;
-};
 
 template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_params &p)
 {
@@ -153,7 +150,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     auto commit = [&](sj_i64 c, float *buf, float *h0) {
         sj_copy_wait();
         float4 *P = (float4 *)buf;
-        float2 *Q = (float2 *)(buf + 4 * TS * BD);
+        float *S = buf + 4 * TS * BD;
 #pragma unroll
         for (int k = 0; k < WITEMS; ++k) {
 #pragma unroll
@@ -163,24 +160,24 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 const float dy = sj_to_float(raw[2 * TS * BD + j]), z = p.z ? sj_to_float(raw[3 * TS * BD + j]) : 0.0f;
                 if (!(c * TS + j / BD < L && d0 + col < D)) {
                     P[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    Q[j] = make_float2(0.0f, 0.0f);
+                    S[j] = 0.0f;
                     continue;
                 }
-                const float dt = p.softplus ? sj_softplus(x) : x;
-                P[j] = make_float4(dt, dt * u, p.z ? dy * sj_silu(z) : dy, u);
-                Q[j] = make_float2(p.z ? dy * sj_silu_grad(z) : 0.0f, p.softplus ? sj_softplus_grad(x) : 1.0f);
+                P[j] = make_float4(p.softplus ? sj_softplus(x) : x, u, p.z ? dy * sj_silu(z) : dy,
+                                   p.z ? dy * sj_silu_grad(z) : 0.0f);
+                S[j] = p.softplus ? sj_softplus_grad(x) : 1.0f;
             }
         }
         if (tid < BCW) {
 #pragma unroll
             for (int e = 0; e < VE; ++e) {
                 const int j = tid * VE + e;
-                buf[6 * TS * BD + j] = sj_to_float(raw[4 * TS * BD + j]);
-                buf[6 * TS * BD + TS * NBLK + j] = sj_to_float(raw[4 * TS * BD + TS * NBLK + j]);
+                buf[5 * TS * BD + j] = sj_to_float(raw[4 * TS * BD + j]);
+                buf[5 * TS * BD + TS * NBLK + j] = sj_to_float(raw[4 * TS * BD + TS * NBLK + j]);
             }
         }
         if (tid < TS)
-            ((int2 *)(buf + 6 * TS * BD + 2 * TS * NBLK))[tid] = sj_token_info(p, b, c * TS + tid);
+            ((int2 *)(buf + 5 * TS * BD + 2 * TS * NBLK))[tid] = sj_token_info(p, b, c * TS + tid);
 #pragma unroll
         for (int k = 0; k < NS; ++k)
             h0[k] = sck[ch * NBLK + grp * NS + k];
@@ -202,8 +199,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     for (sj_i64 c = nch - 1; c >= 0; --c) {
         const float *buf = smem + (c & 1) * SJ_BWD_BUF;
         const float4 *sP = (const float4 *)buf;
-        const float2 *sQ = (const float2 *)(buf + 4 * TS * BD);
-        const float *sB = buf + 6 * TS * BD, *sC = sB + TS * NBLK;
+        const float *sS = buf + 4 * TS * BD, *sB = sS + TS * BD, *sC = sB + TS * NBLK;
         const int2 *info = (const int2 *)(sC + TS * NBLK);
         if (c > 0)
             issue(c - 1);
@@ -227,13 +223,13 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
                     const float4 pv = sP[i * BD + ch];
                     const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
-                    const float bv[NS] = {bb.x, bb.y, bb.z, bb.w};
+                    const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, dtu = pv.x * pv.y;
 #pragma unroll
                     for (int k = 0; k < NS; ++k) {
                         float hp = r > 0 ? hs[r - 1][k] : hin[k];
                         if (ti.y & SJ_TOK_START)
                             hp = state_at(p.init, ti.x, k);
-                        hs[r][k] = fmaf(sj_exp2_decay(pv.x * A2[k]), hp, pv.y * bv[k]);
+                        hs[r][k] = fmaf(sj_exp2_ftz(pv.x * A2[k]), hp, dtu * bv[k]);
                     }
                 }
             };
@@ -256,7 +252,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 for (int r = TR - 1; r >= 0; --r) {
                     const int i = gi * TR + r;
                     const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
-                    const float4 pv = sP[i * BD + ch]; /* dt, dt u, dy', u */
+                    const float4 pv = sP[i * BD + ch]; /* dt, u, dy', dy silu'(z) */
+                    const float dtu = pv.x * pv.y;
                     const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
                     const float4 cc = *(const float4 *)(sC + i * NBLK + grp * NS);
                     const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, cv[NS] = {cc.x, cc.y, cc.z, cc.w};
@@ -269,11 +266,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                         if (ti.y & SJ_TOK_START)
                             hp = state_at(p.init, ti.x, k);
                         const float gk = fmaf(cv[k], pv.z, gc[k]);
-                        vB[k] = gk * pv.y;
+                        vB[k] = gk * dtu;
                         vC[k] = pv.z * hs[r][k];
                         sgb = fmaf(gk, bv[k], sgb);
                         sch = fmaf(cv[k], hs[r][k], sch);
-                        gc[k] = sj_exp2_decay(pv.x * A2[k]) * gk;
+                        gc[k] = sj_exp2_ftz(pv.x * A2[k]) * gk;
                         const float q = gc[k] * hp;
                         dAc[k] = fmaf(q, pv.x, dAc[k]);
                         sqa = fmaf(q, A2[k], sqa);
@@ -326,13 +323,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                             continue;
                         }
                     }
-                    const float2 qv = sQ[i * BD + ch]; /* dy silu'(z), softplus' */
-                    const float ddl = fmaf(pv.w, s0, s1) * qv.y;
-                    const float v = grp == 0 ? fmaf(pv.x, s0, Dd * pv.z) : grp == 1 ? ddl : qv.x * fmaf(Dd, pv.w, s2);
+                    const float ddl = fmaf(pv.y, s0, s1) * sS[i * BD + ch];
+                    const float v = grp == 0 ? fmaf(pv.x, s0, Dd * pv.z) : grp == 1 ? ddl : pv.w * fmaf(Dd, pv.y, s2);
                     if (obase)
                         sj_st<T>(obase, (b * L + t) * ostride + d, v);
                     dbc += ddl;
-                    dDc = fmaf(pv.z, pv.w, dDc);
+                    dDc = fmaf(pv.z, pv.y, dDc);
                 }
 
                 /* dB, dC of the group's tokens summed over the block's 8

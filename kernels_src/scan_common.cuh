@@ -16,18 +16,6 @@
 /* Tokens per chunk: the unit of shared-memory staging and the checkpoint
  * interval (SCAN_CHUNK in src/ops_scan.c). */
 #define SJ_SCAN_CHUNK 16
-#define SJ_LOG2E 1.4426950408889634f
-#define SJ_LN2 0.6931471805599453f
-
-/* 2^x for a decay factor exp(dt A) (x <= 0).  Flushing a subnormal result
- * to zero changes a state by less than 2^-126 of its size, so the
- * flush-to-zero form, one instruction, serves with fast math off too. */
-__device__ __forceinline__ float sj_exp2_decay(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 /* Kernel argument block, passed by value.  Every field is 8 bytes so that
  * the host mirror (struct sj_scan_params in src/ops_scan.c) has the same
@@ -157,77 +145,6 @@ __device__ __forceinline__ void sj_copy_wait()
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
-}
-
-/* 16 bytes of one activation row: 4 f32 or 8 f16/bf16 values. */
-__device__ __forceinline__ unsigned sj_bits(float v) { return __float_as_uint(v); }
-__device__ __forceinline__ unsigned sj_bits(sj_half v) { return v.bits; }
-__device__ __forceinline__ unsigned sj_bits(sj_bf16 v) { return v.bits; }
-
-__device__ __forceinline__ unsigned sj_word(const uint4 &v, int w)
-{
-    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-}
-
-/* Value i of a 16-byte group of T. */
-template <typename T> __device__ __forceinline__ float sj_lane(const uint4 &v, int i);
-template <> __device__ __forceinline__ float sj_lane<float>(const uint4 &v, int i)
-{
-    return __uint_as_float(sj_word(v, i));
-}
-template <> __device__ __forceinline__ float sj_lane<sj_half>(const uint4 &v, int i)
-{
-    return sj_to_float(sj_half{(unsigned short)(sj_word(v, i >> 1) >> (16 * (i & 1)))});
-}
-template <> __device__ __forceinline__ float sj_lane<sj_bf16>(const uint4 &v, int i)
-{
-    return sj_to_float(sj_bf16{(unsigned short)(sj_word(v, i >> 1) >> (16 * (i & 1)))});
-}
-
-/* Elements off .. off + 16/sizeof(T) - 1 of base, those from `rem` on
- * zero: one 16-byte load when `vec` says the row is aligned for it and the
- * whole group is inside, else one load per element (row tails, odd
- * strides). */
-template <typename T> __device__ __forceinline__ uint4 sj_load16(const void *base, sj_i64 off, sj_i64 rem, bool vec)
-{
-    constexpr int VE = 16 / sizeof(T);
-    const T *p = (const T *)base + off;
-    if (vec && rem >= VE)
-        return *(const uint4 *)p;
-    unsigned w[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int i = 0; i < VE; ++i)
-        if (i < rem)
-            w[i * (int)sizeof(T) / 4] |= sj_bits(p[i]) << (sizeof(T) == 2 ? 16 * (i & 1) : 0);
-    return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-/* Stores v[0 .. rem - 1] (at most 16/sizeof(T) values) at base + off, in
- * one 16-byte store when `vec` allows and the whole group is inside. */
-template <typename T>
-__device__ __forceinline__ void sj_store16(void *base, sj_i64 off, sj_i64 rem, bool vec, const float *v)
-{
-    constexpr int VE = 16 / sizeof(T);
-    T *p = (T *)base + off;
-    if (vec && rem >= VE) {
-        unsigned w[4] = {0, 0, 0, 0};
-#pragma unroll
-        for (int i = 0; i < VE; ++i)
-            w[i * (int)sizeof(T) / 4] |= sj_bits(sj_from_float<T>(v[i])) << (sizeof(T) == 2 ? 16 * (i & 1) : 0);
-        *(uint4 *)p = make_uint4(w[0], w[1], w[2], w[3]);
-        return;
-    }
-#pragma unroll
-    for (int i = 0; i < VE; ++i)
-        if (i < rem)
-            p[i] = sj_from_float<T>(v[i]);
-}
-
-/* Whether rows of a tensor with this base and row stride can be read in
- * 16-byte groups starting at multiples of 16/sizeof(T) elements. */
-template <typename T> __device__ __forceinline__ bool sj_vec_ok(const void *base, sj_i64 stride)
-{
-    return ((unsigned long long)base % 16 == 0) && stride % (16 / (sj_i64)sizeof(T)) == 0;
 }
 
 /* Shared-memory float4 view; callers keep offsets multiples of 4. */
@@ -425,7 +342,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     const int k = 4 * q + j;
-                    h[k] = fmaf(sj_exp2_decay(dt * A2[k]), h[k], dtu * bv[j]);
+                    h[k] = fmaf(sj_exp2_ftz(dt * A2[k]), h[k], dtu * bv[j]);
                     if (OUT)
                         yq[j] = fmaf(cv[j], h[k], yq[j]);
                 }

@@ -60,6 +60,91 @@ template <> __device__ __forceinline__ sj_bf16 sj_from_float<sj_bf16>(float f)
 
 __device__ __forceinline__ float sj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+/* 16 bytes of one activation row: 4 f32 or 8 f16/bf16 values. */
+__device__ __forceinline__ unsigned sj_bits(float v) { return __float_as_uint(v); }
+__device__ __forceinline__ unsigned sj_bits(sj_half v) { return v.bits; }
+__device__ __forceinline__ unsigned sj_bits(sj_bf16 v) { return v.bits; }
+
+__device__ __forceinline__ unsigned sj_word(const uint4 &v, int w)
+{
+    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+/* Value i of a 16-byte group of T. */
+template <typename T> __device__ __forceinline__ float sj_lane(const uint4 &v, int i);
+template <> __device__ __forceinline__ float sj_lane<float>(const uint4 &v, int i)
+{
+    return __uint_as_float(sj_word(v, i));
+}
+template <> __device__ __forceinline__ float sj_lane<sj_half>(const uint4 &v, int i)
+{
+    return sj_to_float(sj_half{(unsigned short)(sj_word(v, i >> 1) >> (16 * (i & 1)))});
+}
+template <> __device__ __forceinline__ float sj_lane<sj_bf16>(const uint4 &v, int i)
+{
+    return sj_to_float(sj_bf16{(unsigned short)(sj_word(v, i >> 1) >> (16 * (i & 1)))});
+}
+
+/* Elements off .. off + 16/sizeof(T) - 1 of base, those from `rem` on
+ * zero: one 16-byte load when `vec` says the row is aligned for it and the
+ * whole group is inside, else one load per element (row tails, odd
+ * strides). */
+template <typename T> __device__ __forceinline__ uint4 sj_load16(const void *base, sj_i64 off, sj_i64 rem, bool vec)
+{
+    constexpr int VE = 16 / sizeof(T);
+    const T *p = (const T *)base + off;
+    if (vec && rem >= VE)
+        return *(const uint4 *)p;
+    unsigned w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < VE; ++i)
+        if (i < rem)
+            w[i * (int)sizeof(T) / 4] |= sj_bits(p[i]) << (sizeof(T) == 2 ? 16 * (i & 1) : 0);
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* Stores v[0 .. rem - 1] (at most 16/sizeof(T) values) at base + off, in
+ * one 16-byte store when `vec` allows and the whole group is inside. */
+template <typename T>
+__device__ __forceinline__ void sj_store16(void *base, sj_i64 off, sj_i64 rem, bool vec, const float *v)
+{
+    constexpr int VE = 16 / sizeof(T);
+    T *p = (T *)base + off;
+    if (vec && rem >= VE) {
+        unsigned w[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int i = 0; i < VE; ++i)
+            w[i * (int)sizeof(T) / 4] |= sj_bits(sj_from_float<T>(v[i])) << (sizeof(T) == 2 ? 16 * (i & 1) : 0);
+        *(uint4 *)p = make_uint4(w[0], w[1], w[2], w[3]);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < VE; ++i)
+        if (i < rem)
+            p[i] = sj_from_float<T>(v[i]);
+}
+
+/* Whether rows of a tensor with this base and row stride can be read in
+ * 16-byte groups starting at multiples of 16/sizeof(T) elements. */
+template <typename T> __device__ __forceinline__ bool sj_vec_ok(const void *base, sj_i64 stride)
+{
+    return ((unsigned long long)base % 16 == 0) && stride % (16 / (sj_i64)sizeof(T)) == 0;
+}
+
+#define SJ_LOG2E 1.4426950408889634f
+#define SJ_LN2 0.6931471805599453f
+
+/* 2^x in one instruction, a subnormal result flushed to zero.  Where the
+ * result is a factor that shrinks a value (a scan's decay exp(dt A), a
+ * softmax term exp(x - max)), the flush changes it by less than 2^-126 of
+ * the value it scales, so this serves with fast math off too. */
+__device__ __forceinline__ float sj_exp2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 __device__ __forceinline__ float sj_silu(float x) { return x * sj_sigmoid(x); }
 
 /* d/dx silu(x) = s + x s (1 - s). */

@@ -37,7 +37,8 @@ ssmjit_status sj_kernel_get(ssmjit_context *ctx, sj_module_id mod, sj_kernel_rol
 
 /* cuLaunchKernel with the context made current if it is not, every error
  * checked and reported with the kernel's name.  smem above 48 KiB is allowed
- * (the function's dynamic shared-memory limit is raised first). */
+ * (the function's dynamic shared-memory limit is raised first); above what
+ * the device allows a block, SSMJIT_ERR_UNSUPPORTED. */
 ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
                         unsigned smem_bytes, void *stream, void **args);
 

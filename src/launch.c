@@ -4,6 +4,11 @@
 ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
                         unsigned smem_bytes, void *stream, void **args)
 {
+    const int cap = ctx->props.max_smem_per_block_optin;
+    if (cap > 0 && smem_bytes > (unsigned)cap)
+        return sj_error(SSMJIT_ERR_UNSUPPORTED,
+                        "a kernel of this op needs %u bytes of shared memory a block; this GPU allows %d",
+                        smem_bytes, cap);
     int pushed;
     ssmjit_status st = sj_context_enter(ctx, &pushed);
     if (st != SSMJIT_OK)

@@ -29,6 +29,7 @@
 
 #include "context.h"
 #include "gemm.h"
+#include "kernel.h"
 #include "ops_model.h"
 #include "test_util.h"
 
@@ -1310,10 +1311,25 @@ static void test_values_for_bad_input(void **state)
     ssmjit_context_destroy(NULL);
 }
 
+/* A launch that asks more shared memory a block than the device allows
+ * fails with a message, before the driver is called (the stand-in has
+ * none); up to the limit it goes on to the driver. */
+static void test_launch_above_shared_memory(void **state)
+{
+    fixture *f = *state;
+    const sj_dim3 one = {1, 1, 1};
+    const unsigned cap = (unsigned)f->ctx->props.max_smem_per_block_optin;
+    assert_int_equal(sj_launch(f->ctx, NULL, one, one, cap + 1, NULL, NULL), SSMJIT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(ssmjit_last_error(), "shared memory"));
+    assert_int_equal(sj_launch(f->ctx, NULL, one, one, cap, NULL, NULL), SSMJIT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(ssmjit_last_error(), "driver has no cu"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_for_bad_input),
+        cmocka_unit_test(test_launch_above_shared_memory),
         cmocka_unit_test(test_valid_base_arguments),
         cmocka_unit_test(test_table),
     };
