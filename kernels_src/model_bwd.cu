@@ -79,35 +79,80 @@ __device__ float block_lse(float m, float s, float *red_m, float *red_s)
     return m + logf(s);
 }
 
+/* exp(v - m), a term of a softmax over values whose max is m. */
+__device__ __forceinline__ float sj_exp_shifted(float v, float m) { return sj_exp2_ftz((v - m) * SJ_LOG2E); }
+
+/* The (max, sum of exp(v - max)) pair of n values; NaN among them makes the
+ * sum NaN and the max NaN, so that lse_merge passes it on. */
+template <int N> __device__ __forceinline__ void lse_of(const float (&v)[N], float &m, float &s)
+{
+    m = SJ_NEG_INF;
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+        m = v[e] > m ? v[e] : m;
+    s = 0.0f;
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+        s += v[e] == SJ_NEG_INF ? 0.0f : sj_exp_shifted(v[e], m);
+    if (s != s)
+        m = s;
+}
+
 /* One block per row, grid-strided over rows; blockDim.x a multiple of 32.
  * row_loss = logsumexp(x) - x[target]; dx = scale * (softmax(x) -
  * onehot(target)) unless dx is NULL.  A target outside [0, vocab) (-100
- * among them) marks an ignored row: loss 0, gradient 0.  dx may be x
- * itself: the target's logit is read before the block meets in block_lse,
- * and afterwards each thread reads an element before writing it. */
+ * among them) marks an ignored row: loss 0, gradient 0.  Rows of x that
+ * start on 16 bytes are read in 16-byte groups (and written so where dx's
+ * row does too), the rest of the row (and other rows) element by
+ * element.  dx may be x itself:
+ * the target's logit is read before the block meets in block_lse, and
+ * afterwards each thread reads a group or element before writing it. */
 template <typename T>
 __device__ void cross_entropy(const T *x, sj_i64 sx, const int *targets, float scale,
                               float *row_loss, T *dx, sj_i64 sdx, sj_i64 rows, sj_i64 vocab)
 {
+    constexpr int VE = 16 / sizeof(T);
     __shared__ float red_m[32], red_s[32];
     for (sj_i64 row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * sx;
+        T *dr = dx ? dx + row * sdx : nullptr;
         const int tgt = targets[row];
         const bool ignored = tgt < 0 || tgt >= vocab;
         const float xt = threadIdx.x == 0 && !ignored ? sj_to_float(xr[tgt]) : 0.0f;
+        /* The groups read depend on x alone, so that the loss (and dx) do
+         * not depend on where dx lies. */
+        const sj_i64 nvec = (unsigned long long)xr % 16 == 0 ? vocab / VE : 0;
         float m = SJ_NEG_INF, s = 0.0f;
-        for (sj_i64 j = threadIdx.x; j < vocab; j += blockDim.x)
+        for (sj_i64 g = threadIdx.x; g < nvec; g += blockDim.x) {
+            const uint4 w = ((const uint4 *)xr)[g];
+            float v[VE], gm, gs;
+#pragma unroll
+            for (int e = 0; e < VE; ++e)
+                v[e] = sj_lane<T>(w, e);
+            lse_of(v, gm, gs);
+            lse_merge(m, s, gm, gs);
+        }
+        for (sj_i64 j = nvec * VE + threadIdx.x; j < vocab; j += blockDim.x)
             lse_add(m, s, sj_to_float(xr[j]));
         const float lse = block_lse(m, s, red_m, red_s);
         if (threadIdx.x == 0)
             row_loss[row] = ignored ? 0.0f : lse - xt;
         if (!dx)
             continue;
-        T *dr = dx + row * sdx;
-        for (sj_i64 j = threadIdx.x; j < vocab; j += blockDim.x) {
-            const float p = expf(sj_to_float(xr[j]) - lse) - (j == tgt ? 1.0f : 0.0f);
-            dr[j] = sj_from_float<T>(ignored ? 0.0f : scale * p);
+        auto grad = [&](float v, sj_i64 j) {
+            return ignored ? 0.0f : scale * (sj_exp_shifted(v, lse) - (j == tgt ? 1.0f : 0.0f));
+        };
+        const bool dvec = (unsigned long long)dr % 16 == 0;
+        for (sj_i64 g = threadIdx.x; g < nvec; g += blockDim.x) {
+            const uint4 w = ((const uint4 *)xr)[g];
+            float v[VE];
+#pragma unroll
+            for (int e = 0; e < VE; ++e)
+                v[e] = grad(sj_lane<T>(w, e), g * VE + e);
+            sj_store16<T>(dr, g * VE, VE, dvec, v);
         }
+        for (sj_i64 j = nvec * VE + threadIdx.x; j < vocab; j += blockDim.x)
+            dr[j] = sj_from_float<T>(grad(sj_to_float(xr[j]), j));
     }
 }
 

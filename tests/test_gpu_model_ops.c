@@ -340,6 +340,8 @@ static void test_cross_entropy(void **state)
         check_ce(ctx, dtypes[a], 1, 1, 0);
         check_ce(ctx, dtypes[a], 7, 11, 1);
         check_ce(ctx, dtypes[a], 33, 1000, 0);
+        /* Row 0 aligned: 16-byte groups, then a tail; other rows not. */
+        check_ce(ctx, dtypes[a], 5, 1003, 0);
         check_ce(ctx, dtypes[a], 13, 50280, 1);
     }
     /* More rows than a grid holds. */
