@@ -111,7 +111,7 @@ template <typename T>
 __device__ void cross_entropy(const T *x, sj_i64 sx, const int *targets, float scale,
                               float *row_loss, T *dx, sj_i64 sdx, sj_i64 rows, sj_i64 vocab)
 {
-    constexpr int VE = 16 / sizeof(T);
+    constexpr int VE = sj_group16<T>();
     __shared__ float red_m[32], red_s[32];
     for (sj_i64 row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * sx;
@@ -149,7 +149,7 @@ __device__ void cross_entropy(const T *x, sj_i64 sx, const int *targets, float s
 #pragma unroll
             for (int e = 0; e < VE; ++e)
                 v[e] = grad(sj_lane<T>(w, e), g * VE + e);
-            sj_store16<T>(dr, g * VE, VE, dvec, v);
+            sj_store_group<T>(dr, g * VE, VE, dvec, v);
         }
         for (sj_i64 j = nvec * VE + threadIdx.x; j < vocab; j += blockDim.x)
             dr[j] = sj_from_float<T>(grad(sj_to_float(xr[j]), j));

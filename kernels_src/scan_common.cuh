@@ -151,8 +151,8 @@ __device__ __forceinline__ void sj_copy_wait()
 __device__ __forceinline__ float4 *sj_f4(float *p) { return (float4 *)p; }
 __device__ __forceinline__ const float4 *sj_f4(const float *p) { return (const float4 *)p; }
 
-/* Raw forward inputs of one staging item: a 16-byte group of channels of
- * one token. */
+/* Raw forward inputs of one staging item: a group of 4 channels of one
+ * token (16 bytes in f32, 8 in 16-bit). */
 struct sj_fwd_raw {
     uint4 u, delta, z;
 };
@@ -188,7 +188,8 @@ __device__ __forceinline__ sj_bc_raw sj_load_bc(const sj_scan_params &p, sj_i64 
  * are staged once in shared memory (dt and the gate already transformed)
  * and shared by the G groups, while the loads of the next chunk are in
  * flight.  The per-group partial outputs are summed through shared memory
- * after each chunk and y leaves in 16-byte groups, like the inputs came.
+ * after each chunk and y leaves in groups of 4 channels, like the inputs
+ * came.
  *
  * Shared memory, per stage buffer (two): B, C [TS][Npad]; u, dt, gate
  * [TS][BD]; token info [TS] (int2); then one [TS][G][BD] partial-output
@@ -242,16 +243,20 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     }
     __syncthreads();
 
-    /* Staging without divisions: u, dt and the gate in 16-byte groups of
-     * VE channels, group j of the chunk's [TS][BD] tile at token j / (BD /
+    /* Staging without divisions: u, dt and the gate in groups of VE
+     * channels, group j of the chunk's [TS][BD] tile at token j / (BD /
      * VE) (a shift: BD and VE are powers of two), this thread taking
      * groups tid, tid + blockDim, ...; B, C at state bc_j for tokens
-     * bc_t0, bc_t0 + bc_step, ... (blockDim is a multiple of Npad). */
-    constexpr int VE = 16 / sizeof(T);
+     * bc_t0, bc_t0 + bc_step, ... (blockDim is a multiple of Npad).
+     * Groups are 16 bytes where that still gives every thread a group, else
+     * 4 channels (8 bytes in 16-bit), which spreads a chunk's softplus over
+     * all threads: with 4 states a thread, N = 16 makes 4 state groups, and
+     * 16-byte groups of 16-bit values would leave half the threads idle. */
+    constexpr int VW = sj_group16<T>(), VE = NS <= 4 ? 4 : VW;
     const int nthr = BD * G, vshift = __ffs(BD / VE) - 1, ngrp = TS * BD / VE;
     const int cnt_td = tid < ngrp ? (ngrp - tid + nthr - 1) / nthr : 0;
-    const bool vu = sj_vec_ok<T>(p.u, p.su), vdelta = sj_vec_ok<T>(p.delta, p.sdelta),
-               vz = sj_vec_ok<T>(p.z, p.sz), vy = sj_vec_ok<T>(p.y, p.sy);
+    const bool vu = sj_group_ok<T, VE>(p.u, p.su), vdelta = sj_group_ok<T, VE>(p.delta, p.sdelta),
+               vz = sj_group_ok<T, VE>(p.z, p.sz), vy = sj_group_ok<T, VE>(p.y, p.sy);
     const int bc_step = BD / NS, bc_t0 = tid / Npad, bc_j = tid % Npad;
     const int cnt_bc = bc_t0 < TS ? (TS - bc_t0 + bc_step - 1) / bc_step : 0;
     auto load_td = [&](sj_i64 c, int k) {
@@ -260,10 +265,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         sj_fwd_raw r = {};
         if (t < p.L) {
             const sj_i64 row = b * p.L + t;
-            r.u = sj_load16<T>(p.u, row * p.su + dc, p.D - dc, vu);
-            r.delta = sj_load16<T>(p.delta, row * p.sdelta + dc, p.D - dc, vdelta);
+            r.u = sj_load_group<T, VE>(p.u, row * p.su + dc, p.D - dc, vu);
+            r.delta = sj_load_group<T, VE>(p.delta, row * p.sdelta + dc, p.D - dc, vdelta);
             if (OUT && p.z)
-                r.z = sj_load16<T>(p.z, row * p.sz + dc, p.D - dc, vz);
+                r.z = sj_load_group<T, VE>(p.z, row * p.sz + dc, p.D - dc, vz);
         }
         return r;
     };
@@ -411,7 +416,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     yv[4 * q + 2] = fmaf(dv.z, uu.z, y.z) * gz.z;
                     yv[4 * q + 3] = fmaf(dv.w, uu.w, y.w) * gz.w;
                 }
-                sj_store16<T>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
+                sj_store_group<T, VE>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
             }
         }
 

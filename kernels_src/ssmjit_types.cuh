@@ -60,7 +60,7 @@ template <> __device__ __forceinline__ sj_bf16 sj_from_float<sj_bf16>(float f)
 
 __device__ __forceinline__ float sj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* 16 bytes of one activation row: 4 f32 or 8 f16/bf16 values. */
+/* Up to 16 bytes of one activation row: 4 f32 or 8 f16/bf16 values. */
 __device__ __forceinline__ unsigned sj_bits(float v) { return __float_as_uint(v); }
 __device__ __forceinline__ unsigned sj_bits(sj_half v) { return v.bits; }
 __device__ __forceinline__ unsigned sj_bits(sj_bf16 v) { return v.bits; }
@@ -70,7 +70,7 @@ __device__ __forceinline__ unsigned sj_word(const uint4 &v, int w)
     return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
 
-/* Value i of a 16-byte group of T. */
+/* Value i of a group of T. */
 template <typename T> __device__ __forceinline__ float sj_lane(const uint4 &v, int i);
 template <> __device__ __forceinline__ float sj_lane<float>(const uint4 &v, int i)
 {
@@ -85,16 +85,24 @@ template <> __device__ __forceinline__ float sj_lane<sj_bf16>(const uint4 &v, in
     return sj_to_float(sj_bf16{(unsigned short)(sj_word(v, i >> 1) >> (16 * (i & 1)))});
 }
 
-/* Elements off .. off + 16/sizeof(T) - 1 of base, those from `rem` on
- * zero: one 16-byte load when `vec` says the row is aligned for it and the
- * whole group is inside, else one load per element (row tails, odd
- * strides). */
-template <typename T> __device__ __forceinline__ uint4 sj_load16(const void *base, sj_i64 off, sj_i64 rem, bool vec)
+/* A group: VE consecutive elements of a row, 8 or 16 bytes (16 by
+ * default), held in a uint4 (an 8-byte group in .x, .y). */
+template <typename T> __host__ __device__ constexpr int sj_group16() { return 16 / (int)sizeof(T); }
+
+/* Elements off .. off + VE - 1 of base, those from `rem` on zero: one
+ * load when `vec` says the row is aligned for the group and the whole
+ * group is inside, else one load per element (row tails, odd strides). */
+template <typename T, int VE = sj_group16<T>()>
+__device__ __forceinline__ uint4 sj_load_group(const void *base, sj_i64 off, sj_i64 rem, bool vec)
 {
-    constexpr int VE = 16 / sizeof(T);
+    static_assert(VE * sizeof(T) == 8 || VE * sizeof(T) == 16, "a group is 8 or 16 bytes");
     const T *p = (const T *)base + off;
-    if (vec && rem >= VE)
-        return *(const uint4 *)p;
+    if (vec && rem >= VE) {
+        if (VE * sizeof(T) == 16)
+            return *(const uint4 *)p;
+        const uint2 h = *(const uint2 *)p;
+        return make_uint4(h.x, h.y, 0u, 0u);
+    }
     unsigned w[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < VE; ++i)
@@ -103,19 +111,21 @@ template <typename T> __device__ __forceinline__ uint4 sj_load16(const void *bas
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-/* Stores v[0 .. rem - 1] (at most 16/sizeof(T) values) at base + off, in
- * one 16-byte store when `vec` allows and the whole group is inside. */
-template <typename T>
-__device__ __forceinline__ void sj_store16(void *base, sj_i64 off, sj_i64 rem, bool vec, const float *v)
+/* Stores v[0 .. rem - 1] (at most VE values) at base + off, in one store
+ * when `vec` allows and the whole group is inside. */
+template <typename T, int VE = sj_group16<T>()>
+__device__ __forceinline__ void sj_store_group(void *base, sj_i64 off, sj_i64 rem, bool vec, const float *v)
 {
-    constexpr int VE = 16 / sizeof(T);
     T *p = (T *)base + off;
     if (vec && rem >= VE) {
         unsigned w[4] = {0, 0, 0, 0};
 #pragma unroll
         for (int i = 0; i < VE; ++i)
             w[i * (int)sizeof(T) / 4] |= sj_bits(sj_from_float<T>(v[i])) << (sizeof(T) == 2 ? 16 * (i & 1) : 0);
-        *(uint4 *)p = make_uint4(w[0], w[1], w[2], w[3]);
+        if (VE * sizeof(T) == 16)
+            *(uint4 *)p = make_uint4(w[0], w[1], w[2], w[3]);
+        else
+            *(uint2 *)p = make_uint2(w[0], w[1]);
         return;
     }
 #pragma unroll
@@ -125,10 +135,11 @@ __device__ __forceinline__ void sj_store16(void *base, sj_i64 off, sj_i64 rem, b
 }
 
 /* Whether rows of a tensor with this base and row stride can be read in
- * 16-byte groups starting at multiples of 16/sizeof(T) elements. */
-template <typename T> __device__ __forceinline__ bool sj_vec_ok(const void *base, sj_i64 stride)
+ * groups of VE elements starting at multiples of VE. */
+template <typename T, int VE = sj_group16<T>()>
+__device__ __forceinline__ bool sj_group_ok(const void *base, sj_i64 stride)
 {
-    return ((unsigned long long)base % 16 == 0) && stride % (16 / (sj_i64)sizeof(T)) == 0;
+    return (unsigned long long)base % (VE * sizeof(T)) == 0 && stride % VE == 0;
 }
 
 #define SJ_LOG2E 1.4426950408889634f
