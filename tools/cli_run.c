@@ -85,12 +85,13 @@ static ssmjit_status alloc(const sj_driver *drv, CUdeviceptr *p, size_t bytes)
     return SJ_CU(drv, MemAlloc, p, bytes ? bytes : 1);
 }
 
-/* The first maximum of a row of logits on the host. */
+/* The first maximum of a row of logits on the host; -1 when its buffer
+ * cannot be had. */
 static int32_t argmax_host(const void *row, int64_t n, ssmjit_dtype dtype)
 {
     float *f = malloc((size_t)n * sizeof *f);
     if (!f)
-        return 0;
+        return -1;
     sj_convert(f, SSMJIT_F32, row, dtype, (size_t)n);
     int64_t best = 0;
     for (int64_t i = 1; i < n; i++)
@@ -141,8 +142,8 @@ static int decode(ssmjit_model *m, const sj_driver *drv, const run_opts *o, buff
     int32_t *out = malloc((size_t)o->steps * sizeof *out);
     if (st == SSMJIT_OK && !out)
         st = SSMJIT_ERR_NO_MEMORY;
-    if (st == SSMJIT_OK)
-        out[0] = argmax_host(row, c.vocab_size, dt);
+    if (st == SSMJIT_OK && (out[0] = argmax_host(row, c.vocab_size, dt)) < 0)
+        st = SSMJIT_ERR_NO_MEMORY;
     free(row);
     /* Each step reads its token from `next` and writes the following one
      * there, so every step has the same pointers and replays one graph. */
