@@ -207,6 +207,15 @@ typedef sj_scan_fwd_shape fwd_shape;
 
 #define FWD_MAX_THREADS SJ_SCAN_FWD_MAX_THREADS
 
+/* Dynamic shared memory of sj_scan_fwd (see sj_fwd_layout). */
+unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
+{
+    int npad = f->groups * f->ns;
+    int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * f->bd + 2 * SCAN_CHUNK;
+    int partial = SCAN_CHUNK * f->groups * f->bd, bias_and_d = 2 * f->bd;
+    return (unsigned)((2 * buf + partial + bias_and_d) * sizeof(float));
+}
+
 /* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits)
  * and as many channels per block as fill 256 threads, from 16 to 128: at
  * the reference shape that keeps twice as many warps resident as 16
@@ -236,6 +245,11 @@ static fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
         f.bd /= 2;
     if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= FWD_MAX_THREADS)
         f.bd = bd;
+    /* Narrower blocks where the device allows a block less shared memory
+     * than the shape takes (sm_75: 64 KB, 71 KB at N = 16 by default). */
+    const int cap = sj_context_props(ctx)->max_smem_per_block_optin;
+    while (cap > 0 && f.bd > 16 && sj_scan_fwd_smem_bytes(&f) > (unsigned)cap)
+        f.bd /= 2;
     return f;
 }
 
@@ -251,15 +265,6 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
 /* The states-only pass that rebuilds the checkpoint: slices of 16 states,
  * one group each, over grid.z (the states are independent without y). */
 static const fwd_shape states_shape = {16, 1, 128};
-
-/* Dynamic shared memory of sj_scan_fwd (see sj_fwd_layout). */
-static unsigned fwd_smem_bytes(const fwd_shape *f)
-{
-    int npad = f->groups * f->ns;
-    int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * f->bd + 2 * SCAN_CHUNK;
-    int partial = SCAN_CHUNK * f->groups * f->bd, bias_and_d = 2 * f->bd;
-    return (unsigned)((2 * buf + partial + bias_and_d) * sizeof(float));
-}
 
 /* Launches the forward scan (module scan_fwd, prefix "scan_fwd", all N
  * states in one slice) or its states-only twin (module scan_bwd, prefix
@@ -279,7 +284,7 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
                     (unsigned)ceil_div(sh->N, (int64_t)f.groups * f.ns)};
     sj_dim3 block = {(unsigned)(f.bd * f.groups), 1, 1};
     void *args[] = {p};
-    return sj_launch(ctx, fn, grid, block, fwd_smem_bytes(&f), stream, args);
+    return sj_launch(ctx, fn, grid, block, sj_scan_fwd_smem_bytes(&f), stream, args);
 }
 
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,

@@ -25,6 +25,9 @@ typedef struct sj_scan_fwd_shape {
 
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N);
 
+/* Dynamic shared memory, in bytes, of a forward block of that shape. */
+unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);
+
 /* The forward kernels' __launch_bounds__: no block may have more threads. */
 #define SJ_SCAN_FWD_MAX_THREADS 256
 

@@ -60,11 +60,42 @@ static void test_measured_choices(void **state)
     assert_int_equal(f.bd, 64);
 }
 
+/* On a device that allows a block 64 KB of shared memory (sm_75) every
+ * automatic shape fits it unless it is already 16 channels wide (the
+ * launch then reports the sizes), and the common N = 16 fits; with 227 KB
+ * (sm_90) the shapes above stay as measured. */
+static void test_shared_memory_cap(void **state)
+{
+    (void)state;
+    ssmjit_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.props.sm_count = 40;
+    ctx.props.max_smem_per_block_optin = 64 * 1024;
+    static const int64_t batches[] = {1, 8, 64}, dims[] = {37, 1536, 4096};
+    for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
+        for (size_t d = 0; d < sizeof dims / sizeof *dims; d++)
+            for (int64_t n = 1; n <= 256; n++) {
+                sj_scan_fwd_shape f = sj_scan_fwd_shape_for(&ctx, batches[b], dims[d], n);
+                unsigned bytes = sj_scan_fwd_smem_bytes(&f);
+                if (bytes > 64 * 1024 && f.bd != 16)
+                    fail_msg("B=%lld D=%lld N=%lld: %u bytes at %d channels a block", (long long)batches[b],
+                             (long long)dims[d], (long long)n, bytes, f.bd);
+                if (n <= 64 && bytes > 64 * 1024)
+                    fail_msg("N=%lld does not fit 64 KB: %u bytes", (long long)n, bytes);
+            }
+    ctx.props.sm_count = 132;
+    ctx.props.max_smem_per_block_optin = 232448;
+    sj_scan_fwd_shape f = sj_scan_fwd_shape_for(&ctx, 8, 4096, 16);
+    assert_int_equal(f.bd, 128);
+    assert_true(sj_scan_fwd_smem_bytes(&f) > 64 * 1024);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_n),
         cmocka_unit_test(test_measured_choices),
+        cmocka_unit_test(test_shared_memory_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
