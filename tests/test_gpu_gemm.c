@@ -239,5 +239,6 @@ int main(void)
         cmocka_unit_test(test_k_extremes),
         cmocka_unit_test(test_streams_and_foreign_context),
     };
+    tu_apply_test_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -576,5 +576,6 @@ int main(void)
         cmocka_unit_test(test_mul),
         cmocka_unit_test(test_empty_extents),
     };
+    tu_apply_test_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

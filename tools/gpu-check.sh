@@ -48,8 +48,9 @@ if [ -n "$each" ]; then
     mkdir -p "$OUT/each"
     build/ssmjit prewarm --jobs 16 > "$OUT/prewarm.log" 2>&1
     for prog in $each; do
-        sed -n 's/.*cmocka_unit_test(\([A-Za-z0-9_]*\)).*/\1/p' "tests/$prog.c" |
-            sed "s/^/$prog /"
+        # every test, also where one line holds several
+        grep -o 'cmocka_unit_test([A-Za-z0-9_]*)' "tests/$prog.c" |
+            sed "s/cmocka_unit_test(\(.*\))/$prog \1/"
     done | OUT=$OUT SANITIZER=$sanitizer xargs -P "$jobs" -L 1 sh -c '
         log=$OUT/each/$0.$1.log
         SSMJIT_TEST_FILTER=$1 $SANITIZER build/tests/$0 > "$log" 2>&1
