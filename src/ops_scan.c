@@ -203,10 +203,6 @@ static sj_scan_params scan_params(const ssmjit_selective_scan_desc *desc, const 
 /* Forward                                                                  */
 /* ------------------------------------------------------------------------ */
 
-typedef sj_scan_fwd_shape fwd_shape;
-
-#define FWD_MAX_THREADS SJ_SCAN_FWD_MAX_THREADS
-
 /* Dynamic shared memory of sj_scan_fwd (see sj_fwd_layout). */
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
 {
@@ -222,28 +218,28 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
  * states per thread, which hides more of the latency of the recurrence
  * (bench/NOTES.md).  Where 8 states a thread leave fewer than 8 warps an
  * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread (if N <= 64 fits
- * the 256-thread bound at 16 channels a block), and fewer
- * channels per block while there are fewer blocks than SMs.  A forced
- * shape that does not fit is ignored. */
-static fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
+ * the 256-thread bound at 16 channels a block), and fewer channels per
+ * block while there are fewer blocks than SMs.  A forced shape that does
+ * not fit is ignored. */
+static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
 {
     const int64_t n = sh->N;
     const int ns = atomic_load_explicit(&forced_ns, memory_order_relaxed),
               bd = atomic_load_explicit(&forced_bd, memory_order_relaxed);
-    fwd_shape f;
+    sj_scan_fwd_shape f;
     const int64_t sms = sj_context_props(ctx)->sm_count;
     f.ns = n <= 4 ? 4 : n <= 128 ? 8 : 16;
-    if (f.ns == 8 && ceil_div(n, 4) * 16 <= FWD_MAX_THREADS && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
+    if (f.ns == 8 && ceil_div(n, 4) * 16 <= SJ_SCAN_FWD_MAX_THREADS && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
         f.ns = 4;
-    if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= FWD_MAX_THREADS)
+    if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= SJ_SCAN_FWD_MAX_THREADS)
         f.ns = ns;
     f.groups = (int)ceil_div(n, f.ns);
     f.bd = 16;
-    while (f.bd < 128 && 2 * f.bd * f.groups <= FWD_MAX_THREADS)
+    while (f.bd < 128 && 2 * f.bd * f.groups <= SJ_SCAN_FWD_MAX_THREADS)
         f.bd *= 2;
     while (f.bd > 16 && sh->B * ceil_div(sh->D, f.bd) < sms)
         f.bd /= 2;
-    if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= FWD_MAX_THREADS)
+    if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= SJ_SCAN_FWD_MAX_THREADS)
         f.bd = bd;
     /* Narrower blocks where the device allows a block less shared memory
      * than the shape takes (sm_75: 64 KB, 71 KB at N = 16 by default). */
@@ -264,14 +260,14 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
 
 /* The states-only pass that rebuilds the checkpoint: slices of 16 states,
  * one group each, over grid.z (the states are independent without y). */
-static const fwd_shape states_shape = {16, 1, 128};
+static const sj_scan_fwd_shape states_shape = {16, 1, 128};
 
 /* Launches the forward scan (module scan_fwd, prefix "scan_fwd", all N
  * states in one slice) or its states-only twin (module scan_bwd, prefix
  * "scan_states", slices of f.groups * f.ns states over grid.z) over the B
  * rows. */
 static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *prefix,
-                                const fwd_shape f, ssmjit_dtype dtype, const scan_shape *sh, sj_scan_params *p,
+                                const sj_scan_fwd_shape f, ssmjit_dtype dtype, const scan_shape *sh, sj_scan_params *p,
                                 void *stream)
 {
     char name[48];
@@ -491,7 +487,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         p.ndblk = w.ndblk;
         CUfunction fn;
         SJ_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(desc->dtype), &fn));
-        const unsigned smem = (unsigned)(BWD_SMEM_FLOATS * sizeof(float) + BWD_RAW_ELEMS * ssmjit_dtype_size(desc->dtype));
+        const unsigned smem =
+            (unsigned)(BWD_SMEM_FLOATS * sizeof(float) + BWD_RAW_ELEMS * ssmjit_dtype_size(desc->dtype));
         sj_dim3 grid = {(unsigned)w.ndblk, (unsigned)sh.B, 1};
         sj_dim3 block = {BWD_THREADS, 1, 1};
         /* The launches of successive state blocks chain through ws_acc in
