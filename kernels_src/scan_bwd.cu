@@ -55,6 +55,17 @@
 #define SJ_BWD_TP 36 /* 32 values + 4: the float4 stores of a quarter-warp hit distinct banks */
 #define SJ_BWD_BUF (5 * SJ_SCAN_CHUNK * SJ_BWD_BD + 2 * SJ_SCAN_CHUNK * SJ_BWD_NBLK + 2 * SJ_SCAN_CHUNK)
 
+/* The parts of one stage buffer. */
+struct sj_bwd_stage {
+    float4 *P;
+    float *S, *B, *C;
+    int2 *info;
+    __device__ __forceinline__ explicit sj_bwd_stage(float *buf)
+        : P((float4 *)buf), S(buf + 4 * SJ_SCAN_CHUNK * SJ_BWD_BD), B(S + SJ_SCAN_CHUNK * SJ_BWD_BD),
+          C(B + SJ_SCAN_CHUNK * SJ_BWD_NBLK), info((int2 *)(C + SJ_SCAN_CHUNK * SJ_BWD_NBLK))
+    {
+    }
+};
 
 template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_params &p)
 {
@@ -103,18 +114,19 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * memory asynchronously in 4-byte words (VE channels or states each)
      * while the previous chunk computes; each thread then converts the
      * words it copied (word wi = tid, tid + 256, ...) into the stage
-     * buffer: P, Q at [token][channel] and B, C at [token][state]. */
+     * buffer: P, S at [token][channel] and B, C at [token][state]. */
     constexpr int VE = 4 / sizeof(T), WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
-    T *raw = (T *)(xw + 2 * TR * 8 * 32); /* u, delta, dy, z [TS][BD]; B, C [TS][16] */
-    float *sck = (float *)(raw + 4 * TS * BD + 2 * TS * NBLK); /* checkpoint [BD][16] */
+    T *const raw = (T *)(xw + 2 * TR * 8 * 32); /* u, delta, dy, z [TS][BD] */
+    T *const rawB = raw + 4 * TS * BD, *const rawC = rawB + TS * NBLK; /* [TS][16] */
+    float *const sck = (float *)(rawC + TS * NBLK); /* checkpoint [BD][16] */
     const void *const act[4] = {p.u, p.delta, p.dy, p.z};
     const sj_i64 act_stride[4] = {p.su, p.sdelta, p.sdy, p.sz};
     /* Copies `n` (0..VE) elements of row `row` from element `col` of x
-     * into the word at dst: asynchronously when the word is aligned, else
-     * element by element. */
+     * into the word at dst: asynchronously when the word is aligned (an f32
+     * element always is), else element by element. */
     auto copy_word = [&](T *dst, const void *x, sj_i64 stride, sj_i64 row, sj_i64 col, sj_i64 n) {
         const T *src = (const T *)x + row * stride + col;
-        if (VE == 1 || ((unsigned long long)x % 4 == 0 && stride % 2 == 0))
+        if (VE == 1 || sj_group_ok<T, VE>(x, stride))
             sj_copy4(dst, n > 0 ? src : (const T *)x, (int)(n > 0 ? n : 0) * (int)sizeof(T));
         else
             for (int e = 0; e < VE; ++e)
@@ -134,8 +146,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         if (tid < BCW) {
             const sj_i64 t = c * TS + tid / (NBLK / VE), n = nb0 + (tid % (NBLK / VE)) * VE;
             const sj_i64 cnt = t < L ? min((sj_i64)VE, N - n) : 0;
-            copy_word(raw + 4 * TS * BD + tid * VE, p.B, p.sB, b * L + t, n, cnt);
-            copy_word(raw + 4 * TS * BD + TS * NBLK + tid * VE, p.C, p.sC, b * L + t, n, cnt);
+            copy_word(rawB + tid * VE, p.B, p.sB, b * L + t, n, cnt);
+            copy_word(rawC + tid * VE, p.C, p.sC, b * L + t, n, cnt);
         }
         /* The state at the chunk's start (checkpoint c - 1), for c >= 1. */
 #pragma unroll
@@ -149,8 +161,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * h0 gets the chunk's starting state. */
     auto commit = [&](sj_i64 c, float *buf, float *h0) {
         sj_copy_wait();
-        float4 *P = (float4 *)buf;
-        float *S = buf + 4 * TS * BD;
+        const sj_bwd_stage sg(buf);
 #pragma unroll
         for (int k = 0; k < WITEMS; ++k) {
 #pragma unroll
@@ -159,25 +170,25 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 const float u = sj_to_float(raw[j]), x = sj_to_float(raw[TS * BD + j]) + sbias[col];
                 const float dy = sj_to_float(raw[2 * TS * BD + j]), z = p.z ? sj_to_float(raw[3 * TS * BD + j]) : 0.0f;
                 if (!(c * TS + j / BD < L && d0 + col < D)) {
-                    P[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    S[j] = 0.0f;
+                    sg.P[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    sg.S[j] = 0.0f;
                     continue;
                 }
-                P[j] = make_float4(p.softplus ? sj_softplus(x) : x, u, p.z ? dy * sj_silu(z) : dy,
-                                   p.z ? dy * sj_silu_grad(z) : 0.0f);
-                S[j] = p.softplus ? sj_softplus_grad(x) : 1.0f;
+                sg.P[j] = make_float4(p.softplus ? sj_softplus(x) : x, u, p.z ? dy * sj_silu(z) : dy,
+                                      p.z ? dy * sj_silu_grad(z) : 0.0f);
+                sg.S[j] = p.softplus ? sj_softplus_grad(x) : 1.0f;
             }
         }
         if (tid < BCW) {
 #pragma unroll
             for (int e = 0; e < VE; ++e) {
                 const int j = tid * VE + e;
-                buf[5 * TS * BD + j] = sj_to_float(raw[4 * TS * BD + j]);
-                buf[5 * TS * BD + TS * NBLK + j] = sj_to_float(raw[4 * TS * BD + TS * NBLK + j]);
+                sg.B[j] = sj_to_float(rawB[j]);
+                sg.C[j] = sj_to_float(rawC[j]);
             }
         }
         if (tid < TS)
-            ((int2 *)(buf + 5 * TS * BD + 2 * TS * NBLK))[tid] = sj_token_info(p, b, c * TS + tid);
+            sg.info[tid] = sj_token_info(p, b, c * TS + tid);
 #pragma unroll
         for (int k = 0; k < NS; ++k)
             h0[k] = sck[ch * NBLK + grp * NS + k];
@@ -197,10 +208,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     int par = 0; /* cross-warp buffer of the current group (alternates) */
 
     for (sj_i64 c = nch - 1; c >= 0; --c) {
-        const float *buf = smem + (c & 1) * SJ_BWD_BUF;
-        const float4 *sP = (const float4 *)buf;
-        const float *sS = buf + 4 * TS * BD, *sB = sS + TS * BD, *sC = sB + TS * NBLK;
-        const int2 *info = (const int2 *)(sC + TS * NBLK);
+        const sj_bwd_stage sg(smem + (c & 1) * SJ_BWD_BUF);
+        const float4 *sP = sg.P;
+        const float *sS = sg.S, *sB = sg.B, *sC = sg.C;
+        const int2 *info = sg.info;
         if (c > 0)
             issue(c - 1);
 #pragma unroll
