@@ -1,8 +1,9 @@
 /* The elementwise ops on the GPU against the double reference: SiLU and
- * softplus (both sides of its threshold) forward and backward, the SiLU
- * gate forward and backward, each dtype, contiguous, padded and packed
- * (halves of one buffer) layouts, poisoned outputs, in place, more rows
- * than gridDim.y holds, and argument validation. */
+ * softplus (both sides of its threshold) forward and backward, softplus's
+ * fast-math paths element by element, the SiLU gate forward and backward,
+ * each dtype, contiguous, padded and packed (halves of one buffer)
+ * layouts, poisoned outputs, in place, more rows than gridDim.y holds, and
+ * argument validation. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -324,6 +325,37 @@ static void test_gate_bwd(void **state)
     check_all((op){OP_GATE_BWD, SSMJIT_ACT_SILU});
 }
 
+/* Under fast math softplus takes cheaper paths (the hardware log2 of
+ * 1 + e^x, log1p's series for small e^x): element by element, small
+ * results included, it must stay within the f32 tolerance of the double
+ * reference. */
+static void test_softplus_fast_math(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_ON);
+    if (!ctx)
+        skip();
+    tu_seed();
+    const size_t rows = 64, cols = 1000, n = rows * cols;
+    double *x = tu_doubles(n), *want = tu_doubles(n), *got = tu_doubles(n);
+    tu_fill_uniform(x, n, -30.0, 30.0);
+    void *dx = gu_upload_new(x, n, SSMJIT_F32), *dy = gu_alloc_poisoned(n, SSMJIT_F32);
+    const ssmjit_unary_desc desc = {SSMJIT_F32, (int64_t)rows, (int64_t)cols};
+    const ssmjit_matrix in = {dx, 0}, out = {dy, 0};
+    assert_int_equal(ssmjit_activation_fwd(ctx, SSMJIT_ACT_SOFTPLUS, &desc, in, out, NULL), SSMJIT_OK);
+    gu_sync();
+    gu_download_as(got, dy, n, SSMJIT_F32);
+    ref_activation_fwd(SSMJIT_ACT_SOFTPLUS, x, want, n);
+    for (size_t i = 0; i < n; ++i) {
+        const double err = fabs(got[i] - want[i]) / want[i];
+        if (!(err <= gu_tolerance(SSMJIT_F32)))
+            fail_msg("softplus(%.9g): %.9g, want %.9g (relative error %g)", x[i], got[i], want[i], err);
+    }
+    gu_free(dx), gu_free(dy);
+    free(x), free(want), free(got);
+    ssmjit_context_destroy(ctx);
+}
+
 static const op all_ops[] = {{OP_ACT_FWD, SSMJIT_ACT_SILU},     {OP_ACT_BWD, SSMJIT_ACT_SILU},
                              {OP_ACT_FWD, SSMJIT_ACT_SOFTPLUS}, {OP_ACT_BWD, SSMJIT_ACT_SOFTPLUS},
                              {OP_GATE_FWD, SSMJIT_ACT_SILU},    {OP_GATE_BWD, SSMJIT_ACT_SILU}};
@@ -500,6 +532,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_silu_fwd),     cmocka_unit_test(test_silu_bwd),
         cmocka_unit_test(test_softplus_fwd), cmocka_unit_test(test_softplus_bwd),
+        cmocka_unit_test(test_softplus_fast_math),
         cmocka_unit_test(test_gate_fwd),     cmocka_unit_test(test_gate_bwd),
         cmocka_unit_test(test_in_place),     cmocka_unit_test(test_many_rows),
         cmocka_unit_test(test_validation),
