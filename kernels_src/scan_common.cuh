@@ -110,11 +110,6 @@ template <int K, typename V> struct sj_stager {
     }
 };
 
-template <typename T> __device__ __forceinline__ float sj_ld(const void *base, sj_i64 i)
-{
-    return sj_to_float(((const T *)base)[i]);
-}
-
 template <typename T> __device__ __forceinline__ void sj_st(void *base, sj_i64 i, float v)
 {
     ((T *)base)[i] = sj_from_float<T>(v);
@@ -157,20 +152,21 @@ struct sj_fwd_raw {
     uint4 u, delta, z;
 };
 
-/* B and C values of one (token, state) staging item. */
-struct sj_bc_raw {
-    float b, c;
+/* B and C values of one (token, state) staging item, as loaded: converted
+ * only when stored, so that the conversion does not wait for the load. */
+template <typename T> struct sj_bc_raw {
+    T b, c;
 };
 
 /* B[t][n] and C[t][n] of batch row b, zero past the sequence or past N. */
 template <typename T>
-__device__ __forceinline__ sj_bc_raw sj_load_bc(const sj_scan_params &p, sj_i64 b, sj_i64 t, sj_i64 n)
+__device__ __forceinline__ sj_bc_raw<T> sj_load_bc(const sj_scan_params &p, sj_i64 b, sj_i64 t, sj_i64 n)
 {
-    sj_bc_raw r = {0.0f, 0.0f};
+    sj_bc_raw<T> r = {sj_from_float<T>(0.0f), sj_from_float<T>(0.0f)};
     if (t < p.L && n < p.N) {
         sj_i64 row = b * p.L + t;
-        r.b = sj_ld<T>(p.B, row * p.sB + n);
-        r.c = sj_ld<T>(p.C, row * p.sC + n);
+        r.b = ((const T *)p.B)[row * p.sB + n];
+        r.c = ((const T *)p.C)[row * p.sC + n];
     }
     return r;
 }
@@ -296,30 +292,38 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         }
     };
     auto load_bc = [&](sj_i64 c, int k) { return sj_load_bc<T>(p, b, c * TS + bc_t0 + k * bc_step, nbase + bc_j); };
-    auto store_bc = [&](float *buf, int k, const sj_bc_raw &r) {
+    auto store_bc = [&](float *buf, int k, const sj_bc_raw<T> &r) {
         const int e = (bc_t0 + k * bc_step) * Npad + bc_j;
-        buf[e] = r.b;
-        buf[TS * Npad + e] = r.c;
+        buf[e] = sj_to_float(r.b);
+        buf[TS * Npad + e] = sj_to_float(r.c);
     };
 
     sj_stager<NS / 4, sj_fwd_raw> st_td;
-    sj_stager<4, sj_bc_raw> st_bc;
+    sj_stager<4, sj_bc_raw<T>> st_bc;
     auto issue = [&](sj_i64 c) {
         st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
         st_bc.issue(cnt_bc, [&](int k) { return load_bc(c, k); });
     };
+    /* Returns false where this thread found a token of chunk c that is not
+     * plain (a segment's first or last, or past L), for the
+     * __syncthreads_and that ends the staging. */
     auto commit = [&](sj_i64 c, float *buf) {
         st_td.commit(cnt_td, [&](int k) { return load_td(c, k); },
                      [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r); });
         st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); },
-                     [&](int k, const sj_bc_raw &r) { store_bc(buf, k, r); });
-        if (tid < TS)
-            ((int2 *)(buf + 2 * TS * Npad + 3 * TS * BD))[tid] = sj_token_info(p, b, c * TS + tid);
+                     [&](int k, const sj_bc_raw<T> &r) { store_bc(buf, k, r); });
+        if (tid >= TS)
+            return true;
+        const int2 ti = sj_token_info(p, b, c * TS + tid);
+        ((int2 *)(buf + 2 * TS * Npad + 3 * TS * BD))[tid] = ti;
+        return ti.y == SJ_TOK_VALID;
     };
 
     issue(0);
-    commit(0, smem);
-    __syncthreads();
+    /* Chunks without a segment boundary or the end of L (all of them but
+     * the last, without cu_seqlens) run unrolled and branch-free, so that
+     * the exponentials of later tokens overlap the recurrence. */
+    bool plain = __syncthreads_and(commit(0, smem));
 
     for (sj_i64 c = 0; c < nch; ++c) {
         float *buf = smem + (c & 1) * lay.buf;
@@ -355,13 +359,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             if (OUT)
                 ypart[(i * G + g) * BD + dl] = (yq[0] + yq[1]) + (yq[2] + yq[3]);
         };
-        /* Chunks without a segment boundary or the end of L (all of them
-         * but the last, without cu_seqlens) run unrolled and branch-free, so
-         * the exponentials of later tokens overlap the recurrence. */
-        bool plain = true;
-#pragma unroll
-        for (int i = 0; i < TS; ++i)
-            plain = plain && info[i].y == SJ_TOK_VALID;
         if (plain) {
 #pragma unroll
             for (int i = 0; i < TS; ++i)
@@ -420,9 +417,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             }
         }
 
-        if (c + 1 < nch)
-            commit(c + 1, smem + ((c + 1) & 1) * lay.buf);
-        __syncthreads();
+        plain = __syncthreads_and(c + 1 < nch ? commit(c + 1, smem + ((c + 1) & 1) * lay.buf) : true);
     }
 }
 
