@@ -212,15 +212,16 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
     return (unsigned)((2 * buf + partial + bias_and_d) * sizeof(float));
 }
 
-/* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits)
- * and as many channels per block as fill 256 threads, from 16 to 128: at
- * the reference shape that keeps twice as many warps resident as 16
+/* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits):
+ * at the reference shape that keeps twice as many warps resident as 16
  * states per thread, which hides more of the latency of the recurrence
  * (bench/NOTES.md).  Where 8 states a thread leave fewer than 8 warps an
  * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread (if N <= 64 fits
- * the 256-thread bound at 16 channels a block), and fewer channels per
- * block while there are fewer blocks than SMs.  A forced shape that does
- * not fit is ignored. */
+ * the 256-thread bound at 16 channels a block).  Channels per block, 16
+ * to 128 within 256 threads: the most of those that leave the busiest SM
+ * (ceil(blocks / SMs) blocks) the fewest channels; at D = 1536, B = 8
+ * that is 32 (3 blocks on most SMs) rather than 64 (2 on some, 1 on the
+ * others).  A forced shape that does not fit is ignored. */
 static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
 {
     const int64_t n = sh->N;
@@ -235,10 +236,12 @@ static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_sha
         f.ns = ns;
     f.groups = (int)ceil_div(n, f.ns);
     f.bd = 16;
-    while (f.bd < 128 && 2 * f.bd * f.groups <= SJ_SCAN_FWD_MAX_THREADS)
-        f.bd *= 2;
-    while (f.bd > 16 && sh->B * ceil_div(sh->D, f.bd) < sms)
-        f.bd /= 2;
+    int64_t least = INT64_MAX;
+    for (int w = 16; w <= 128 && w * f.groups <= SJ_SCAN_FWD_MAX_THREADS; w *= 2) {
+        const int64_t busiest = ceil_div(sh->B * ceil_div(sh->D, w), sms > 0 ? sms : 1) * w;
+        if (busiest <= least)
+            least = busiest, f.bd = w;
+    }
     if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= SJ_SCAN_FWD_MAX_THREADS)
         f.bd = bd;
     /* Narrower blocks where the device allows a block less shared memory
