@@ -1,27 +1,23 @@
 /* RMSNorm backward; see norm_common.cuh. */
 #include "norm_common.cuh"
 
-/* Writes a block's dweight partial.  With one row group per block that is
- * the group's sums; with a warp per row (blockDim.y warps) the warps' sums
- * meet in dynamic shared memory ([blockDim.y][32 * VPT] floats) and are
- * added in warp order. */
-template <int VPT>
-__device__ __forceinline__ void norm_store_dweight(const float *dwc, float *slot, sj_i64 d)
+/* Writes a block's dweight partial (the cached kernels' columns).  With
+ * one row group per block that is the group's sums; with a warp per row
+ * (blockDim.y warps) the warps' sums meet in dynamic shared memory
+ * ([blockDim.y][32 * SJ_NORM_VPT] floats) and are added in warp order. */
+__device__ __forceinline__ void norm_store_dweight(const float *dwc, float *partial, sj_i64 d)
 {
+    constexpr int V = SJ_NORM_VPT, W = 32 * V;
+    float *slot = partial + (sj_i64)blockIdx.x * d;
+    const sj_i64 j0 = norm_col0();
     if (blockDim.y == 1) {
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const sj_i64 j = threadIdx.x + (sj_i64)k * blockDim.x;
-            if (j < d)
-                slot[j] = dwc[k];
-        }
+        norm_store<float>(slot, j0, d, sj_group_ok<float>(partial, d), dwc);
         return;
     }
     extern __shared__ float warp_dw[];
-    constexpr int W = 32 * VPT;
 #pragma unroll
-    for (int k = 0; k < VPT; ++k)
-        warp_dw[threadIdx.y * W + threadIdx.x + 32 * k] = dwc[k];
+    for (int k = 0; k < V; ++k)
+        warp_dw[threadIdx.y * W + j0 + k] = dwc[k];
     __syncthreads();
     for (int j = threadIdx.y * 32 + threadIdx.x; j < d; j += blockDim.y * 32) {
         float s = 0.0f;
@@ -34,66 +30,83 @@ __device__ __forceinline__ void norm_store_dweight(const float *dwc, float *slot
 /* dh = rstd * (g - xhat * mean(g * xhat)) with xhat = h * rstd, g = dy * w;
  * the residual-stream gradient d_res_out adds to dh, which goes to dx and
  * (optionally) d_res.  dweight partials: sum over rows of dy * xhat. */
-template <typename T, typename R, int VPT>
-__device__ void rmsnorm_bwd(const R *h, sj_i64 sh, const float *w, const float *rstd,
-                            const T *dy, sj_i64 sdy, const R *dro, sj_i64 sdro, T *dx,
-                            sj_i64 sdx, R *dres, sj_i64 sdres, float *partial, sj_i64 rows,
-                            sj_i64 d)
+template <typename T, typename R>
+__device__ void rmsnorm_bwd_cached(const R *h, sj_i64 sh, const float *w, const float *rstd, const T *dy,
+                                   sj_i64 sdy, const R *dro, sj_i64 sdro, T *dx, sj_i64 sdx, R *dres,
+                                   sj_i64 sdres, float *partial, sj_i64 rows, sj_i64 d)
 {
-    constexpr bool CACHED = VPT > 0;
+    constexpr int V = SJ_NORM_VPT;
     __shared__ float red[32];
-    const sj_i64 iters = norm_iters<VPT>(d);
-    float *slot = partial ? partial + (sj_i64)blockIdx.x * d : nullptr;
-    /* The weight is re-read per row (from L1) rather than cached: a fourth
-     * register array would spill at 1024 threads. */
-    float xc[SJ_NORM_SLOTS(VPT)], gc[SJ_NORM_SLOTS(VPT)], dwc[SJ_NORM_SLOTS(VPT)];
+    const sj_i64 j0 = norm_col0();
+    const bool vh = sj_group_ok<R>(h, sh), vw = sj_group_ok<float>(w, 0), vdy = sj_group_ok<T>(dy, sdy),
+               vdro = sj_group_ok<R>(dro, sdro), vdx = sj_group_ok<T>(dx, sdx),
+               vdres = sj_group_ok<R>(dres, sdres);
+    float dwc[V];
 #pragma unroll
-    for (sj_i64 k = 0; k < iters; ++k) {
-        if constexpr (CACHED)
-            dwc[k] = 0.0f;
-        else if (slot)
-            slot[threadIdx.x + k * blockDim.x] = 0.0f; /* only this thread adds to it */
+    for (int k = 0; k < V; ++k)
+        dwc[k] = 0.0f;
+    SJ_NORM_ROWS(row, rows)
+    {
+        const float r = rstd[row];
+        float xh[V], g[V], s = 0.0f;
+        norm_load<R>(xh, h + row * sh, j0, d, vh);
+        norm_load<T>(g, dy + row * sdy, j0, d, vdy);
+        {
+            /* The weight is re-read per row (from L1) rather than kept: a
+             * fourth register array would spill at 1024 threads. */
+            float wv[V];
+            norm_load<float>(wv, w, j0, d, vw);
+#pragma unroll
+            for (int k = 0; k < V; ++k) {
+                xh[k] *= r;
+                dwc[k] += g[k] * xh[k];
+                g[k] *= wv[k];
+                s += g[k] * xh[k];
+            }
+        }
+        const float c = norm_row_sum(s, red) / (float)d;
+#pragma unroll
+        for (int k = 0; k < V; ++k)
+            g[k] = r * (g[k] - xh[k] * c);
+        if (dro) {
+            norm_load<R>(xh, dro + row * sdro, j0, d, vdro);
+#pragma unroll
+            for (int k = 0; k < V; ++k)
+                g[k] += xh[k];
+        }
+        norm_store<T>(dx + row * sdx, j0, d, vdx, g);
+        if (dres)
+            norm_store<R>(dres + row * sdres, j0, d, vdres, g);
     }
+    if (partial)
+        norm_store_dweight(dwc, partial, d);
+}
+
+/* The same for any d, a thread's columns strided, the row read twice. */
+template <typename T, typename R>
+__device__ void rmsnorm_bwd_stream(const R *h, sj_i64 sh, const float *w, const float *rstd, const T *dy,
+                                   sj_i64 sdy, const R *dro, sj_i64 sdro, T *dx, sj_i64 sdx, R *dres,
+                                   sj_i64 sdres, float *partial, sj_i64 rows, sj_i64 d)
+{
+    __shared__ float red[32];
+    float *slot = partial ? partial + (sj_i64)blockIdx.x * d : nullptr;
+    if (slot)
+        for (sj_i64 j = threadIdx.x; j < d; j += blockDim.x)
+            slot[j] = 0.0f; /* only this thread adds to it */
     SJ_NORM_ROWS(row, rows)
     {
         const R *hr = h + row * sh;
         const T *dyr = dy + row * sdy;
         const float r = rstd[row];
         float s = 0.0f;
-#pragma unroll
-        for (sj_i64 k = 0; k < iters; ++k) {
-            const sj_i64 j = threadIdx.x + k * blockDim.x;
-            float xh = 0.0f, dyj = 0.0f, wj = 0.0f;
-            if (j < d) {
-                xh = sj_to_float(hr[j]) * r;
-                dyj = sj_to_float(dyr[j]);
-                wj = w[j];
-            }
-            s += dyj * wj * xh;
-            if constexpr (CACHED) {
-                xc[k] = xh;
-                gc[k] = dyj * wj;
-                dwc[k] += dyj * xh;
-            }
-        }
+        for (sj_i64 j = threadIdx.x; j < d; j += blockDim.x)
+            s += sj_to_float(dyr[j]) * w[j] * (sj_to_float(hr[j]) * r);
         const float c = norm_row_sum(s, red) / (float)d;
-#pragma unroll
-        for (sj_i64 k = 0; k < iters; ++k) {
-            const sj_i64 j = threadIdx.x + k * blockDim.x;
-            if (j >= d)
-                continue;
-            float xh, g;
-            if constexpr (CACHED) {
-                xh = xc[k];
-                g = gc[k];
-            } else {
-                xh = sj_to_float(hr[j]) * r;
-                const float dyj = sj_to_float(dyr[j]);
-                g = dyj * w[j];
-                if (slot)
-                    slot[j] += dyj * xh;
-            }
-            float v = r * (g - xh * c);
+        for (sj_i64 j = threadIdx.x; j < d; j += blockDim.x) {
+            const float xh = sj_to_float(hr[j]) * r, dyj = sj_to_float(dyr[j]);
+            if (slot)
+                slot[j] += dyj * xh;
+            float v = r * (dyj * w[j] - xh * c);
             if (dro)
                 v += sj_to_float(dro[row * sdro + j]);
             dx[row * sdx + j] = sj_from_float<T>(v);
@@ -101,25 +114,21 @@ __device__ void rmsnorm_bwd(const R *h, sj_i64 sh, const float *w, const float *
                 dres[row * sdres + j] = sj_from_float<R>(v);
         }
     }
-    if constexpr (CACHED) {
-        if (slot)
-            norm_store_dweight<VPT>(dwc, slot, d);
-    }
 }
 
-#define SJ_NORM_BWD_KERNELS(T, ts, R, rs, path, VPT)                                           \
-    extern "C" __global__ void __launch_bounds__(1024)                                          \
-        rmsnorm_bwd_##path##_##ts##_##rs(const R *h, sj_i64 sh, const float *w,                 \
-                                         const float *rstd, const T *dy, sj_i64 sdy,            \
-                                         const R *dro, sj_i64 sdro, T *dx, sj_i64 sdx, R *dres, \
-                                         sj_i64 sdres, float *partial, sj_i64 rows, sj_i64 d)   \
-    {                                                                                           \
-        rmsnorm_bwd<T, R, VPT>(h, sh, w, rstd, dy, sdy, dro, sdro, dx, sdx, dres, sdres,        \
-                               partial, rows, d);                                               \
+#define SJ_NORM_BWD_KERNELS(T, ts, R, rs, path)                                                     \
+    extern "C" __global__ void __launch_bounds__(1024)                                               \
+        rmsnorm_bwd_##path##_##ts##_##rs(const R *h, sj_i64 sh, const float *w,                      \
+                                         const float *rstd, const T *dy, sj_i64 sdy,                 \
+                                         const R *dro, sj_i64 sdro, T *dx, sj_i64 sdx, R *dres,      \
+                                         sj_i64 sdres, float *partial, sj_i64 rows, sj_i64 d)        \
+    {                                                                                                \
+        rmsnorm_bwd_##path<T, R>(h, sh, w, rstd, dy, sdy, dro, sdro, dx, sdx, dres, sdres, partial,  \
+                                 rows, d);                                                           \
     }
 
-SJ_NORM_PAIRS(SJ_NORM_BWD_KERNELS, cached, SJ_NORM_VPT)
-SJ_NORM_PAIRS(SJ_NORM_BWD_KERNELS, stream, 0)
+SJ_NORM_PAIRS(SJ_NORM_BWD_KERNELS, cached)
+SJ_NORM_PAIRS(SJ_NORM_BWD_KERNELS, stream)
 
 /* Compensated (Neumaier) sum: the slots of a long backward hold partial
  * sums of both signs whose total can be far smaller than they are, and
