@@ -233,7 +233,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const sj_i64 nch = (p.L + TS - 1) / TS;
     if (nch == 0)
         return;
-    const bool ck4 = N % 4 == 0 && (unsigned long long)p.ckpt % 16 == 0;
+    const bool ck4 = sj_group_ok<float, 4>(p.ckpt, N);
     if (tid < BD) {
         sbias[tid] = dok && p.dbias ? p.dbias[d] : 0.0f;
         sDv[tid] = dok && p.Dv ? p.Dv[d] : 0.0f;
@@ -387,18 +387,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         if (p.ckpt && c + 1 < nch && dok) {
             /* a thread's states are adjacent: 16-byte stores where aligned
              * (one 4-byte store a state wrote a sector each) */
-            float *ck = p.ckpt + ((b * (nch - 1) + c) * p.D + d) * N + n0;
+            float *ck = p.ckpt + ((b * (nch - 1) + c) * p.D + d) * N;
 #pragma unroll
-            for (int q = 0; q < NS / 4; ++q) {
-                if (ck4 && n0 + 4 * q < N) {
-                    sj_f4(ck)[q] = make_float4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
-                    continue;
-                }
-#pragma unroll
-                for (int k = 4 * q; k < 4 * q + 4; ++k)
-                    if (n0 + k < N)
-                        ck[k] = h[k];
-            }
+            for (int q = 0; q < NS / 4; ++q)
+                sj_store_group<float, 4>(ck, n0 + 4 * q, N - n0 - 4 * q, ck4, h + 4 * q);
         }
 
         if (OUT) {

@@ -60,7 +60,7 @@ template <> __device__ __forceinline__ sj_bf16 sj_from_float<sj_bf16>(float f)
 
 __device__ __forceinline__ float sj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* Up to 16 bytes of one activation row: 4 f32 or 8 f16/bf16 values. */
+/* The bits of one value, in the low bits of a word. */
 __device__ __forceinline__ unsigned sj_bits(float v) { return __float_as_uint(v); }
 __device__ __forceinline__ unsigned sj_bits(sj_half v) { return v.bits; }
 __device__ __forceinline__ unsigned sj_bits(sj_bf16 v) { return v.bits; }

@@ -16,8 +16,6 @@
  * each thread has so little work that 64-bit divisions used to dominate. */
 #include "ssmjit_types.cuh"
 
-#define SJ_LOG2E 1.4426950408889634f
-
 /* Kernel argument block; every field is 8 bytes so the host mirror
  * (struct sj_update_params in src/ops_scan.c) has the same layout. */
 struct sj_update_params {
