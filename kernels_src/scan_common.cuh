@@ -98,15 +98,21 @@ template <int K, typename V> struct sj_stager {
                 v[k] = load(k);
     }
 
-    template <typename Load, typename Store>
-    __device__ __forceinline__ void commit(int items, Load load, Store store)
+    /* ready(v) is taken of every held item, loaded or not (see
+     * sj_bc_ready), then store(k, ready(v)) of the loaded ones. */
+    template <typename Load, typename Ready, typename Store>
+    __device__ __forceinline__ void commit(int items, Load load, Ready ready, Store store)
     {
+        decltype(ready(v[0])) w[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+            w[k] = ready(v[k]);
 #pragma unroll
         for (int k = 0; k < K; ++k)
             if (k < items)
-                store(k, v[k]);
+                store(k, w[k]);
         for (int k = K; k < items; ++k)
-            store(k, load(k));
+            store(k, ready(load(k)));
     }
 };
 
@@ -158,17 +164,36 @@ template <typename T> struct sj_bc_raw {
     T b, c;
 };
 
-/* B[t][n] and C[t][n] of batch row b, zero past the sequence or past N. */
+/* B[t][n] and C[t][n] of batch row b.  Past the sequence or past N they
+ * are zero in f32 and unset in 16-bit, where sj_bc_ready zeroes them. */
 template <typename T>
 __device__ __forceinline__ sj_bc_raw<T> sj_load_bc(const sj_scan_params &p, sj_i64 b, sj_i64 t, sj_i64 n)
 {
-    sj_bc_raw<T> r = {sj_from_float<T>(0.0f), sj_from_float<T>(0.0f)};
+    sj_bc_raw<T> r;
+    if (sizeof(T) == 4)
+        r = {sj_from_float<T>(0.0f), sj_from_float<T>(0.0f)};
     if (t < p.L && n < p.N) {
-        sj_i64 row = b * p.L + t;
+        const sj_i64 row = b * p.L + t;
         r.b = ((const T *)p.B)[row * p.sB + n];
         r.c = ((const T *)p.C)[row * p.sC + n];
     }
     return r;
+}
+
+/* A staged item as floats, zero past N (state_ok false); nothing reads
+ * the values of tokens past L.  Every slot of the stager goes through it,
+ * loaded or not: in 16-bit, where ptxas branched around the conversions
+ * of the slots not loaded, it did not know which loads were still in
+ * flight and made the next chunk's first write of each slot (its zero
+ * default, or the load itself) wait for all of them, a memory latency a
+ * chunk (a fifth of the time at D = 1536).  In f32 the stores are
+ * predicated, not branched around, and wait there already; its zero
+ * default keeps the code that measured fastest. */
+template <typename T> __device__ __forceinline__ float2 sj_bc_ready(const sj_bc_raw<T> &r, bool state_ok)
+{
+    if (sizeof(T) == 4)
+        return make_float2(sj_to_float(r.b), sj_to_float(r.c));
+    return state_ok ? make_float2(sj_to_float(r.b), sj_to_float(r.c)) : make_float2(0.0f, 0.0f);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -293,10 +318,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         }
     };
     auto load_bc = [&](sj_i64 c, int k) { return sj_load_bc<T>(p, b, c * TS + bc_t0 + k * bc_step, nbase + bc_j); };
-    auto store_bc = [&](float *buf, int k, const sj_bc_raw<T> &r) {
+    const bool bc_state = nbase + bc_j < N;
+    auto store_bc = [&](float *buf, int k, float2 bc) {
         const int e = (bc_t0 + k * bc_step) * Npad + bc_j;
-        buf[e] = sj_to_float(r.b);
-        buf[TS * Npad + e] = sj_to_float(r.c);
+        buf[e] = bc.x;
+        buf[TS * Npad + e] = bc.y;
     };
 
     sj_stager<NS / 4, sj_fwd_raw> st_td;
@@ -309,10 +335,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * plain (a segment's first or last, or past L), for the
      * __syncthreads_and that ends the staging. */
     auto commit = [&](sj_i64 c, float *buf) {
-        st_td.commit(cnt_td, [&](int k) { return load_td(c, k); },
+        st_td.commit(cnt_td, [&](int k) { return load_td(c, k); }, [](const sj_fwd_raw &r) { return r; },
                      [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r); });
         st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); },
-                     [&](int k, const sj_bc_raw<T> &r) { store_bc(buf, k, r); });
+                     [&](const sj_bc_raw<T> &r) { return sj_bc_ready(r, bc_state); },
+                     [&](int k, float2 bc) { store_bc(buf, k, bc); });
         if (tid >= TS)
             return true;
         const int2 ti = sj_token_info(p, b, c * TS + tid);
