@@ -158,44 +158,6 @@ struct sj_fwd_raw {
     uint4 u, delta, z;
 };
 
-/* B and C values of one (token, state) staging item, as loaded: converted
- * only when stored, so that the conversion does not wait for the load. */
-template <typename T> struct sj_bc_raw {
-    T b, c;
-};
-
-/* B[t][n] and C[t][n] of batch row b.  Past the sequence or past N they
- * are zero in f32 and unset in 16-bit, where sj_bc_ready zeroes them. */
-template <typename T>
-__device__ __forceinline__ sj_bc_raw<T> sj_load_bc(const sj_scan_params &p, sj_i64 b, sj_i64 t, sj_i64 n)
-{
-    sj_bc_raw<T> r;
-    if (sizeof(T) == 4)
-        r = {sj_from_float<T>(0.0f), sj_from_float<T>(0.0f)};
-    if (t < p.L && n < p.N) {
-        const sj_i64 row = b * p.L + t;
-        r.b = ((const T *)p.B)[row * p.sB + n];
-        r.c = ((const T *)p.C)[row * p.sC + n];
-    }
-    return r;
-}
-
-/* A staged item as floats, zero past N (state_ok false); nothing reads
- * the values of tokens past L.  Every slot of the stager goes through it,
- * loaded or not: in 16-bit, where ptxas branched around the conversions
- * of the slots not loaded, it did not know which loads were still in
- * flight and made the next chunk's first write of each slot (its zero
- * default, or the load itself) wait for all of them, a memory latency a
- * chunk (a fifth of the time at D = 1536).  In f32 the stores are
- * predicated, not branched around, and wait there already; its zero
- * default keeps the code that measured fastest. */
-template <typename T> __device__ __forceinline__ float2 sj_bc_ready(const sj_bc_raw<T> &r, bool state_ok)
-{
-    if (sizeof(T) == 4)
-        return make_float2(sj_to_float(r.b), sj_to_float(r.c));
-    return state_ok ? make_float2(sj_to_float(r.b), sj_to_float(r.c)) : make_float2(0.0f, 0.0f);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Forward scan                                                             */
 /* ------------------------------------------------------------------------ */
@@ -265,12 +227,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     }
     __syncthreads();
 
-    /* Staging without divisions: u, dt and the gate in groups of VE
-     * channels, group j of the chunk's [TS][BD] tile at token j / (BD /
-     * VE) (a shift: BD and VE are powers of two), this thread taking
-     * groups tid, tid + blockDim, ...; B, C at state bc_j for tokens
-     * bc_t0, bc_t0 + bc_step, ... (blockDim is a multiple of Npad).
-     * Groups are 16 bytes where that still gives every thread a group, else
+    /* Staging without divisions in the loop: u, dt and the gate in groups
+     * of VE channels, group j of the chunk's [TS][BD] tile at token j /
+     * (BD / VE) (a shift: BD and VE are powers of two), this thread taking
+     * groups tid, tid + blockDim, ...  Groups are 16 bytes where that still gives every thread a group, else
      * 4 channels (8 bytes in 16-bit), which spreads a chunk's softplus over
      * all threads: with 4 states a thread, N = 16 makes 4 state groups, and
      * 16-byte groups of 16-bit values would leave half the threads idle. */
@@ -279,8 +239,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const int cnt_td = tid < ngrp ? (ngrp - tid + nthr - 1) / nthr : 0;
     const bool vu = sj_group_ok<T, VE>(p.u, p.su), vdelta = sj_group_ok<T, VE>(p.delta, p.sdelta),
                vz = sj_group_ok<T, VE>(p.z, p.sz), vy = sj_group_ok<T, VE>(p.y, p.sy);
-    const int bc_step = BD / NS, bc_t0 = tid / Npad, bc_j = tid % Npad;
-    const int cnt_bc = bc_t0 < TS ? (TS - bc_t0 + bc_step - 1) / bc_step : 0;
     auto load_td = [&](sj_i64 c, int k) {
         const int j = tid + k * nthr;
         const sj_i64 t = c * TS + (j >> vshift), dc = d0 + (j & (BD / VE - 1)) * VE;
@@ -317,16 +275,52 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 sj_f4(sgz + at)[q] = make_float4(gv[0], gv[1], gv[2], gv[3]);
         }
     };
-    auto load_bc = [&](sj_i64 c, int k) { return sj_load_bc<T>(p, b, c * TS + bc_t0 + k * bc_step, nbase + bc_j); };
-    const bool bc_state = nbase + bc_j < N;
-    auto store_bc = [&](float *buf, int k, float2 bc) {
-        const int e = (bc_t0 + k * bc_step) * Npad + bc_j;
-        buf[e] = bc.x;
-        buf[TS * Npad + e] = bc.y;
+    /* B and C in groups of 4 states of one token (16 bytes in f32, 8 in
+     * 16-bit; zero past N): item j of a chunk is group j % ng of token
+     * j / ng of B, or of C from j = TS * ng on.  The held items' token,
+     * group and array stay the same from chunk to chunk. */
+    const int ng = Npad / 4, nbc = 2 * TS * ng;
+    const int cnt_bc = tid < nbc ? (nbc - tid + nthr - 1) / nthr : 0;
+    const bool vbc = sj_group_ok<T, 4>(p.B, p.sB) && sj_group_ok<T, 4>(p.C, p.sC);
+    struct bc_item {
+        int i, sh; /* token in the chunk; offset in the stage buffer */
+        sj_i64 n;  /* first state */
+        bool isC;
+    };
+    auto bc_at = [&](int k) {
+        const int j = tid + k * nthr, isC = j >= TS * ng, r = j - isC * TS * ng, i = r / ng, q = r - i * ng;
+        return bc_item{i, isC * TS * Npad + i * Npad + 4 * q, nbase + 4 * q, isC != 0};
+    };
+    bc_item bc_held[NS / 4];
+#pragma unroll
+    for (int k = 0; k < NS / 4; ++k)
+        bc_held[k] = bc_at(k);
+    auto load_bc_item = [&](sj_i64 c, const bc_item &it) {
+        const sj_i64 t = c * TS + it.i;
+        if (t >= p.L)
+            return make_uint4(0u, 0u, 0u, 0u);
+        const sj_i64 row = b * p.L + t;
+        return it.isC ? sj_load_group<T, 4>(p.C, row * p.sC + it.n, N - it.n, vbc)
+                      : sj_load_group<T, 4>(p.B, row * p.sB + it.n, N - it.n, vbc);
+    };
+    auto load_bc = [&](sj_i64 c, int k) { return load_bc_item(c, k < NS / 4 ? bc_held[k] : bc_at(k)); };
+    /* Every held group is converted, loaded or not, and the empty asm keeps
+     * the conversions from sinking into the stores' branches: where ptxas
+     * branched around the conversions of the groups not loaded, it did
+     * not know which loads were still in flight and made the next chunk's
+     * first write of each wait for all of them (a memory latency a chunk,
+     * a fifth of the time at D = 1536 in 16-bit). */
+    auto ready_bc = [](const uint4 &r) {
+        float4 v = make_float4(sj_lane<T>(r, 0), sj_lane<T>(r, 1), sj_lane<T>(r, 2), sj_lane<T>(r, 3));
+        asm volatile("" : "+f"(v.x), "+f"(v.y), "+f"(v.z), "+f"(v.w));
+        return v;
+    };
+    auto store_bc = [&](float *buf, int k, const float4 &v) {
+        *sj_f4(buf + (k < NS / 4 ? bc_held[k] : bc_at(k)).sh) = v;
     };
 
     sj_stager<NS / 4, sj_fwd_raw> st_td;
-    sj_stager<4, sj_bc_raw<T>> st_bc;
+    sj_stager<NS / 4, uint4> st_bc;
     auto issue = [&](sj_i64 c) {
         st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
         st_bc.issue(cnt_bc, [&](int k) { return load_bc(c, k); });
@@ -337,9 +331,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     auto commit = [&](sj_i64 c, float *buf) {
         st_td.commit(cnt_td, [&](int k) { return load_td(c, k); }, [](const sj_fwd_raw &r) { return r; },
                      [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r); });
-        st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); },
-                     [&](const sj_bc_raw<T> &r) { return sj_bc_ready(r, bc_state); },
-                     [&](int k, float2 bc) { store_bc(buf, k, bc); });
+        st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); }, ready_bc,
+                     [&](int k, const float4 &v) { store_bc(buf, k, v); });
         if (tid >= TS)
             return true;
         const int2 ti = sj_token_info(p, b, c * TS + tid);
