@@ -98,8 +98,8 @@ template <int K, typename V> struct sj_stager {
                 v[k] = load(k);
     }
 
-    /* ready(v) is taken of every held item, loaded or not (see
-     * sj_bc_ready), then store(k, ready(v)) of the loaded ones. */
+    /* ready(v) is taken of every held item, loaded or not (the forward's
+     * ready_bc says why), then store(k, ready(v)) of the loaded ones. */
     template <typename Load, typename Ready, typename Store>
     __device__ __forceinline__ void commit(int items, Load load, Ready ready, Store store)
     {
@@ -230,10 +230,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     /* Staging without divisions in the loop: u, dt and the gate in groups
      * of VE channels, group j of the chunk's [TS][BD] tile at token j /
      * (BD / VE) (a shift: BD and VE are powers of two), this thread taking
-     * groups tid, tid + blockDim, ...  Groups are 16 bytes where that still gives every thread a group, else
-     * 4 channels (8 bytes in 16-bit), which spreads a chunk's softplus over
-     * all threads: with 4 states a thread, N = 16 makes 4 state groups, and
-     * 16-byte groups of 16-bit values would leave half the threads idle. */
+     * groups tid, tid + blockDim, ...  Groups are 16 bytes where that
+     * still gives every thread a group, else 4 channels (8 bytes in
+     * 16-bit), which spreads a chunk's softplus over all threads: with 4
+     * states a thread, N = 16 makes 4 state groups, and 16-byte groups of
+     * 16-bit values would leave half the threads idle. */
     constexpr int VW = sj_group16<T>(), VE = NS <= 4 ? 4 : VW;
     const int nthr = BD * G, vshift = __ffs(BD / VE) - 1, ngrp = TS * BD / VE;
     const int cnt_td = tid < ngrp ? (ngrp - tid + nthr - 1) / nthr : 0;
