@@ -69,6 +69,7 @@ __device__ void rmsnorm_bwd_cached(const R *h, sj_i64 sh, const float *w, const 
         for (int k = 0; k < V; ++k)
             g[k] = r * (g[k] - xh[k] * c);
         if (dro) {
+            /* xh is done with: its registers take d_res_out */
             norm_load<R>(xh, dro + row * sdro, j0, d, vdro);
 #pragma unroll
             for (int k = 0; k < V; ++k)

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Summarises Nsight Compute's per-instruction page of one kernel, as
 written by `ncu --import R --page source --print-source sass --csv`:
-instructions executed and stall samples by opcode; the stretches of code
-whose instructions all ran equally often (a loop body or one phase of it
-shows as one stretch: where the instructions of a phase go); the most
-stalled instructions.  Usage: ncu_summary.py FILE.csv[.gz] [MIN_COUNT]"""
+instructions executed and stall samples by opcode and by stall reason
+(long_sb: waiting for a memory load; wait: a fixed latency; ...); the
+stretches of code whose instructions all ran equally often (a loop body or
+one phase of it shows as one stretch: where the instructions of a phase
+go); the most stalled instructions.  Usage: ncu_summary.py FILE.csv[.gz] [MIN_COUNT]"""
 import collections
 import csv
 import gzip
@@ -28,6 +29,8 @@ def read(path):
     src = h.index('Source')
     executed = next(i for i, c in enumerate(h) if c.startswith('Instructions Executed'))
     stalls = next((i for i, c in enumerate(h) if c.startswith('Warp Stall Sampling (All')), None)
+    reasons = [(i, c) for i, c in enumerate(h) if c.startswith('stall_') and '(Not Issued)' not in c]
+    by_reason = collections.Counter()
     out = []
     for r in rows[head + 1:]:
         if len(r) <= executed:
@@ -37,13 +40,15 @@ def read(path):
         op = (words[1] if words and words[0].startswith('@') and len(words) > 1 else
               words[0] if words else '').split('.')[0]
         out.append((op, number(r[executed]), number(r[stalls]) if stalls is not None else 0.0, text))
-    return out
+        for i, c in reasons:
+            by_reason[c[len('stall_'):]] += number(r[i]) if i < len(r) else 0.0
+    return out, by_reason
 
 
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
-    code = read(sys.argv[1])
+    code, by_reason = read(sys.argv[1])
     min_count = float(sys.argv[2]) if len(sys.argv) == 3 else 10000
     by_op, stall_op = collections.Counter(), collections.Counter()
     for op, n, s, _ in code:
@@ -53,6 +58,8 @@ def main():
     print('instructions executed (warp level) %d, stall samples %d' % (total, total_stall))
     for op, n in by_op.most_common(25):
         print('  %-8s %12d %5.1f%%   stall samples %7d' % (op, n, 100 * n / max(total, 1), stall_op[op]))
+    print('stall samples by reason: ' +
+          ', '.join('%s %d' % (k, v) for k, v in by_reason.most_common() if v > 0))
     print('stretches run at least %d times: first-last instruction, times run, size, stall samples' % min_count)
     start = 0
     for i in range(1, len(code) + 1):
