@@ -6,10 +6,14 @@
 
 /* Blocks of at most 256 threads (fwd_shape_for() in src/ops_scan.c).  With
  * 16 states per thread one block per SM may keep 255 registers a thread;
- * with 8 or 4 (twice or four times the threads per channel) two blocks,
- * 128 registers, so that the reference shape is resident at once. */
+ * with 8 (twice the threads per channel) two blocks, 128 registers, so
+ * that the reference shape is resident at once.  4 states a thread serve
+ * where the grid leaves few warps an SM (D = 1536 at B = 8: 3 blocks of
+ * 128 threads on most SMs): blocks of at most 128 threads, three an SM,
+ * leave up to 168 registers to the recurrence (ptxas takes about 160),
+ * which ran it 2-3% faster than at 128 (bench/NOTES.md). */
 #define SJ_SCAN_FWD_KERNELS(T, sfx, unused)                \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, 256, 2, T, sfx)  \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, 128, 3, T, sfx)  \
     SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, 256, 2, T, sfx)  \
     SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, 256, 1, T, sfx)
 

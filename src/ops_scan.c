@@ -212,13 +212,16 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
     return (unsigned)((2 * buf + partial + bias_and_d) * sizeof(float));
 }
 
+/* The most threads a forward block of ns states a thread may have. */
+static int max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS; }
+
 /* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits):
  * at the reference shape that keeps twice as many warps resident as 16
  * states per thread, which hides more of the latency of the recurrence
  * (bench/NOTES.md).  Where 8 states a thread leave fewer than 8 warps an
- * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread (if N <= 64 fits
- * the 256-thread bound at 16 channels a block).  Channels per block, 16
- * to 128 within 256 threads: the most of those that leave the busiest SM
+ * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread (if N <= 32 fits
+ * their 128-thread bound at 16 channels a block).  Channels per block, 16
+ * to 128 within that bound: the most of those that leave the busiest SM
  * (ceil(blocks / SMs) blocks) the fewest channels; at D = 1536, B = 8
  * that is 32 (3 blocks on most SMs) rather than 64 (2 on some, 1 on the
  * others).  A forced shape that does not fit is ignored. */
@@ -230,19 +233,20 @@ static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_sha
     sj_scan_fwd_shape f;
     const int64_t sms = sj_context_props(ctx)->sm_count;
     f.ns = n <= 4 ? 4 : n <= 128 ? 8 : 16;
-    if (f.ns == 8 && ceil_div(n, 4) * 16 <= SJ_SCAN_FWD_MAX_THREADS && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
+    if (f.ns == 8 && ceil_div(n, 4) * 16 <= max_threads(4) && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
         f.ns = 4;
-    if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= SJ_SCAN_FWD_MAX_THREADS)
+    if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= max_threads(ns))
         f.ns = ns;
     f.groups = (int)ceil_div(n, f.ns);
+    const int maxt = max_threads(f.ns);
     f.bd = 16;
     int64_t least = INT64_MAX;
-    for (int w = 16; w <= 128 && w * f.groups <= SJ_SCAN_FWD_MAX_THREADS; w *= 2) {
+    for (int w = 16; w <= 128 && w * f.groups <= maxt; w *= 2) {
         const int64_t busiest = ceil_div(sh->B * ceil_div(sh->D, w), sms > 0 ? sms : 1) * w;
         if (busiest <= least)
             least = busiest, f.bd = w;
     }
-    if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= SJ_SCAN_FWD_MAX_THREADS)
+    if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= maxt)
         f.bd = bd;
     /* Narrower blocks where the device allows a block less shared memory
      * than the shape takes (sm_75: 64 KB, 71 KB at N = 16 by default). */

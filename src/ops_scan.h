@@ -28,7 +28,9 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
 /* Dynamic shared memory, in bytes, of a forward block of that shape. */
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);
 
-/* The forward kernels' __launch_bounds__: no block may have more threads. */
+/* The forward kernels' __launch_bounds__: no block may have more threads
+ * (kernels_src/scan_fwd.cu): 256, and 128 for 4 states a thread. */
 #define SJ_SCAN_FWD_MAX_THREADS 256
+#define SJ_SCAN_FWD4_MAX_THREADS 128
 
 #endif

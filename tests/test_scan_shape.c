@@ -1,8 +1,8 @@
 /* The forward scan's launch shape for every N from 1 to 256, across batch
  * sizes, channel counts and devices from 1 to 132 SMs, automatic and
  * forced: it must cover the N states with no empty group and stay within
- * the kernels' 256-thread bound (a shape past it fails to launch, which
- * only a GPU would otherwise show). */
+ * the kernels' thread bounds, 256 (128 with 4 states a thread; a shape
+ * past them fails to launch, which only a GPU would otherwise show). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +18,7 @@ static void check(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
     sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, N);
     if (!(f.ns == 4 || f.ns == 8 || f.ns == 16) || f.groups < 1 || (int64_t)f.groups * f.ns < N ||
         (int64_t)(f.groups - 1) * f.ns >= N || f.bd < 16 || f.bd > 128 || (f.bd & (f.bd - 1)) ||
-        f.groups * f.bd > SJ_SCAN_FWD_MAX_THREADS)
+        f.groups * f.bd > (f.ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS))
         fail_msg("B=%lld D=%lld N=%lld on %d SMs: %d states a thread, %d groups, %d channels a block",
                  (long long)B, (long long)D, (long long)N, ctx->props.sm_count, f.ns, f.groups, f.bd);
 }
@@ -30,7 +30,7 @@ static void test_every_n(void **state)
     memset(&ctx, 0, sizeof ctx);
     static const int sms[] = {1, 16, 132};
     static const int64_t batches[] = {1, 2, 8, 64}, dims[] = {1, 37, 1536, 4096, 100000};
-    static const int forced[][2] = {{0, 0}, {4, 0}, {8, 0}, {16, 0}, {0, 16}, {0, 128}, {4, 32}, {16, 128}};
+    static const int forced[][2] = {{0, 0}, {4, 0}, {8, 0}, {16, 0}, {0, 16}, {0, 128}, {4, 32}, {4, 64}, {16, 128}};
     for (size_t k = 0; k < sizeof forced / sizeof *forced; k++) {
         sj_scan_force_shape(forced[k][0], forced[k][1]);
         for (size_t s = 0; s < sizeof sms / sizeof *sms; s++) {

@@ -372,8 +372,8 @@ static const bench_variant scan_fwd_variants[] = {
     {"  variant: 8 states/thread, 32 channels/block", sj_scan_force_shape, 8, 32},
     {"  variant: 8 states/thread, 64 channels/block", sj_scan_force_shape, 8, 64},
     {"  variant: 8 states/thread, 128 channels/block", sj_scan_force_shape, 8, 128},
+    {"  variant: 4 states/thread, 16 channels/block", sj_scan_force_shape, 4, 16},
     {"  variant: 4 states/thread, 32 channels/block", sj_scan_force_shape, 4, 32},
-    {"  variant: 4 states/thread, 64 channels/block", sj_scan_force_shape, 4, 64},
     {NULL, NULL, 0, 0},
 };
 
