@@ -1,5 +1,6 @@
 /* NVRTC compiles every embedded module for the architectures we ship
- * for, with nothing but the embedded headers; failures carry the log.
+ * for, with nothing but the embedded headers; failures carry the log; the
+ * forward scan's kernels carry the block bounds the host relies on.
  * Skipped when NVRTC is not installed. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,8 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "ops_scan.h"
+#include "test_util.h"
 
 static sj_toolchain tc;
 
@@ -44,6 +47,29 @@ static void *compile_worker(void *p)
     return NULL;
 }
 
+/* The host chooses forward scan blocks within SJ_SCAN_FWD_MAX_THREADS
+ * (SJ_SCAN_FWD4_MAX_THREADS with 4 states a thread); the kernels' own
+ * __launch_bounds__ (.maxntid in their PTX) must be those numbers, or
+ * launches fail, which only a GPU would otherwise show. */
+static void check_scan_fwd_bounds(const char *ptx)
+{
+    static const struct {
+        int ns, max_threads;
+    } want[] = {{4, SJ_SCAN_FWD4_MAX_THREADS}, {8, SJ_SCAN_FWD_MAX_THREADS}, {16, SJ_SCAN_FWD_MAX_THREADS}};
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        for (size_t t = 0; t < 3; t++) {
+            char entry[64];
+            snprintf(entry, sizeof entry, ".entry scan_fwd_ns%d_%s(", want[i].ns, dtypes[t]);
+            const char *e = strstr(ptx, entry), *body = e ? strchr(e, '{') : NULL;
+            const char *bound = e ? strstr(e, ".maxntid") : NULL;
+            int threads = 0;
+            if (!bound || !body || bound > body || sscanf(bound, ".maxntid %d", &threads) != 1)
+                fail_msg("%s: no .maxntid before its body", entry);
+            assert_int_equal(threads, want[i].max_threads);
+        }
+}
+
 static void compile_all(int arch, int ptx, int fast)
 {
     if (!tc.num_archs)
@@ -61,10 +87,13 @@ static void compile_all(int arch, int ptx, int fast)
         if (b->st[m] != SSMJIT_OK)
             fail_msg("%s for %s_%d: %s", sj_modules[m].name, ptx ? "compute" : "sm", arch, b->error[m]);
         assert_true(b->size[m] > 100);
-        if (ptx)
+        if (ptx) {
             assert_non_null(strstr(b->image[m], ".target"));
-        else
+            if (m == SJ_MODULE_SCAN_FWD)
+                check_scan_fwd_bounds(b->image[m]);
+        } else {
             assert_memory_equal(b->image[m], "\x7f" "ELF", 4);
+        }
         free(b->image[m]);
     }
     free(b);
@@ -125,5 +154,6 @@ int main(void)
         cmocka_unit_test(test_sm89), cmocka_unit_test(test_sm90), cmocka_unit_test(test_newest),
         cmocka_unit_test(test_ptx),
     };
+    tu_apply_test_filter();
     return cmocka_run_group_tests(tests, setup, NULL);
 }
