@@ -212,8 +212,7 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
     return (unsigned)((2 * buf + partial + bias_and_d) * sizeof(float));
 }
 
-/* The most threads a forward block of ns states a thread may have. */
-static int max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS; }
+int sj_scan_fwd_max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS; }
 
 /* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits):
  * at the reference shape that keeps twice as many warps resident as 16
@@ -233,12 +232,12 @@ static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_sha
     sj_scan_fwd_shape f;
     const int64_t sms = sj_context_props(ctx)->sm_count;
     f.ns = n <= 4 ? 4 : n <= 128 ? 8 : 16;
-    if (f.ns == 8 && ceil_div(n, 4) * 16 <= max_threads(4) && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
+    if (f.ns == 8 && ceil_div(n, 4) * 16 <= sj_scan_fwd_max_threads(4) && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
         f.ns = 4;
-    if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= max_threads(ns))
+    if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= sj_scan_fwd_max_threads(ns))
         f.ns = ns;
     f.groups = (int)ceil_div(n, f.ns);
-    const int maxt = max_threads(f.ns);
+    const int maxt = sj_scan_fwd_max_threads(f.ns);
     f.bd = 16;
     int64_t least = INT64_MAX;
     for (int w = 16; w <= 128 && w * f.groups <= maxt; w *= 2) {

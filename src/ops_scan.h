@@ -33,4 +33,8 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);
 #define SJ_SCAN_FWD_MAX_THREADS 256
 #define SJ_SCAN_FWD4_MAX_THREADS 128
 
+/* The most threads a forward block of ns states a thread may have: the
+ * bound of the scan_fwd_ns<ns>_* kernels. */
+int sj_scan_fwd_max_threads(int ns);
+
 #endif

@@ -47,26 +47,23 @@ static void *compile_worker(void *p)
     return NULL;
 }
 
-/* The host chooses forward scan blocks within SJ_SCAN_FWD_MAX_THREADS
- * (SJ_SCAN_FWD4_MAX_THREADS with 4 states a thread); the kernels' own
- * __launch_bounds__ (.maxntid in their PTX) must be those numbers, or
- * launches fail, which only a GPU would otherwise show. */
+/* The host chooses forward scan blocks within sj_scan_fwd_max_threads();
+ * the kernels' own __launch_bounds__ (.maxntid in their PTX) must be
+ * those numbers, or launches fail, which only a GPU would otherwise show. */
 static void check_scan_fwd_bounds(const char *ptx)
 {
-    static const struct {
-        int ns, max_threads;
-    } want[] = {{4, SJ_SCAN_FWD4_MAX_THREADS}, {8, SJ_SCAN_FWD_MAX_THREADS}, {16, SJ_SCAN_FWD_MAX_THREADS}};
+    static const int states[] = {4, 8, 16};
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
-    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    for (size_t i = 0; i < sizeof states / sizeof *states; i++)
         for (size_t t = 0; t < 3; t++) {
             char entry[64];
-            snprintf(entry, sizeof entry, ".entry scan_fwd_ns%d_%s(", want[i].ns, dtypes[t]);
+            snprintf(entry, sizeof entry, ".entry scan_fwd_ns%d_%s(", states[i], dtypes[t]);
             const char *e = strstr(ptx, entry), *body = e ? strchr(e, '{') : NULL;
             const char *bound = e ? strstr(e, ".maxntid") : NULL;
             int threads = 0;
             if (!bound || !body || bound > body || sscanf(bound, ".maxntid %d", &threads) != 1)
                 fail_msg("%s: no .maxntid before its body", entry);
-            assert_int_equal(threads, want[i].max_threads);
+            assert_int_equal(threads, sj_scan_fwd_max_threads(states[i]));
         }
 }
 

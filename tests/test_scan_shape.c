@@ -18,7 +18,7 @@ static void check(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
     sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, N);
     if (!(f.ns == 4 || f.ns == 8 || f.ns == 16) || f.groups < 1 || (int64_t)f.groups * f.ns < N ||
         (int64_t)(f.groups - 1) * f.ns >= N || f.bd < 16 || f.bd > 128 || (f.bd & (f.bd - 1)) ||
-        f.groups * f.bd > (f.ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS))
+        f.groups * f.bd > sj_scan_fwd_max_threads(f.ns))
         fail_msg("B=%lld D=%lld N=%lld on %d SMs: %d states a thread, %d groups, %d channels a block",
                  (long long)B, (long long)D, (long long)N, ctx->props.sm_count, f.ns, f.groups, f.bd);
 }
