@@ -100,8 +100,7 @@ template <int K, typename V> struct sj_stager {
 
     /* ready(v) is taken of every held item, loaded or not (the forward's
      * ready_bc says why), then store(k, ready(v)) of the loaded ones. */
-    template <typename Load, typename Ready, typename Store>
-    __device__ __forceinline__ void commit(int items, Load load, Ready ready, Store store)
+    template <typename Ready, typename Store> __device__ __forceinline__ void commit_held(int items, Ready ready, Store store)
     {
         decltype(ready(v[0])) w[K];
 #pragma unroll
@@ -111,6 +110,12 @@ template <int K, typename V> struct sj_stager {
         for (int k = 0; k < K; ++k)
             if (k < items)
                 store(k, w[k]);
+    }
+
+    template <typename Load, typename Ready, typename Store>
+    __device__ __forceinline__ void commit(int items, Load load, Ready ready, Store store)
+    {
+        commit_held(items, ready, store);
         for (int k = K; k < items; ++k)
             store(k, ready(load(k)));
     }
@@ -253,9 +258,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         }
         return r;
     };
-    auto store_td = [&](float *buf, sj_i64 c, int k, const sj_fwd_raw &r) {
+    /* chk = false: the caller knows the group is inside L and D. */
+    auto store_td = [&](float *buf, sj_i64 c, int k, const sj_fwd_raw &r, bool chk) {
         const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
-        const bool tok = c * TS + i < p.L;
+        const bool tok = !chk || c * TS + i < p.L;
         float *su = buf + 2 * TS * Npad, *sdt = su + TS * BD, *sgz = sdt + TS * BD;
         const int at = i * BD + col;
 #pragma unroll
@@ -267,7 +273,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             for (int e = 0; e < 4; ++e) {
                 uv[e] = sj_lane<T>(r.u, 4 * q + e);
                 const float x = sj_lane<T>(r.delta, 4 * q + e) + bv[e];
-                dtv[e] = tok && d0 + col + 4 * q + e < p.D ? (p.softplus ? sj_softplus(x) : x) : 0.0f;
+                dtv[e] = tok && (!chk || d0 + col + 4 * q + e < p.D) ? (p.softplus ? sj_softplus(x) : x) : 0.0f;
                 gv[e] = OUT && p.z ? sj_silu(sj_lane<T>(r.z, 4 * q + e)) : 1.0f;
             }
             sj_f4(su + at)[q] = make_float4(uv[0], uv[1], uv[2], uv[3]);
@@ -296,6 +302,35 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 #pragma unroll
     for (int k = 0; k < NS / 4; ++k)
         bc_held[k] = bc_at(k);
+
+    /* Fast chunks: the chunk inside L, the block's channels and states
+     * inside D and N, every tensor in aligned whole groups, all of this
+     * thread's items held, and strides that keep a chunk's offsets in 32
+     * bits.  Their loads and stores skip the bounds checks and address an
+     * item as a chunk base (the same across the block) plus a 32-bit
+     * offset: the general path's 64-bit address and checks of every group
+     * had cost more than the recurrence's own loads (bench/NOTES.md). */
+    const bool has_z = OUT && p.z;
+    const sj_i64 smax = max(max(p.su, p.sdelta), max(max(p.sB, p.sC), max(has_z ? p.sz : 0, OUT ? p.sy : 0)));
+    const bool fast_thr = d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) && (!OUT || vy) &&
+                          vbc && cnt_td <= NS / 4 && cnt_bc <= NS / 4 && smax < (1 << 26);
+    auto fast_chunk = [&](sj_i64 c) { return fast_thr && (c + 1) * TS <= p.L; };
+    /* Element 0 of token c * TS of this batch row in a tensor. */
+    auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 c) { return (const T *)x + (b * p.L + c * TS) * stride; };
+    auto load_td_fast = [&](sj_i64 c, int k) {
+        const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
+        sj_fwd_raw r = {};
+        r.u = sj_load_group<T, VE>(chunk_base(p.u, p.su, c) + d0, i * (int)p.su + col, VE, true);
+        r.delta = sj_load_group<T, VE>(chunk_base(p.delta, p.sdelta, c) + d0, i * (int)p.sdelta + col, VE, true);
+        if (has_z)
+            r.z = sj_load_group<T, VE>(chunk_base(p.z, p.sz, c) + d0, i * (int)p.sz + col, VE, true);
+        return r;
+    };
+    auto load_bc_fast = [&](sj_i64 c, int k) {
+        const bc_item &it = bc_held[k];
+        return it.isC ? sj_load_group<T, 4>(chunk_base(p.C, p.sC, c), it.i * (int)p.sC + (int)it.n, 4, true)
+                      : sj_load_group<T, 4>(chunk_base(p.B, p.sB, c), it.i * (int)p.sB + (int)it.n, 4, true);
+    };
     auto load_bc_item = [&](sj_i64 c, const bc_item &it) {
         const sj_i64 t = c * TS + it.i;
         if (t >= p.L)
@@ -323,6 +358,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     sj_stager<NS / 4, sj_fwd_raw> st_td;
     sj_stager<NS / 4, uint4> st_bc;
     auto issue = [&](sj_i64 c) {
+        if (fast_chunk(c)) {
+            st_td.issue(cnt_td, [&](int k) { return load_td_fast(c, k); });
+            st_bc.issue(cnt_bc, [&](int k) { return load_bc_fast(c, k); });
+            return;
+        }
         st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
         st_bc.issue(cnt_bc, [&](int k) { return load_bc(c, k); });
     };
@@ -330,10 +370,16 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * plain (a segment's first or last, or past L), for the
      * __syncthreads_and that ends the staging. */
     auto commit = [&](sj_i64 c, float *buf) {
-        st_td.commit(cnt_td, [&](int k) { return load_td(c, k); }, [](const sj_fwd_raw &r) { return r; },
-                     [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r); });
-        st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); }, ready_bc,
-                     [&](int k, const float4 &v) { store_bc(buf, k, v); });
+        auto keep = [](const sj_fwd_raw &r) { return r; };
+        auto put_bc = [&](int k, const float4 &v) { store_bc(buf, k, v); };
+        if (fast_chunk(c)) {
+            st_td.commit_held(cnt_td, keep, [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r, false); });
+            st_bc.commit_held(cnt_bc, ready_bc, put_bc);
+        } else {
+            st_td.commit(cnt_td, [&](int k) { return load_td(c, k); }, keep,
+                         [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r, true); });
+            st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); }, ready_bc, put_bc);
+        }
         if (tid >= TS)
             return true;
         const int2 ti = sj_token_info(p, b, c * TS + tid);
@@ -415,29 +461,47 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         }
 
         if (OUT) {
-            /* y of the staged groups: the same items as load_td's */
-            __syncthreads();
-            for (int k = 0; k < cnt_td; ++k) {
-                const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
-                const sj_i64 t = c * TS + i, dc = d0 + col;
-                if (t >= p.L)
-                    break;
+            /* y of the staged groups (the same items as load_td's): token
+             * i, channels col .. col + VE - 1 of the block */
+            auto y_item = [&](int i, int col, float *yv) {
                 const int at = i * BD + col;
-                float yv[VE];
 #pragma unroll
                 for (int q = 0; q < VE / 4; ++q) {
                     float4 y = sj_f4(ypart + i * G * BD + col)[q];
+#pragma unroll 1
                     for (int gg = 1; gg < G; ++gg) {
                         const float4 o = sj_f4(ypart + (i * G + gg) * BD + col)[q];
                         y = make_float4(y.x + o.x, y.y + o.y, y.z + o.z, y.w + o.w);
                     }
-                    const float4 dv = sj_f4(sDv + col)[q], uu = sj_f4(su + at)[q], gz = sj_f4(sgz + at)[q];
-                    yv[4 * q] = fmaf(dv.x, uu.x, y.x) * gz.x;
-                    yv[4 * q + 1] = fmaf(dv.y, uu.y, y.y) * gz.y;
-                    yv[4 * q + 2] = fmaf(dv.z, uu.z, y.z) * gz.z;
-                    yv[4 * q + 3] = fmaf(dv.w, uu.w, y.w) * gz.w;
+                    const float4 dv = sj_f4(sDv + col)[q], uu = sj_f4(su + at)[q], gv = sj_f4(sgz + at)[q];
+                    yv[4 * q] = fmaf(dv.x, uu.x, y.x) * gv.x;
+                    yv[4 * q + 1] = fmaf(dv.y, uu.y, y.y) * gv.y;
+                    yv[4 * q + 2] = fmaf(dv.z, uu.z, y.z) * gv.z;
+                    yv[4 * q + 3] = fmaf(dv.w, uu.w, y.w) * gv.w;
                 }
-                sj_store_group<T, VE>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
+            };
+            __syncthreads();
+            if (fast_chunk(c)) {
+                T *const yb = (T *)chunk_base(p.y, p.sy, c) + d0;
+#pragma unroll
+                for (int k = 0; k < NS / 4; ++k) {
+                    const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
+                    float yv[VE];
+                    if (k < cnt_td) {
+                        y_item(i, col, yv);
+                        sj_store_group<T, VE>(yb, i * (int)p.sy + col, VE, true, yv);
+                    }
+                }
+            } else {
+                for (int k = 0; k < cnt_td; ++k) {
+                    const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
+                    const sj_i64 t = c * TS + i, dc = d0 + col;
+                    if (t >= p.L)
+                        break;
+                    float yv[VE];
+                    y_item(i, col, yv);
+                    sj_store_group<T, VE>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
+                }
             }
         }
 
