@@ -309,11 +309,14 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * bits.  Their loads and stores skip the bounds checks and address an
      * item as a chunk base (the same across the block) plus a 32-bit
      * offset: the general path's 64-bit address and checks of every group
-     * had cost more than the recurrence's own loads (bench/NOTES.md). */
+     * had cost more than the recurrence's own loads (bench/NOTES.md).  Not
+     * in the 4-state kernels, where a thread stages one group a chunk: with
+     * the second path ptxas scheduled their recurrence worse (12% slower
+     * at D = 1536). */
     const bool has_z = OUT && p.z;
     const sj_i64 smax = max(max(p.su, p.sdelta), max(max(p.sB, p.sC), max(has_z ? p.sz : 0, OUT ? p.sy : 0)));
-    const bool fast_thr = d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) && (!OUT || vy) &&
-                          vbc && cnt_td <= NS / 4 && cnt_bc <= NS / 4 && smax < (1 << 26);
+    const bool fast_thr = NS > 4 && d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) &&
+                          (!OUT || vy) && vbc && cnt_td <= NS / 4 && cnt_bc <= NS / 4 && smax < (1 << 26);
     auto fast_chunk = [&](sj_i64 c) { return fast_thr && (c + 1) * TS <= p.L; };
     /* Element 0 of token c * TS of this batch row in a tensor. */
     auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 c) { return (const T *)x + (b * p.L + c * TS) * stride; };
@@ -468,6 +471,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 #pragma unroll
                 for (int q = 0; q < VE / 4; ++q) {
                     float4 y = sj_f4(ypart + i * G * BD + col)[q];
+                    /* a plain loop: ptxas unrolled it by 4 with a
+                     * remainder, which cost the 8-state kernel 2% at
+                     * G = 2 (bench/NOTES.md) */
 #pragma unroll 1
                     for (int gg = 1; gg < G; ++gg) {
                         const float4 o = sj_f4(ypart + (i * G + gg) * BD + col)[q];
