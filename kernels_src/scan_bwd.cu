@@ -195,7 +195,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     };
 
     /* This lane's output: du (lane 0 of a channel), ddelta (1), dz (2). */
-    void *const obase = grp == 0 ? p.du : grp == 1 ? p.ddelta : grp == 2 ? p.dz : nullptr;
+    T *const obase = (T *)(grp == 0 ? p.du : grp == 1 ? p.ddelta : grp == 2 ? p.dz : nullptr);
     const sj_i64 ostride = grp == 0 ? p.sdu : grp == 1 ? p.sddelta : p.sdz;
     const float Dd = sDv[ch];
 
@@ -315,10 +315,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                         sch += __shfl_xor_sync(0xffffffffu, sch, m);
                     }
                     const sj_i64 t = c * TS + i;
-                    if (!(plain || t < L) || !dok)
-                        continue;
+                    bool out = (plain || t < L) && dok;
                     float s0 = sgb, s1 = sqa * SJ_LN2, s2 = sch;
-                    if (p.NB > 1) {
+                    if (p.NB > 1 && out) {
                         float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
                         if (p.nb > 0) {
                             s0 += acc[0];
@@ -331,15 +330,19 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                                 acc[1] = s1;
                                 acc[2] = s2;
                             }
-                            continue;
+                            out = false;
                         }
                     }
+                    /* All three values, then a selection: where the lanes
+                     * of a channel each took their own branch, the warp ran
+                     * all three one after another. */
                     const float ddl = fmaf(pv.y, s0, s1) * sS[i * BD + ch];
-                    const float v = grp == 0 ? fmaf(pv.x, s0, Dd * pv.z) : grp == 1 ? ddl : pv.w * fmaf(Dd, pv.y, s2);
-                    if (obase)
+                    const float v0 = fmaf(pv.x, s0, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, s2);
+                    const float v = grp == 0 ? v0 : grp == 1 ? ddl : v2;
+                    if (out && obase)
                         sj_st<T>(obase, (b * L + t) * ostride + d, v);
-                    dbc += ddl;
-                    dDc = fmaf(pv.z, pv.y, dDc);
+                    dbc += out ? ddl : 0.0f;
+                    dDc = fmaf(out ? pv.z : 0.0f, pv.y, dDc);
                 }
 
                 /* dB, dC of the group's tokens summed over the block's 8
