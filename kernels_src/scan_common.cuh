@@ -309,13 +309,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * bits.  Their loads and stores skip the bounds checks and address an
      * item as a chunk base (the same across the block) plus a 32-bit
      * offset: the general path's 64-bit address and checks of every group
-     * had cost more than the recurrence's own loads (bench/NOTES.md).  Not
-     * in the 4-state kernels, where a thread stages one group a chunk: with
-     * the second path ptxas scheduled their recurrence worse (12% slower
-     * at D = 1536). */
+     * had cost more than the recurrence's own loads (bench/NOTES.md).  The
+     * 4-state kernels convert even fast chunks on the general path: with a
+     * second conversion path ptxas scheduled their recurrence worse (15%
+     * slower at D = 1536). */
     const bool has_z = OUT && p.z;
     const sj_i64 smax = max(max(p.su, p.sdelta), max(max(p.sB, p.sC), max(has_z ? p.sz : 0, OUT ? p.sy : 0)));
-    const bool fast_thr = NS > 4 && d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) &&
+    const bool fast_thr = d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) &&
                           (!OUT || vy) && vbc && cnt_td <= NS / 4 && cnt_bc <= NS / 4 && smax < (1 << 26);
     auto fast_chunk = [&](sj_i64 c) { return fast_thr && (c + 1) * TS <= p.L; };
     /* Element 0 of token c * TS of this batch row in a tensor. */
@@ -375,7 +375,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     auto commit = [&](sj_i64 c, float *buf) {
         auto keep = [](const sj_fwd_raw &r) { return r; };
         auto put_bc = [&](int k, const float4 &v) { store_bc(buf, k, v); };
-        if (fast_chunk(c)) {
+        if (NS > 4 && fast_chunk(c)) {
             st_td.commit_held(cnt_td, keep, [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r, false); });
             st_bc.commit_held(cnt_bc, ready_bc, put_bc);
         } else {
