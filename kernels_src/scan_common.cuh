@@ -310,9 +310,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * item as a chunk base (the same across the block) plus a 32-bit
      * offset: the general path's 64-bit address and checks of every group
      * had cost more than the recurrence's own loads (bench/NOTES.md).  The
-     * 4-state kernels convert even fast chunks on the general path: with a
-     * second conversion path ptxas scheduled their recurrence worse (15%
-     * slower at D = 1536). */
+     * 4-state kernels store even a fast chunk's B and C on the general path:
+     * with a second path there ptxas scheduled their f32 recurrence worse
+     * (21% slower at D = 1536). */
     const bool has_z = OUT && p.z;
     const sj_i64 smax = max(max(p.su, p.sdelta), max(max(p.sB, p.sC), max(has_z ? p.sz : 0, OUT ? p.sy : 0)));
     const bool fast_thr = d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) &&
@@ -375,13 +375,31 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     auto commit = [&](sj_i64 c, float *buf) {
         auto keep = [](const sj_fwd_raw &r) { return r; };
         auto put_bc = [&](int k, const float4 &v) { store_bc(buf, k, v); };
-        if (NS > 4 && fast_chunk(c)) {
+        auto td_fast = [&] {
             st_td.commit_held(cnt_td, keep, [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r, false); });
-            st_bc.commit_held(cnt_bc, ready_bc, put_bc);
-        } else {
+        };
+        auto td_general = [&] {
             st_td.commit(cnt_td, [&](int k) { return load_td(c, k); }, keep,
                          [&](int k, const sj_fwd_raw &r) { store_td(buf, c, k, r, true); });
-            st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); }, ready_bc, put_bc);
+        };
+        auto bc_general = [&] { st_bc.commit(cnt_bc, [&](int k) { return load_bc(c, k); }, ready_bc, put_bc); };
+        /* The two arrangements are each the one their kernels ran fastest
+         * with; ptxas's schedule of the recurrence follows them (the 16-bit
+         * 8-state kernels lost 2% with the 4-state one). */
+        if (NS > 4) {
+            if (fast_chunk(c)) {
+                td_fast();
+                st_bc.commit_held(cnt_bc, ready_bc, put_bc);
+            } else {
+                td_general();
+                bc_general();
+            }
+        } else {
+            if (fast_chunk(c))
+                td_fast();
+            else
+                td_general();
+            bc_general();
         }
         if (tid >= TS)
             return true;
