@@ -195,7 +195,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     };
 
     /* This lane's output: du (lane 0 of a channel), ddelta (1), dz (2). */
-    T *const obase = (T *)(grp == 0 ? p.du : grp == 1 ? p.ddelta : grp == 2 ? p.dz : nullptr);
+    void *const obase = grp == 0 ? p.du : grp == 1 ? p.ddelta : grp == 2 ? p.dz : nullptr;
     const sj_i64 ostride = grp == 0 ? p.sdu : grp == 1 ? p.sddelta : p.sdz;
     const float Dd = sDv[ch];
 
