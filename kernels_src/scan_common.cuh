@@ -40,9 +40,9 @@ struct sj_scan_params {
     float *ws_bc, *ws_acc, *ws_dA, *ws_dD, *ws_db;
     /* extents and launch shape */
     sj_i64 L, D, N, nseq, softplus;
-    sj_i64 G, BD, nb, NB, ndblk;
+    sj_i64 G, BD, nb, NB, ndblk, buffers;
 };
-static_assert(sizeof(sj_scan_params) == 44 * 8, "host mirror in src/ops_scan.c");
+static_assert(sizeof(sj_scan_params) == 45 * 8, "host mirror in src/ops_scan.c");
 
 enum { SJ_TOK_VALID = 1, SJ_TOK_START = 2, SJ_TOK_END = 4 };
 
@@ -179,34 +179,39 @@ struct sj_fwd_raw {
  * after each chunk and y leaves in groups of 4 channels, like the inputs
  * came.
  *
- * Shared memory, per stage buffer (two): B, C [TS][Npad]; u, dt, gate
- * [TS][BD]; token info [TS] (int2); then one [TS][G][BD] partial-output
- * array and delta_bias, D [BD] (zero when absent).  fwd_smem_bytes() in
+ * Shared memory, per stage buffer (p.buffers of them, 1 or 2): B, C
+ * [G][TS][NS]; u, dt, gate [TS][ROW]; token info [TS] (int2); then with
+ * output one [TS][MAXT] partial-output array (thread tid's in column
+ * tid), and delta_bias, D [BD] (zero when absent).  Rows of a fixed width
+ * (ROW >= BD) whatever the block's BD and G make every shared-memory
+ * offset of a token in the recurrence a constant: with run-time strides
+ * they took about 7 integer instructions a token, and 6-9% of the time at
+ * the reference shape (bench/NOTES.md).  sj_scan_fwd_smem_bytes() in
  * src/ops_scan.c mirrors it.
  */
-template <int NS> struct sj_fwd_layout {
+template <int NS, int ROW> struct sj_fwd_layout {
     int BD, G, Npad, buf;
     __device__ __forceinline__ sj_fwd_layout(const sj_scan_params &p)
         : BD((int)p.BD), G((int)p.G), Npad((int)p.G * NS),
-          buf(2 * SJ_SCAN_CHUNK * (int)p.G * NS + 3 * SJ_SCAN_CHUNK * (int)p.BD + 2 * SJ_SCAN_CHUNK)
+          buf(2 * SJ_SCAN_CHUNK * (int)p.G * NS + 3 * SJ_SCAN_CHUNK * ROW + 2 * SJ_SCAN_CHUNK)
     {
     }
 };
 
-template <typename T, int NS, bool OUT>
+template <typename T, int NS, bool OUT, int MAXT, int ROW>
 __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 {
     constexpr int TS = SJ_SCAN_CHUNK;
     extern __shared__ float4 sj_smem4[];
     float *smem = (float *)sj_smem4;
-    const sj_fwd_layout<NS> lay(p);
+    const sj_fwd_layout<NS, ROW> lay(p);
     const int BD = lay.BD, G = lay.G, Npad = lay.Npad;
     const int tid = threadIdx.x, dl = tid % BD, g = tid / BD;
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + dl;
     const bool dok = d < p.D;
     const sj_i64 N = p.N, nbase = (sj_i64)blockIdx.z * Npad, n0 = nbase + g * NS;
-    float *ypart = smem + 2 * lay.buf; /* [TS][G][BD] */
-    float *sbias = ypart + TS * G * BD, *sDv = sbias + BD;
+    float *ypart = smem + (int)p.buffers * lay.buf; /* [TS][MAXT] */
+    float *sbias = ypart + (OUT ? TS * MAXT : 0), *sDv = sbias + BD;
 
     float A2[NS], h[NS];
 #pragma unroll
@@ -262,8 +267,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     auto store_td = [&](float *buf, sj_i64 c, int k, const sj_fwd_raw &r, bool chk) {
         const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
         const bool tok = !chk || c * TS + i < p.L;
-        float *su = buf + 2 * TS * Npad, *sdt = su + TS * BD, *sgz = sdt + TS * BD;
-        const int at = i * BD + col;
+        float *su = buf + 2 * TS * Npad, *sdt = su + TS * ROW, *sgz = sdt + TS * ROW;
+        const int at = i * ROW + col;
 #pragma unroll
         for (int q = 0; q < VE / 4; ++q) {
             float uv[4], dtv[4], gv[4];
@@ -296,7 +301,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     };
     auto bc_at = [&](int k) {
         const int j = tid + k * nthr, isC = j >= TS * ng, r = j - isC * TS * ng, i = r / ng, q = r - i * ng;
-        return bc_item{i, isC * TS * Npad + i * Npad + 4 * q, nbase + 4 * q, isC != 0};
+        const int sh = isC * TS * Npad + (q / (NS / 4)) * TS * NS + i * NS + 4 * (q % (NS / 4));
+        return bc_item{i, sh, nbase + 4 * q, isC != 0};
     };
     bc_item bc_held[NS / 4];
 #pragma unroll
@@ -404,29 +410,33 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         if (tid >= TS)
             return true;
         const int2 ti = sj_token_info(p, b, c * TS + tid);
-        ((int2 *)(buf + 2 * TS * Npad + 3 * TS * BD))[tid] = ti;
+        ((int2 *)(buf + 2 * TS * Npad + 3 * TS * ROW))[tid] = ti;
         return ti.y == SJ_TOK_VALID;
     };
 
+    /* Chunk c's stage buffer.  With one, other threads may still read
+     * chunk c's when a thread commits chunk c + 1: a barrier comes first. */
+    const int second = p.buffers > 1 ? lay.buf : 0;
+    auto stage = [&](sj_i64 c) { return smem + (int)(c & 1) * second; };
     issue(0);
     /* Chunks without a segment boundary or the end of L (all of them but
      * the last, without cu_seqlens) run unrolled and branch-free, so that
      * the exponentials of later tokens overlap the recurrence. */
-    bool plain = __syncthreads_and(commit(0, smem));
+    bool plain = __syncthreads_and(commit(0, stage(0)));
 
     for (sj_i64 c = 0; c < nch; ++c) {
-        float *buf = smem + (c & 1) * lay.buf;
-        const float *sB = buf, *sC = buf + TS * Npad, *su = sC + TS * Npad, *sdt = su + TS * BD,
-                    *sgz = sdt + TS * BD;
-        const int2 *info = (const int2 *)(sgz + TS * BD);
+        float *buf = stage(c);
+        const float *sB = buf, *sC = buf + TS * Npad, *su = sC + TS * Npad, *sdt = su + TS * ROW,
+                    *sgz = sdt + TS * ROW;
+        const int2 *info = (const int2 *)(sgz + TS * ROW);
         if (c + 1 < nch)
             issue(c + 1);
 
         /* One token: the states and this group's part of y. */
         auto step = [&](int i) {
-            const float u = su[i * BD + dl], dt = sdt[i * BD + dl], dtu = dt * u;
-            const float4 *B4 = (const float4 *)(sB + i * Npad + g * NS);
-            const float4 *C4 = (const float4 *)(sC + i * Npad + g * NS);
+            const float u = su[i * ROW + dl], dt = sdt[i * ROW + dl], dtu = dt * u;
+            const float4 *B4 = (const float4 *)(sB + g * TS * NS + i * NS);
+            const float4 *C4 = (const float4 *)(sC + g * TS * NS + i * NS);
             float yq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int q = 0; q < NS / 4; ++q) {
@@ -446,7 +456,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 }
             }
             if (OUT)
-                ypart[(i * G + g) * BD + dl] = (yq[0] + yq[1]) + (yq[2] + yq[3]);
+                ypart[i * MAXT + tid] = (yq[0] + yq[1]) + (yq[2] + yq[3]);
         };
         if (plain) {
 #pragma unroll
@@ -485,16 +495,16 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             /* y of the staged groups (the same items as load_td's): token
              * i, channels col .. col + VE - 1 of the block */
             auto y_item = [&](int i, int col, float *yv) {
-                const int at = i * BD + col;
+                const int at = i * ROW + col;
 #pragma unroll
                 for (int q = 0; q < VE / 4; ++q) {
-                    float4 y = sj_f4(ypart + i * G * BD + col)[q];
+                    float4 y = sj_f4(ypart + i * MAXT + col)[q];
                     /* a plain loop: ptxas unrolled it by 4 with a
                      * remainder, which cost the 8-state kernel 2% at
                      * G = 2 (bench/NOTES.md) */
 #pragma unroll 1
                     for (int gg = 1; gg < G; ++gg) {
-                        const float4 o = sj_f4(ypart + (i * G + gg) * BD + col)[q];
+                        const float4 o = sj_f4(ypart + i * MAXT + gg * BD + col)[q];
                         y = make_float4(y.x + o.x, y.y + o.y, y.z + o.z, y.w + o.w);
                     }
                     const float4 dv = sj_f4(sDv + col)[q], uu = sj_f4(su + at)[q], gv = sj_f4(sgz + at)[q];
@@ -529,14 +539,17 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             }
         }
 
-        plain = __syncthreads_and(c + 1 < nch ? commit(c + 1, smem + ((c + 1) & 1) * lay.buf) : true);
+        if (p.buffers == 1)
+            __syncthreads();
+        plain = __syncthreads_and(c + 1 < nch ? commit(c + 1, stage(c + 1)) : true);
     }
 }
 
-/* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads,
- * MINB of them resident per SM (which caps the registers per thread). */
-#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, MINB, T, sfx)                                           \
+/* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads
+ * and ROW channels, MINB of them resident per SM (which caps the
+ * registers per thread). */
+#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, MINB, ROW, T, sfx)                                      \
     extern "C" __global__ void __launch_bounds__(MAXT, MINB) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
     {                                                                                                  \
-        sj_scan_fwd<T, NS, OUT>(p);                                                                    \
+        sj_scan_fwd<T, NS, OUT, MAXT, ROW>(p);                                                         \
     }

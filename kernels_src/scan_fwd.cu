@@ -11,10 +11,12 @@
  * where the grid leaves few warps an SM (D = 1536 at B = 8: 3 blocks of
  * 128 threads on most SMs): blocks of at most 128 threads, three an SM,
  * leave up to 168 registers to the recurrence (ptxas takes about 160),
- * which ran it 2-3% faster than at 128 (bench/NOTES.md). */
-#define SJ_SCAN_FWD_KERNELS(T, sfx, unused)                \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, 128, 3, T, sfx)  \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, 256, 2, T, sfx)  \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, 256, 1, T, sfx)
+ * which ran it 2-3% faster than at 128 (bench/NOTES.md); their blocks
+ * are at most 64 channels wide, so that three fit 100 KB of shared memory
+ * (sm_86, sm_89). */
+#define SJ_SCAN_FWD_KERNELS(T, sfx, unused)                     \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, 128, 3, 64, T, sfx)   \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, 256, 2, 128, T, sfx)  \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, 256, 1, 128, T, sfx)
 
 SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)

@@ -77,6 +77,7 @@ static ssmjit_status read_props(ssmjit_context *ctx)
         {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, offsetof(sj_device_props, sm_count)},
         {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, offsetof(sj_device_props, max_threads_per_sm)},
         {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, offsetof(sj_device_props, max_smem_per_block_optin)},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, offsetof(sj_device_props, max_smem_per_sm)},
         {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, offsetof(sj_device_props, l2_bytes)},
     };
     for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {

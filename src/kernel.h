@@ -26,6 +26,7 @@ typedef struct sj_device_props {
     int sm_count;
     int max_threads_per_sm;
     int max_smem_per_block_optin; /* bytes a block can get after opting in */
+    int max_smem_per_sm;          /* bytes all resident blocks of an SM share */
     int l2_bytes;
 } sj_device_props;
 

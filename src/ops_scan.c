@@ -9,7 +9,7 @@
 #include "ops_scan.h"
 #include "validate.h"
 
-/* Must match kernels_src: SJ_SCAN_CHUNK and the backward's SJ_BWD_NBLK,
+/* Must match kernels_src: SJ_SCAN_CHUNK, the backward's SJ_BWD_NBLK,
  * SJ_BWD_BD, SJ_BWD_THREADS, SJ_BWD_TR, SJ_BWD_TP, SJ_BWD_BUF and the
  * shared-memory layout described beside them. */
 #define SCAN_CHUNK 16
@@ -46,9 +46,9 @@ typedef struct sj_scan_params {
     uint64_t dinit;
     uint64_t ws_bc, ws_acc, ws_dA, ws_dD, ws_db;
     int64_t L, D, N, nseq, softplus;
-    int64_t G, BD, nb, NB, ndblk;
+    int64_t G, BD, nb, NB, ndblk, buffers;
 } sj_scan_params;
-_Static_assert(sizeof(sj_scan_params) == 44 * 8, "layout of sj_scan_params in scan_common.cuh");
+_Static_assert(sizeof(sj_scan_params) == 45 * 8, "layout of sj_scan_params in scan_common.cuh");
 
 /* Mirror of struct sj_update_params in kernels_src/state_update.cu. */
 typedef struct sj_update_params {
@@ -60,12 +60,13 @@ typedef struct sj_update_params {
 } sj_update_params;
 _Static_assert(sizeof(sj_update_params) == 22 * 8, "layout of sj_update_params in state_update.cu");
 
-static atomic_int forced_ns, forced_bd;
+static atomic_int forced_ns, forced_bd, forced_buffers;
 
-void sj_scan_force_shape(int ns, int bd)
+void sj_scan_force_shape(int ns, int bd, int buffers)
 {
     atomic_store_explicit(&forced_ns, ns, memory_order_relaxed);
     atomic_store_explicit(&forced_bd, bd, memory_order_relaxed);
+    atomic_store_explicit(&forced_buffers, buffers, memory_order_relaxed);
 }
 
 static uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
@@ -207,12 +208,34 @@ static sj_scan_params scan_params(const ssmjit_selective_scan_desc *desc, const 
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
 {
     int npad = f->groups * f->ns;
-    int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * f->bd + 2 * SCAN_CHUNK;
-    int partial = SCAN_CHUNK * f->groups * f->bd, bias_and_d = 2 * f->bd;
-    return (unsigned)((2 * buf + partial + bias_and_d) * sizeof(float));
+    int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * sj_scan_fwd_max_bd(f->ns) + 2 * SCAN_CHUNK;
+    int partial = f->out ? SCAN_CHUNK * sj_scan_fwd_max_threads(f->ns) : 0, bias_and_d = 2 * f->bd;
+    return (unsigned)((f->buffers * buf + partial + bias_and_d) * sizeof(float));
 }
 
 int sj_scan_fwd_max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS; }
+
+/* The ROW of the SJ_SCAN_FWD_KERNEL lines (the states-only kernel's,
+ * 16 states a thread, is 128 too). */
+int sj_scan_fwd_max_bd(int ns) { return ns == 4 ? 64 : 128; }
+
+/* Two stage buffers, so that a chunk's inputs are committed while other
+ * threads still read the last chunk's; one (and a barrier a chunk more)
+ * where two would exceed a block's shared memory or leave an SM fewer
+ * blocks than the kernel is compiled for (min_blocks). */
+static int fwd_buffers(const ssmjit_context *ctx, sj_scan_fwd_shape f, int min_blocks)
+{
+    const int forced = atomic_load_explicit(&forced_buffers, memory_order_relaxed);
+    if (forced == 1 || forced == 2)
+        return forced;
+    const sj_device_props *pr = sj_context_props(ctx);
+    f.buffers = 2;
+    const int64_t two = sj_scan_fwd_smem_bytes(&f), reserved = 1024; /* the driver's, a block */
+    if ((pr->max_smem_per_block_optin > 0 && two > pr->max_smem_per_block_optin) ||
+        (pr->max_smem_per_sm > 0 && (two + reserved) * min_blocks > pr->max_smem_per_sm))
+        return 1;
+    return 2;
+}
 
 /* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits):
  * at the reference shape that keeps twice as many warps resident as 16
@@ -220,7 +243,8 @@ int sj_scan_fwd_max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS 
  * (bench/NOTES.md).  Where 8 states a thread leave fewer than 8 warps an
  * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread (if N <= 32 fits
  * their 128-thread bound at 16 channels a block).  Channels per block, 16
- * to 128 within that bound: the most of those that leave the busiest SM
+ * to the kernel's widest (128, 64 with 4 states a thread) within that
+ * bound: the most of those that leave the busiest SM
  * (ceil(blocks / SMs) blocks) the fewest channels; at D = 1536, B = 8
  * that is 32 (3 blocks on most SMs) rather than 64 (2 on some, 1 on the
  * others).  A forced shape that does not fit is ignored. */
@@ -237,21 +261,18 @@ static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_sha
     if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= sj_scan_fwd_max_threads(ns))
         f.ns = ns;
     f.groups = (int)ceil_div(n, f.ns);
-    const int maxt = sj_scan_fwd_max_threads(f.ns);
+    const int maxt = sj_scan_fwd_max_threads(f.ns), maxbd = sj_scan_fwd_max_bd(f.ns);
     f.bd = 16;
     int64_t least = INT64_MAX;
-    for (int w = 16; w <= 128 && w * f.groups <= maxt; w *= 2) {
+    for (int w = 16; w <= maxbd && w * f.groups <= maxt; w *= 2) {
         const int64_t busiest = ceil_div(sh->B * ceil_div(sh->D, w), sms > 0 ? sms : 1) * w;
         if (busiest <= least)
             least = busiest, f.bd = w;
     }
-    if (bd >= 16 && bd <= 128 && (bd & (bd - 1)) == 0 && f.groups * bd <= maxt)
+    if (bd >= 16 && bd <= maxbd && (bd & (bd - 1)) == 0 && f.groups * bd <= maxt)
         f.bd = bd;
-    /* Narrower blocks where the device allows a block less shared memory
-     * than the shape takes (sm_75: 64 KB, 71 KB at N = 16 by default). */
-    const int cap = sj_context_props(ctx)->max_smem_per_block_optin;
-    while (cap > 0 && f.bd > 16 && sj_scan_fwd_smem_bytes(&f) > (unsigned)cap)
-        f.bd /= 2;
+    f.out = 1;
+    f.buffers = fwd_buffers(ctx, f, f.ns == 4 ? 3 : f.ns == 8 ? 2 : 1); /* the kernels' MINB */
     return f;
 }
 
@@ -265,8 +286,14 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
 }
 
 /* The states-only pass that rebuilds the checkpoint: slices of 16 states,
- * one group each, over grid.z (the states are independent without y). */
-static const sj_scan_fwd_shape states_shape = {16, 1, 128};
+ * one group each, over grid.z (the states are independent without y);
+ * one block an SM (kernels_src/scan_bwd.cu). */
+static sj_scan_fwd_shape states_shape_for(const ssmjit_context *ctx)
+{
+    sj_scan_fwd_shape f = {16, 1, 128, 0, 0};
+    f.buffers = fwd_buffers(ctx, f, 1);
+    return f;
+}
 
 /* Launches the forward scan (module scan_fwd, prefix "scan_fwd", all N
  * states in one slice) or its states-only twin (module scan_bwd, prefix
@@ -282,6 +309,7 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
     SJ_TRY(sj_kernel_get(ctx, mod, role, name, &fn));
     p->G = f.groups;
     p->BD = f.bd;
+    p->buffers = f.buffers;
     sj_dim3 grid = {(unsigned)ceil_div(sh->D, f.bd), (unsigned)sh->B,
                     (unsigned)ceil_div(sh->N, (int64_t)f.groups * f.ns)};
     sj_dim3 block = {(unsigned)(f.bd * f.groups), 1, 1};
@@ -472,8 +500,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         sj_scan_params p = scan_params(desc, &sh);
         p.ckpt = desc->checkpoint ? dptr(desc->checkpoint) : dptr(ws + w.ckpt);
         if (!desc->checkpoint && sh.nch > 1)
-            SJ_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", states_shape, desc->dtype,
-                                &sh, &p, stream));
+            SJ_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", states_shape_for(ctx),
+                              desc->dtype, &sh, &p, stream));
         p.dy = dptr(grads->dy.data);
         p.sdy = s[0];
         p.dfinal = dptr(grads->d_final_state);

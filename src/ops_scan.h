@@ -7,20 +7,24 @@
 #include "ssmjit.h"
 
 /* Forces the launch shape of the forward scan kernels: ns states per
- * thread (4, 8 or 16; 0 restores the automatic choice) and bd channels
- * per block (a power of two, 16 to 128; 0 the automatic choice), so
- * that tests reach every variant and the benchmark can compare them.
- * Either part is ignored where it does not fit N (more than 256 threads
- * a block).  Not
- * thread-safe: for tests and the benchmark only. */
-void sj_scan_force_shape(int ns, int bd);
+ * thread (4, 8 or 16; 0 restores the automatic choice), bd channels per
+ * block (a power of two, 16 to sj_scan_fwd_max_bd(ns); 0 the automatic choice) and buffers
+ * stage buffers (1 or 2; 0 the automatic choice, which also covers the
+ * states-only kernel of the backward), so that tests reach every variant
+ * and the benchmark can compare them.  ns and bd are ignored where they
+ * do not fit N (more than 256 threads a block).  Not thread-safe: for
+ * tests and the benchmark only. */
+void sj_scan_force_shape(int ns, int bd, int buffers);
 
 /* The launch shape the forward picks for B sequences of D channels and N
  * states on ctx's device (forced parts included): ns states a thread,
  * groups threads a channel (groups * ns >= N), bd channels a block of
- * groups * bd threads. */
+ * groups * bd threads; buffers stage buffers (2, or 1 where two would
+ * not leave the kernel's resident blocks room: one more barrier a chunk);
+ * out 1 for the forward, 0 for the backward's states-only kernel, which
+ * keeps no partial outputs. */
 typedef struct sj_scan_fwd_shape {
-    int ns, groups, bd;
+    int ns, groups, bd, buffers, out;
 } sj_scan_fwd_shape;
 
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N);
@@ -28,10 +32,15 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
 /* Dynamic shared memory, in bytes, of a forward block of that shape. */
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);
 
-/* The forward kernels' __launch_bounds__: no block may have more threads
- * (kernels_src/scan_fwd.cu): 256, and 128 for 4 states a thread. */
+/* The forward kernels' __launch_bounds__ (kernels_src/scan_fwd.cu): no
+ * block may have more threads, 256, and 128 for 4 states a thread; they
+ * are compiled for 1 (16 states), 2 (8) or 3 (4) resident blocks an SM. */
 #define SJ_SCAN_FWD_MAX_THREADS 256
 #define SJ_SCAN_FWD4_MAX_THREADS 128
+
+/* Their widest block, in channels (the width of their staged rows): 128,
+ * and 64 for 4 states a thread. */
+int sj_scan_fwd_max_bd(int ns);
 
 /* The most threads a forward block of ns states a thread may have: the
  * bound of the scan_fwd_ns<ns>_* kernels. */

@@ -1132,7 +1132,7 @@ static ssmjit_context *stand_in_context(void)
     ssmjit_context *ctx = calloc(1, sizeof *ctx);
     assert_non_null(ctx);
     ctx->drv = &no_driver;
-    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 52428800};
+    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
     ctx->want_arch = 90;
     ctx->fast_math = -1;
     ctx->cache_mode = SSMJIT_CACHE_OFF;

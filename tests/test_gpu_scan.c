@@ -71,6 +71,7 @@ typedef struct scase {
     int final_state, checkpoint, strided;
     int ns; /* forced states per thread of the forward, 0 = automatic */
     int bd; /* forced channels per block of the forward, 0 = automatic */
+    int buffers; /* forced stage buffers of the forward kernels, 0 = automatic */
 } scase;
 
 /* Everything the GPU computed, widened to double (NULL where not asked). */
@@ -168,9 +169,9 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(&desc, &ck_bytes), SSMJIT_OK);
     if (c->checkpoint)
         desc.checkpoint = CK = poisoned_workspace(ck_bytes);
-    sj_scan_force_shape(c->ns, c->bd);
+    sj_scan_force_shape(c->ns, c->bd, c->buffers);
     ssmjit_status st = ssmjit_selective_scan_fwd(ctx, &desc, NULL);
-    sj_scan_force_shape(0, 0);
+    sj_scan_force_shape(0, 0, 0);
     if (st != SSMJIT_OK)
         fail_msg("forward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
 
@@ -194,7 +195,9 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     gr.d_initial_state = f32_poisoned(SDN, in->init != NULL);
     assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&desc, &ws_bytes), SSMJIT_OK);
     void *WS = poisoned_workspace(ws_bytes);
+    sj_scan_force_shape(0, 0, c->buffers); /* the backward's states-only pass */
     st = ssmjit_selective_scan_bwd(ctx, &desc, &gr, WS, ws_bytes, NULL);
+    sj_scan_force_shape(0, 0, 0);
     if (st != SSMJIT_OK)
         fail_msg("backward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
     gu_sync();
@@ -279,7 +282,7 @@ static void check_case(ssmjit_context *ctx, const scase *c)
 
 static scase all_options(ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N)
 {
-    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0, 0};
     return c;
 }
 
@@ -305,7 +308,7 @@ static void test_options(void **state)
             scase e = {dtypes[t],
                        {2, 37, 70, 16, opt == 1, opt == 2, opt == 3 || opt == 4, opt == 4 || opt == 5,
                         opt == 6, opt == 7, NULL, 0},
-                       opt == 7 || opt == 8, opt == 8, 0, 0, 0};
+                       opt == 7 || opt == 8, opt == 8, 0, 0, 0, 0};
             check_case(ctx, &e);
         }
     }
@@ -336,7 +339,7 @@ static void test_lengths(void **state)
 }
 
 /* Every state size, padded ones included, and every forward variant that
- * can hold it. */
+ * can hold it, every other size with one stage buffer. */
 static void test_state_sizes(void **state)
 {
     (void)state;
@@ -352,13 +355,15 @@ static void test_state_sizes(void **state)
             scase c = all_options(v == 2 ? SSMJIT_BF16 : SSMJIT_F32, 2, N > 64 ? 19 : 35, N > 64 ? 40 : 45, N);
             c.ns = variants[v];
             c.checkpoint = v != 3;
+            c.buffers = i % 2 ? 1 : 0;
             check_case(ctx, &c);
         }
     ssmjit_context_destroy(ctx);
 }
 
 /* Every forward block width with rows that take 16-byte loads (D a
- * multiple of 8, a partial last block) and rows that cannot (odd D). */
+ * multiple of 8, a partial last block) and rows that cannot (odd D), with
+ * one stage buffer and with two. */
 static void test_block_widths(void **state)
 {
     (void)state;
@@ -374,6 +379,7 @@ static void test_block_widths(void **state)
                 scase c = all_options(dtypes[t], 2, 40, dims[i], 16);
                 c.ns = variants[(t + w) % 3];
                 c.bd = widths[w];
+                c.buffers = 1 + (int)((i + w) % 2);
                 check_case(ctx, &c);
             }
     ssmjit_context_destroy(ctx);
@@ -509,7 +515,7 @@ static void test_deterministic(void **state)
 static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N,
                                int opts)
 {
-    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0, 0};
     ref_scan_inputs in = ref_scan_random(&c.o);
     dinputs d = upload_inputs(&c, &in);
     ssmjit_selective_scan_desc desc = make_desc(&c, &d);

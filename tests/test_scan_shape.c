@@ -17,10 +17,10 @@ static void check(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
 {
     sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, N);
     if (!(f.ns == 4 || f.ns == 8 || f.ns == 16) || f.groups < 1 || (int64_t)f.groups * f.ns < N ||
-        (int64_t)(f.groups - 1) * f.ns >= N || f.bd < 16 || f.bd > 128 || (f.bd & (f.bd - 1)) ||
-        f.groups * f.bd > sj_scan_fwd_max_threads(f.ns))
-        fail_msg("B=%lld D=%lld N=%lld on %d SMs: %d states a thread, %d groups, %d channels a block",
-                 (long long)B, (long long)D, (long long)N, ctx->props.sm_count, f.ns, f.groups, f.bd);
+        (int64_t)(f.groups - 1) * f.ns >= N || f.bd < 16 || f.bd > sj_scan_fwd_max_bd(f.ns) || (f.bd & (f.bd - 1)) ||
+        f.groups * f.bd > sj_scan_fwd_max_threads(f.ns) || !(f.buffers == 1 || f.buffers == 2) || f.out != 1)
+        fail_msg("B=%lld D=%lld N=%lld on %d SMs: %d states a thread, %d groups, %d channels a block, %d buffers",
+                 (long long)B, (long long)D, (long long)N, ctx->props.sm_count, f.ns, f.groups, f.bd, f.buffers);
 }
 
 static void test_every_n(void **state)
@@ -30,9 +30,10 @@ static void test_every_n(void **state)
     memset(&ctx, 0, sizeof ctx);
     static const int sms[] = {1, 16, 132};
     static const int64_t batches[] = {1, 2, 8, 64}, dims[] = {1, 37, 1536, 4096, 100000};
-    static const int forced[][2] = {{0, 0}, {4, 0}, {8, 0}, {16, 0}, {0, 16}, {0, 128}, {4, 32}, {4, 64}, {16, 128}};
+    static const int forced[][3] = {{0, 0, 0}, {4, 0, 0}, {8, 0, 1}, {16, 0, 2}, {0, 16, 0},
+                                    {0, 128, 0}, {4, 32, 1}, {4, 64, 0}, {16, 128, 0}};
     for (size_t k = 0; k < sizeof forced / sizeof *forced; k++) {
-        sj_scan_force_shape(forced[k][0], forced[k][1]);
+        sj_scan_force_shape(forced[k][0], forced[k][1], forced[k][2]);
         for (size_t s = 0; s < sizeof sms / sizeof *sms; s++) {
             ctx.props.sm_count = sms[s];
             for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
@@ -41,7 +42,7 @@ static void test_every_n(void **state)
                         check(&ctx, batches[b], dims[d], n);
         }
     }
-    sj_scan_force_shape(0, 0);
+    sj_scan_force_shape(0, 0, 0);
 }
 
 /* The choices bench/NOTES.md measured: 8 states a thread and 128 channels
@@ -91,12 +92,56 @@ static void test_shared_memory_cap(void **state)
     assert_true(sj_scan_fwd_smem_bytes(&f) > 64 * 1024);
 }
 
+/* Two stage buffers where the kernel's resident blocks hold them: on an
+ * H200 (228 KB an SM) at both measured shapes; on a device of 100 KB an
+ * SM (sm_86, sm_89) one at those shapes, where one still lets the
+ * kernel's blocks share an SM; every automatic shape there fits a block,
+ * and two buffers only where they fit the kernel's blocks an SM. */
+static void test_stage_buffers(void **state)
+{
+    (void)state;
+    ssmjit_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.props.sm_count = 132;
+    ctx.props.max_smem_per_block_optin = 232448;
+    ctx.props.max_smem_per_sm = 233472;
+    assert_int_equal(sj_scan_fwd_shape_for(&ctx, 8, 4096, 16).buffers, 2);
+    assert_int_equal(sj_scan_fwd_shape_for(&ctx, 8, 1536, 16).buffers, 2);
+    ctx.props.sm_count = 84;
+    ctx.props.max_smem_per_block_optin = 101376;
+    ctx.props.max_smem_per_sm = 102400;
+    sj_scan_fwd_shape f = sj_scan_fwd_shape_for(&ctx, 8, 4096, 16);
+    assert_int_equal(f.ns, 8);
+    assert_int_equal(f.buffers, 1);
+    assert_true((sj_scan_fwd_smem_bytes(&f) + 1024) * 2 <= 102400);
+    f = sj_scan_fwd_shape_for(&ctx, 8, 1536, 16);
+    assert_int_equal(f.ns, 8);
+    assert_int_equal(f.buffers, 1);
+    assert_true((sj_scan_fwd_smem_bytes(&f) + 1024) * 2 <= 102400);
+    f = sj_scan_fwd_shape_for(&ctx, 2, 1536, 16);
+    assert_int_equal(f.ns, 4);
+    assert_int_equal(f.buffers, 1);
+    assert_true((sj_scan_fwd_smem_bytes(&f) + 1024) * 3 <= 102400);
+    static const int64_t batches[] = {1, 8, 64}, dims[] = {37, 1536, 4096};
+    for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
+        for (size_t d = 0; d < sizeof dims / sizeof *dims; d++)
+            for (int64_t n = 1; n <= 256; n++) {
+                f = sj_scan_fwd_shape_for(&ctx, batches[b], dims[d], n);
+                const unsigned bytes = sj_scan_fwd_smem_bytes(&f);
+                const int blocks = f.ns == 4 ? 3 : f.ns == 8 ? 2 : 1;
+                if (bytes > 101376u || (f.buffers == 2 && (bytes + 1024u) * blocks > 102400u))
+                    fail_msg("B=%lld D=%lld N=%lld: %d states a thread, %d buffers, %u bytes",
+                             (long long)batches[b], (long long)dims[d], (long long)n, f.ns, f.buffers, bytes);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_n),
         cmocka_unit_test(test_measured_choices),
         cmocka_unit_test(test_shared_memory_cap),
+        cmocka_unit_test(test_stage_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -366,15 +366,16 @@ static ssmjit_status run_decode(void *p, int r, void *stream)
 }
 
 static const bench_variant scan_fwd_variants[] = {
-    {"  variant: 16 states/thread, 32 channels/block", sj_scan_force_shape, 16, 32},
-    {"  variant: 16 states/thread, 64 channels/block", sj_scan_force_shape, 16, 64},
-    {"  variant: 16 states/thread, 128 channels/block", sj_scan_force_shape, 16, 128},
-    {"  variant: 8 states/thread, 32 channels/block", sj_scan_force_shape, 8, 32},
-    {"  variant: 8 states/thread, 64 channels/block", sj_scan_force_shape, 8, 64},
-    {"  variant: 8 states/thread, 128 channels/block", sj_scan_force_shape, 8, 128},
-    {"  variant: 4 states/thread, 16 channels/block", sj_scan_force_shape, 4, 16},
-    {"  variant: 4 states/thread, 32 channels/block", sj_scan_force_shape, 4, 32},
-    {NULL, NULL, 0, 0},
+    {"  variant: 16 states/thread, 32 channels/block", sj_scan_force_shape, 16, 32, 0},
+    {"  variant: 16 states/thread, 64 channels/block", sj_scan_force_shape, 16, 64, 0},
+    {"  variant: 16 states/thread, 128 channels/block", sj_scan_force_shape, 16, 128, 0},
+    {"  variant: 8 states/thread, 32 channels/block", sj_scan_force_shape, 8, 32, 0},
+    {"  variant: 8 states/thread, 64 channels/block", sj_scan_force_shape, 8, 64, 0},
+    {"  variant: 8 states/thread, 128 channels/block", sj_scan_force_shape, 8, 128, 0},
+    {"  variant: 4 states/thread, 16 channels/block", sj_scan_force_shape, 4, 16, 0},
+    {"  variant: 4 states/thread, 32 channels/block", sj_scan_force_shape, 4, 32, 0},
+    {"  variant: automatic, one stage buffer", sj_scan_force_shape, 0, 0, 1},
+    {NULL, NULL, 0, 0, 0},
 };
 
 const bench_case bench_cases[] = {

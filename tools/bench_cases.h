@@ -18,11 +18,11 @@ typedef struct bench_instance {
 } bench_instance;
 
 /* A launch shape an op is also timed with, for the comparisons in
- * bench/NOTES.md: force(a, b) before the runs, force(0, 0) after. */
+ * bench/NOTES.md: force(a, b, c) before the runs, force(0, 0, 0) after. */
 typedef struct bench_variant {
     const char *label;
-    void (*force)(int a, int b);
-    int a, b;
+    void (*force)(int a, int b, int c);
+    int a, b, c;
 } bench_variant;
 
 typedef struct bench_case {

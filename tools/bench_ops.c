@@ -148,9 +148,9 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only)
                 st = sj_cu_result(drv->CtxSynchronize(), "cuCtxSynchronize");
             int row = st == SSMJIT_OK ? time_row(c->name, c, &in, dtype, stream, copy, &st) : cli_fail(c->name, st);
             for (const bench_variant *v = c->variants; v && v->label && st == SSMJIT_OK; v++) {
-                v->force(v->a, v->b);
+                v->force(v->a, v->b, v->c);
                 row = time_row(v->label, c, &in, dtype, stream, copy, &st);
-                v->force(0, 0);
+                v->force(0, 0, 0);
             }
             if (row != CLI_OK)
                 rc = row;
