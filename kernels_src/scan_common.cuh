@@ -181,8 +181,9 @@ struct sj_fwd_raw {
  *
  * Shared memory, per stage buffer (p.buffers of them, 1 or 2): B, C
  * [G][TS][NS]; u, dt, gate [TS][ROW]; token info [TS] (int2); then with
- * output one [TS][MAXT] partial-output array (thread tid's in column
- * tid), and delta_bias, D [BD] (zero when absent).  Rows of a fixed width
+ * output the partial outputs [TS][MAXT] (thread tid's in column tid), as
+ * many as stage buffers where the parts are gated (GATED below), else
+ * one; and delta_bias, D [BD] (zero when absent).  Rows of a fixed width
  * (ROW >= BD) whatever the block's BD and G make every shared-memory
  * offset of a token in the recurrence a constant: with run-time strides
  * they took about 7 integer instructions a token, and 6-9% of the time at
@@ -210,8 +211,16 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + dl;
     const bool dok = d < p.D;
     const sj_i64 N = p.N, nbase = (sj_i64)blockIdx.z * Npad, n0 = nbase + g * NS;
-    float *ypart = smem + (int)p.buffers * lay.buf; /* [TS][MAXT] */
-    float *sbias = ypart + (OUT ? TS * MAXT : 0), *sDv = sbias + BD;
+    /* With 8 or 16 states a thread each group's part of y is gated (and
+     * holds D u in group 0), so that y is their sum and can leave after
+     * the chunk's one barrier while other warps go on (bench/NOTES.md:
+     * 16-bit 6% faster at the reference shape).  The 4-state f32 kernels
+     * ran 28% slower so (ptxas scheduled their recurrence worse) and gate
+     * y as it leaves. */
+    constexpr bool GATED = OUT && NS > 4;
+    const int nparts = GATED ? (int)p.buffers : 1;
+    float *ypart = smem + (int)p.buffers * lay.buf; /* [nparts][TS][MAXT] */
+    float *sbias = ypart + (OUT ? nparts * TS * MAXT : 0), *sDv = sbias + BD;
 
     float A2[NS], h[NS];
 #pragma unroll
@@ -424,8 +433,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * the exponentials of later tokens overlap the recurrence. */
     bool plain = __syncthreads_and(commit(0, stage(0)));
 
+    const float Dg = GATED && g == 0 ? sDv[dl] : 0.0f;
     for (sj_i64 c = 0; c < nch; ++c) {
-        float *buf = stage(c);
+        float *buf = stage(c), *yp = ypart + (int)(c & 1) * (GATED && second ? TS * MAXT : 0);
         const float *sB = buf, *sC = buf + TS * Npad, *su = sC + TS * Npad, *sdt = su + TS * ROW,
                     *sgz = sdt + TS * ROW;
         const int2 *info = (const int2 *)(sgz + TS * ROW);
@@ -455,8 +465,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                         yq[j] = fmaf(cv[j], h[k], yq[j]);
                 }
             }
-            if (OUT)
-                ypart[i * MAXT + tid] = (yq[0] + yq[1]) + (yq[2] + yq[3]);
+            const float part = (yq[0] + yq[1]) + (yq[2] + yq[3]);
+            if (GATED)
+                yp[i * MAXT + tid] = fmaf(Dg, u, part) * sgz[i * ROW + dl];
+            else if (OUT)
+                yp[i * MAXT + tid] = part;
         };
         if (plain) {
 #pragma unroll
@@ -491,21 +504,28 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 sj_store_group<float, 4>(ck, n0 + 4 * q, N - n0 - 4 * q, ck4, h + 4 * q);
         }
 
-        if (OUT) {
+        auto output = [&] {
             /* y of the staged groups (the same items as load_td's): token
              * i, channels col .. col + VE - 1 of the block */
             auto y_item = [&](int i, int col, float *yv) {
                 const int at = i * ROW + col;
 #pragma unroll
                 for (int q = 0; q < VE / 4; ++q) {
-                    float4 y = sj_f4(ypart + i * MAXT + col)[q];
+                    float4 y = sj_f4(yp + i * MAXT + col)[q];
                     /* a plain loop: ptxas unrolled it by 4 with a
                      * remainder, which cost the 8-state kernel 2% at
                      * G = 2 (bench/NOTES.md) */
 #pragma unroll 1
                     for (int gg = 1; gg < G; ++gg) {
-                        const float4 o = sj_f4(ypart + i * MAXT + gg * BD + col)[q];
+                        const float4 o = sj_f4(yp + i * MAXT + gg * BD + col)[q];
                         y = make_float4(y.x + o.x, y.y + o.y, y.z + o.z, y.w + o.w);
+                    }
+                    if (GATED) {
+                        yv[4 * q] = y.x;
+                        yv[4 * q + 1] = y.y;
+                        yv[4 * q + 2] = y.z;
+                        yv[4 * q + 3] = y.w;
+                        continue;
                     }
                     const float4 dv = sj_f4(sDv + col)[q], uu = sj_f4(su + at)[q], gv = sj_f4(sgz + at)[q];
                     yv[4 * q] = fmaf(dv.x, uu.x, y.x) * gv.x;
@@ -514,7 +534,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     yv[4 * q + 3] = fmaf(dv.w, uu.w, y.w) * gv.w;
                 }
             };
-            __syncthreads();
             if (fast_chunk(c)) {
                 T *const yb = (T *)chunk_base(p.y, p.sy, c) + d0;
 #pragma unroll
@@ -537,11 +556,24 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     sj_store_group<T, VE>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
                 }
             }
+        };
+        /* Where the parts have two buffers y leaves after the barrier that
+         * ends the staging: it reads nothing but its parts, so the next
+         * chunk's commit may overwrite this stage buffer meanwhile, the
+         * next chunk writes the other parts, and the one after writes
+         * these only past the next barrier, which this thread reaches
+         * after its output.  Else y leaves between two more barriers (the
+         * second only with one stage buffer, which the commit reuses). */
+        const bool late = GATED && second;
+        if (OUT && !late) {
+            __syncthreads();
+            output();
         }
-
-        if (p.buffers == 1)
+        if (!second)
             __syncthreads();
         plain = __syncthreads_and(c + 1 < nch ? commit(c + 1, stage(c + 1)) : true);
+        if (late)
+            output();
     }
 }
 

@@ -209,7 +209,10 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
 {
     int npad = f->groups * f->ns;
     int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * sj_scan_fwd_max_bd(f->ns) + 2 * SCAN_CHUNK;
-    int partial = f->out ? SCAN_CHUNK * sj_scan_fwd_max_threads(f->ns) : 0, bias_and_d = 2 * f->bd;
+    /* partial outputs: one array a stage buffer where the parts are gated
+     * (GATED: 8 and 16 states a thread), else one */
+    int parts = f->out ? (f->ns > 4 ? f->buffers : 1) : 0;
+    int partial = parts * SCAN_CHUNK * sj_scan_fwd_max_threads(f->ns), bias_and_d = 2 * f->bd;
     return (unsigned)((f->buffers * buf + partial + bias_and_d) * sizeof(float));
 }
 
