@@ -222,6 +222,8 @@ int sj_scan_fwd_max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS 
  * 16 states a thread, is 128 too). */
 int sj_scan_fwd_max_bd(int ns) { return ns == 4 ? 64 : 128; }
 
+int sj_scan_fwd_min_blocks(int ns) { return ns == 4 ? 3 : ns == 8 ? 2 : 1; }
+
 /* Two stage buffers, so that a chunk's inputs are committed while other
  * threads still read the last chunk's; one (and a barrier a chunk more)
  * where two would exceed a block's shared memory or leave an SM fewer
@@ -275,7 +277,7 @@ static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_sha
     if (bd >= 16 && bd <= maxbd && (bd & (bd - 1)) == 0 && f.groups * bd <= maxt)
         f.bd = bd;
     f.out = 1;
-    f.buffers = fwd_buffers(ctx, f, f.ns == 4 ? 3 : f.ns == 8 ? 2 : 1); /* the kernels' MINB */
+    f.buffers = fwd_buffers(ctx, f, sj_scan_fwd_min_blocks(f.ns));
     return f;
 }
 
@@ -293,7 +295,7 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
  * one block an SM (kernels_src/scan_bwd.cu). */
 static sj_scan_fwd_shape states_shape_for(const ssmjit_context *ctx)
 {
-    sj_scan_fwd_shape f = {16, 1, 128, 0, 0};
+    sj_scan_fwd_shape f = {16, 1, sj_scan_fwd_max_bd(16), 0, 0};
     f.buffers = fwd_buffers(ctx, f, 1);
     return f;
 }

@@ -8,10 +8,10 @@
 
 /* Forces the launch shape of the forward scan kernels: ns states per
  * thread (4, 8 or 16; 0 restores the automatic choice), bd channels per
- * block (a power of two, 16 to sj_scan_fwd_max_bd(ns); 0 the automatic choice) and buffers
- * stage buffers (1 or 2; 0 the automatic choice, which also covers the
- * states-only kernel of the backward), so that tests reach every variant
- * and the benchmark can compare them.  ns and bd are ignored where they
+ * block (a power of two, 16 to sj_scan_fwd_max_bd(ns); 0 the automatic
+ * choice) and buffers stage buffers (1 or 2; 0 the automatic choice,
+ * which also covers the states-only kernel of the backward), so that
+ * tests reach every variant and the benchmark can compare them.  ns and bd are ignored where they
  * do not fit N (more than 256 threads a block).  Not thread-safe: for
  * tests and the benchmark only. */
 void sj_scan_force_shape(int ns, int bd, int buffers);
@@ -41,6 +41,9 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);
 /* Their widest block, in channels (the width of their staged rows): 128,
  * and 64 for 4 states a thread. */
 int sj_scan_fwd_max_bd(int ns);
+
+/* The resident blocks an SM they are compiled for (their MINB). */
+int sj_scan_fwd_min_blocks(int ns);
 
 /* The most threads a forward block of ns states a thread may have: the
  * bound of the scan_fwd_ns<ns>_* kernels. */

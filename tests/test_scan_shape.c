@@ -17,8 +17,9 @@ static void check(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
 {
     sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, N);
     if (!(f.ns == 4 || f.ns == 8 || f.ns == 16) || f.groups < 1 || (int64_t)f.groups * f.ns < N ||
-        (int64_t)(f.groups - 1) * f.ns >= N || f.bd < 16 || f.bd > sj_scan_fwd_max_bd(f.ns) || (f.bd & (f.bd - 1)) ||
-        f.groups * f.bd > sj_scan_fwd_max_threads(f.ns) || !(f.buffers == 1 || f.buffers == 2) || f.out != 1)
+        (int64_t)(f.groups - 1) * f.ns >= N || f.bd < 16 || f.bd > sj_scan_fwd_max_bd(f.ns) ||
+        (f.bd & (f.bd - 1)) || f.groups * f.bd > sj_scan_fwd_max_threads(f.ns) ||
+        !(f.buffers == 1 || f.buffers == 2) || f.out != 1)
         fail_msg("B=%lld D=%lld N=%lld on %d SMs: %d states a thread, %d groups, %d channels a block, %d buffers",
                  (long long)B, (long long)D, (long long)N, ctx->props.sm_count, f.ns, f.groups, f.bd, f.buffers);
 }
@@ -128,7 +129,7 @@ static void test_stage_buffers(void **state)
             for (int64_t n = 1; n <= 256; n++) {
                 f = sj_scan_fwd_shape_for(&ctx, batches[b], dims[d], n);
                 const unsigned bytes = sj_scan_fwd_smem_bytes(&f);
-                const int blocks = f.ns == 4 ? 3 : f.ns == 8 ? 2 : 1;
+                const int blocks = sj_scan_fwd_min_blocks(f.ns);
                 if (bytes > 101376u || (f.buffers == 2 && (bytes + 1024u) * blocks > 102400u))
                     fail_msg("B=%lld D=%lld N=%lld: %d states a thread, %d buffers, %u bytes",
                              (long long)batches[b], (long long)dims[d], (long long)n, f.ns, f.buffers, bytes);
