@@ -24,7 +24,11 @@
  * thread), then runs the adjoint recurrence backwards over them, so each
  * exponential is evaluated 2.5 times on average and nothing per token and
  * state reaches memory.  At most 128 registers a thread keep two blocks
- * (16 warps) on each SM.
+ * (16 warps) on each SM.  du, ddelta and dz of a token wait in shared
+ * memory until the next cross-warp barrier (every TR tokens), where each
+ * warp stores one token's rows: a lane writing its own value every token
+ * spent some 15 instructions a token on 64-bit addressing and wrote 8
+ * channels a warp-wide store.
  *
  * Nothing uses atomics, so results are bit-reproducible:
  *  - dB, dC (sums over d): each warp transposes its 8 channels x 32 values
@@ -54,6 +58,7 @@
 #define SJ_BWD_TR 8
 #define SJ_BWD_TP 36 /* 32 values + 4: the float4 stores of a quarter-warp hit distinct banks */
 #define SJ_BWD_BUF (5 * SJ_SCAN_CHUNK * SJ_BWD_BD + 2 * SJ_SCAN_CHUNK * SJ_BWD_NBLK + 2 * SJ_SCAN_CHUNK)
+static_assert(SJ_BWD_THREADS == 32 * SJ_BWD_TR, "a warp for each token of a cross-warp reduction");
 
 /* The parts of one stage buffer. */
 struct sj_bwd_stage {
@@ -132,7 +137,28 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             for (int e = 0; e < VE; ++e)
                 dst[e] = e < n ? src[e] : sj_from_float<T>(0.0f);
     };
+    /* Whole words of every row: true in every block but the last of D
+     * (where the 16-bit rows are 4-byte aligned, as they are in practice). */
+    bool whole = d0 + BD <= D;
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        whole = whole && (VE == 1 || !act[q] || sj_group_ok<T, VE>(act[q], act_stride[q]));
+    const bool whole_bc = nb0 + NBLK <= N && (VE == 1 || (sj_group_ok<T, VE>(p.B, p.sB) && sj_group_ok<T, VE>(p.C, p.sC)));
     auto issue = [&](sj_i64 c) {
+        if (whole && (c + 1) * TS <= L) {
+            /* No bounds to check: a thread's item k sits WITEMS rows ... */
+            constexpr int RK = SJ_BWD_THREADS / WPR;
+            const sj_i64 row = b * L + c * TS + tid / WPR, col = d0 + (tid % WPR) * VE;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                if (q == 3 && !p.z)
+                    break;
+                const T *src = (const T *)act[q] + row * act_stride[q] + col;
+#pragma unroll
+                for (int k = 0; k < WITEMS; ++k)
+                    sj_copy4(raw + q * TS * BD + (tid + k * SJ_BWD_THREADS) * VE, src + k * RK * act_stride[q], 4);
+            }
+        } else {
 #pragma unroll
         for (int k = 0; k < WITEMS; ++k) {
             const int wi = tid + k * SJ_BWD_THREADS;
@@ -143,11 +169,17 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 if (q < 3 || p.z)
                     copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
         }
+        }
         if (tid < BCW) {
             const sj_i64 t = c * TS + tid / (NBLK / VE), n = nb0 + (tid % (NBLK / VE)) * VE;
-            const sj_i64 cnt = t < L ? min((sj_i64)VE, N - n) : 0;
-            copy_word(rawB + tid * VE, p.B, p.sB, b * L + t, n, cnt);
-            copy_word(rawC + tid * VE, p.C, p.sC, b * L + t, n, cnt);
+            if (whole_bc && (c + 1) * TS <= L) {
+                sj_copy4(rawB + tid * VE, (const T *)p.B + (b * L + t) * p.sB + n, 4);
+                sj_copy4(rawC + tid * VE, (const T *)p.C + (b * L + t) * p.sC + n, 4);
+            } else {
+                const sj_i64 cnt = t < L ? min((sj_i64)VE, N - n) : 0;
+                copy_word(rawB + tid * VE, p.B, p.sB, b * L + t, n, cnt);
+                copy_word(rawC + tid * VE, p.C, p.sC, b * L + t, n, cnt);
+            }
         }
         /* The state at the chunk's start (checkpoint c - 1), for c >= 1. */
 #pragma unroll
@@ -174,9 +206,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     sg.S[j] = 0.0f;
                     continue;
                 }
-                sg.P[j] = make_float4(p.softplus ? sj_softplus(x) : x, u, p.z ? dy * sj_silu(z) : dy,
-                                      p.z ? dy * sj_silu_grad(z) : 0.0f);
-                sg.S[j] = p.softplus ? sj_softplus_grad(x) : 1.0f;
+                const float2 sp = p.softplus ? sj_softplus_and_grad(x) : make_float2(x, 1.0f);
+                const float2 sz = p.z ? sj_silu_and_grad(z) : make_float2(1.0f, 0.0f);
+                sg.P[j] = make_float4(sp.x, u, dy * sz.x, p.z ? dy * sz.y : 0.0f);
+                sg.S[j] = sp.y;
             }
         }
         if (tid < BCW) {
@@ -194,9 +227,6 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             h0[k] = sck[ch * NBLK + grp * NS + k];
     };
 
-    /* This lane's output: du (lane 0 of a channel), ddelta (1), dz (2). */
-    void *const obase = grp == 0 ? p.du : grp == 1 ? p.ddelta : grp == 2 ? p.dz : nullptr;
-    const sj_i64 ostride = grp == 0 ? p.sdu : grp == 1 ? p.sddelta : p.sdz;
     const float Dd = sDv[ch];
 
     float h0[NS];
@@ -209,7 +239,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 
     for (sj_i64 c = nch - 1; c >= 0; --c) {
         const sj_bwd_stage sg(smem + (c & 1) * SJ_BWD_BUF);
-        const float4 *sP = sg.P;
+        float4 *const sP = sg.P;
         const float *sS = sg.S, *sB = sg.B, *sC = sg.C;
         const int2 *info = sg.info;
         if (c > 0)
@@ -333,14 +363,17 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                             out = false;
                         }
                     }
-                    /* All three values, then a selection: where the lanes
-                     * of a channel each took their own branch, the warp ran
-                     * all three one after another. */
+                    /* Lane g of a channel puts du (g = 0), ddelta (1) or dz
+                     * (2, 3) in component g of the token's slot in P, read
+                     * for the last time above (the transpose's __syncwarp
+                     * orders it after every lane's read); the half's
+                     * outputs leave together below.  All three values, then
+                     * a selection: where the lanes of a channel each took
+                     * their own branch, the warp ran all three one after
+                     * another. */
                     const float ddl = fmaf(pv.y, s0, s1) * sS[i * BD + ch];
                     const float v0 = fmaf(pv.x, s0, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, s2);
-                    const float v = grp == 0 ? v0 : grp == 1 ? ddl : v2;
-                    if (out && obase)
-                        sj_st<T>(obase, (b * L + t) * ostride + d, v);
+                    ((float *)&sP[i * BD + ch])[grp] = grp == 0 ? v0 : grp == 1 ? ddl : v2;
                     dbc += out ? ddl : 0.0f;
                     dDc = fmaf(out ? pv.z : 0.0f, pv.y, dDc);
                 }
@@ -358,6 +391,24 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     const sj_i64 t = c * TS + gi * TR + r, n = nb0 + grp * NS + (v & 3);
                     if (t < L && n < N)
                         p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (v >> 2) * N + n] = s;
+                    /* du, ddelta, dz of the same token: each store of a
+                     * warp covers 32 adjacent channels. */
+                    if (last_nb && t < L) {
+                        const sj_i64 row = b * L + t;
+#pragma unroll
+                        for (int h = 0; h < BD / 32; ++h) {
+                            const int col = h * 32 + lane;
+                            const float4 o = sP[(gi * TR + r) * BD + col];
+                            if (d0 + col < D) {
+                                if (p.du)
+                                    sj_st<T>(p.du, row * p.sdu + d0 + col, o.x);
+                                if (p.ddelta)
+                                    sj_st<T>(p.ddelta, row * p.sddelta + d0 + col, o.y);
+                                if (p.dz)
+                                    sj_st<T>(p.dz, row * p.sdz + d0 + col, o.z);
+                            }
+                        }
+                    }
                 }
                 par ^= 1;
             }

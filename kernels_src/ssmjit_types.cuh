@@ -158,12 +158,24 @@ __device__ __forceinline__ float sj_exp2_ftz(float x)
 
 __device__ __forceinline__ float sj_silu(float x) { return x * sj_sigmoid(x); }
 
-/* d/dx silu(x) = s + x s (1 - s). */
-__device__ __forceinline__ float sj_silu_grad(float x)
+/* sigmoid(x) and 1 - sigmoid(x) from one exponential and one division:
+ * with e = exp(-|x|) <= 1 neither overflows, and the smaller of the two,
+ * e / (1 + e), keeps its relative precision where 1 - s would cancel. */
+__device__ __forceinline__ float2 sj_sigmoid_pair(float x)
 {
-    float s = sj_sigmoid(x);
-    return s * (1.0f + x * (1.0f - s));
+    const float e = expf(-fabsf(x)), r = 1.0f / (1.0f + e), er = e * r;
+    return x >= 0.0f ? make_float2(r, er) : make_float2(er, r);
 }
+
+/* silu(x) and its derivative s (1 + x (1 - s)), s = sigmoid(x). */
+__device__ __forceinline__ float2 sj_silu_and_grad(float x)
+{
+    const float2 s = sj_sigmoid_pair(x);
+    return make_float2(x * s.x, s.x * fmaf(x, s.y, 1.0f));
+}
+
+/* d/dx silu(x). */
+__device__ __forceinline__ float sj_silu_grad(float x) { return sj_silu_and_grad(x).y; }
 
 /* Activation ids shared by the elementwise modules; ssmjit_activation's
  * values. */
@@ -192,6 +204,17 @@ __device__ __forceinline__ float sj_softplus(float x)
 }
 
 __device__ __forceinline__ float sj_softplus_grad(float x) { return x <= 20.0f ? sj_sigmoid(x) : 1.0f; }
+
+/* softplus(x) and its derivative sigmoid(x) sharing e = exp(-|x|):
+ * max(x, 0) + log1p(e) and 1 / (1 + e) (times e below 0), one exponential,
+ * one log1p and one division where the two calls above take three
+ * exponentials.  Above 20 the sum rounds to x and the quotient to 1, the
+ * values sj_softplus and sj_softplus_grad give there. */
+__device__ __forceinline__ float2 sj_softplus_and_grad(float x)
+{
+    const float e = expf(-fabsf(x)), r = 1.0f / (1.0f + e);
+    return make_float2(fmaxf(x, 0.0f) + log1pf(e), x >= 0.0f ? r : e * r);
+}
 
 /* Rows of a strided [rows, cols] matrix: one thread per column, grid.y
  * walks rows so that any row count fits the 65535 limit of gridDim.y. */
