@@ -194,6 +194,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     auto commit = [&](sj_i64 c, float *buf, float *h0) {
         sj_copy_wait();
         const sj_bwd_stage sg(buf);
+        const bool full = (c + 1) * TS <= L && d0 + BD <= D; /* no element to zero */
 #pragma unroll
         for (int k = 0; k < WITEMS; ++k) {
 #pragma unroll
@@ -201,7 +202,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 const int j = (tid + k * SJ_BWD_THREADS) * VE + e, col = j % BD;
                 const float u = sj_to_float(raw[j]), x = sj_to_float(raw[TS * BD + j]) + sbias[col];
                 const float dy = sj_to_float(raw[2 * TS * BD + j]), z = p.z ? sj_to_float(raw[3 * TS * BD + j]) : 0.0f;
-                if (!(c * TS + j / BD < L && d0 + col < D)) {
+                if (!full && !(c * TS + j / BD < L && d0 + col < D)) {
                     sg.P[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                     sg.S[j] = 0.0f;
                     continue;
@@ -287,7 +288,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             for (int gi = TS / TR - 1; gi >= 0; --gi) {
                 const float *hin = gi > 0 ? hm : h0;
                 states(gi * TR, hin, hs);
-                float *xr = xw + par * TR * 8 * 32;
+                float *const xr = xw + par * TR * 8 * 32, *const xl = xr + w * 32 + lane;
                 /* Adjoint recurrence, last token first. */
 #pragma unroll
                 for (int r = TR - 1; r >= 0; --r) {
@@ -329,12 +330,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     *(float4 *)row = make_float4(vB[0], vB[1], vB[2], vB[3]);
                     *(float4 *)(row + 4) = make_float4(vC[0], vC[1], vC[2], vC[3]);
                     __syncwarp();
-                    float s = 0.0f;
+                    float s = wt[grp * 8 + (lane >> 2)];
 #pragma unroll
-                    for (int cw = 0; cw < 8; ++cw)
+                    for (int cw = 1; cw < 8; ++cw)
                         s += wt[cw * SJ_BWD_TP + grp * 8 + (lane >> 2)];
                     __syncwarp();
-                    xr[(r * 8 + w) * 32 + lane] = s;
+                    xl[r * 8 * 32] = s;
 
                     /* Sums over this channel's states (4 lanes); every lane
                      * gets the same bits. */
@@ -374,8 +375,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     const float ddl = fmaf(pv.y, s0, s1) * sS[i * BD + ch];
                     const float v0 = fmaf(pv.x, s0, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, s2);
                     ((float *)&sP[i * BD + ch])[grp] = grp == 0 ? v0 : grp == 1 ? ddl : v2;
-                    dbc += out ? ddl : 0.0f;
-                    dDc = fmaf(out ? pv.z : 0.0f, pv.y, dDc);
+                    /* Tokens past L have zeros in P and S, so add nothing;
+                     * lanes past D and launches before the last store no
+                     * sums. */
+                    dbc += ddl;
+                    dDc = fmaf(pv.z, pv.y, dDc);
                 }
 
                 /* dB, dC of the group's tokens summed over the block's 8
@@ -383,9 +387,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 __syncthreads();
                 {
                     const int r = tid >> 5;
-                    float s = 0.0f;
+                    float s = xr[r * 8 * 32 + lane];
 #pragma unroll
-                    for (int ww = 0; ww < 8; ++ww)
+                    for (int ww = 1; ww < 8; ++ww)
                         s += xr[(r * 8 + ww) * 32 + lane];
                     const int v = lane >> 2;
                     const sj_i64 t = c * TS + gi * TR + r, n = nb0 + grp * NS + (v & 3);

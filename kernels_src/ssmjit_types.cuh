@@ -158,12 +158,22 @@ __device__ __forceinline__ float sj_exp2_ftz(float x)
 
 __device__ __forceinline__ float sj_silu(float x) { return x * sj_sigmoid(x); }
 
-/* sigmoid(x) and 1 - sigmoid(x) from one exponential and one division:
+/* 1 / x for x in [1, 2] (or NaN), correctly rounded: the hardware
+ * reciprocal and one Newton step, which is the IEEE quotient's own fast
+ * path without its range checks and their branch. */
+__device__ __forceinline__ float sj_rcp_1to2(float x)
+{
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return fmaf(r, fmaf(-x, r, 1.0f), r);
+}
+
+/* sigmoid(x) and 1 - sigmoid(x) from one exponential and one reciprocal:
  * with e = exp(-|x|) <= 1 neither overflows, and the smaller of the two,
  * e / (1 + e), keeps its relative precision where 1 - s would cancel. */
 __device__ __forceinline__ float2 sj_sigmoid_pair(float x)
 {
-    const float e = expf(-fabsf(x)), r = 1.0f / (1.0f + e), er = e * r;
+    const float e = expf(-fabsf(x)), r = sj_rcp_1to2(1.0f + e), er = e * r;
     return x >= 0.0f ? make_float2(r, er) : make_float2(er, r);
 }
 
@@ -207,12 +217,12 @@ __device__ __forceinline__ float sj_softplus_grad(float x) { return x <= 20.0f ?
 
 /* softplus(x) and its derivative sigmoid(x) sharing e = exp(-|x|):
  * max(x, 0) + log1p(e) and 1 / (1 + e) (times e below 0), one exponential,
- * one log1p and one division where the two calls above take three
+ * one log1p and one reciprocal where the two calls above take three
  * exponentials.  Above 20 the sum rounds to x and the quotient to 1, the
  * values sj_softplus and sj_softplus_grad give there. */
 __device__ __forceinline__ float2 sj_softplus_and_grad(float x)
 {
-    const float e = expf(-fabsf(x)), r = 1.0f / (1.0f + e);
+    const float e = expf(-fabsf(x)), r = sj_rcp_1to2(1.0f + e);
     return make_float2(fmaxf(x, 0.0f) + log1pf(e), x >= 0.0f ? r : e * r);
 }
 
