@@ -18,22 +18,21 @@
  * over states of one (token, channel) take two shuffles and no barrier.
  * N > 16 takes ceil(N / 16) launches in stream order, which pass those sums
  * (sum g B, sum A g a h, sum C h) through a workspace accumulator.  The block
- * walks chunks of 16 tokens from last to first.  For each half of a chunk
- * (the second first) it recomputes the 4 states of every token from the
- * checkpoint at the chunk start into registers (fully unrolled, 32 a
- * thread), then runs the adjoint recurrence backwards over them, so each
- * exponential is evaluated 2.5 times on average and nothing per token and
- * state reaches memory.  At most 128 registers a thread keep two blocks
- * (16 warps) on each SM.  du, ddelta and dz of a token wait in shared
- * memory until the next cross-warp barrier (every TR tokens), where each
- * warp stores one token's rows: a lane writing its own value every token
- * spent some 15 instructions a token on 64-bit addressing and wrote 8
- * channels a warp-wide store.
+ * walks chunks of 16 tokens from last to first.  For each chunk it
+ * recomputes the 4 states of every token from the checkpoint at the chunk
+ * start into registers (fully unrolled, 64 a thread), then runs the adjoint
+ * recurrence backwards over them, so each exponential is evaluated twice
+ * and nothing per token and state reaches memory.  At most 128 registers a
+ * thread keep two blocks (16 warps) on each SM.  du, ddelta and dz of a
+ * token wait in shared memory until the chunk's cross-warp barrier, where
+ * each warp stores whole tokens' rows: a lane writing its own value every
+ * token spent some 15 instructions a token on 64-bit addressing and wrote
+ * 8 channels a warp-wide store.
  *
  * Nothing uses atomics, so results are bit-reproducible:
  *  - dB, dC (sums over d): each warp transposes its 8 channels x 32 values
  *    of a token through shared memory (lane l then sums value l over the
- *    channels), the 8 warps' sums meet in shared memory every TR tokens and
+ *    channels), the 8 warps' sums meet in shared memory once a chunk and
  *    one partial per block goes to ws_bc [B, ndblk, L, 2N];
  *    scan_bwd_reduce_bc sums the blocks in order.
  *  - sums over states of one (token, channel): shuffles in a fixed pattern
@@ -45,20 +44,19 @@
 #include "scan_common.cuh"
 
 /* Mirrored in src/ops_scan.c (BWD_*): states per launch, channels per
- * block, threads per block, tokens per cross-warp reduction, and the
+ * block, threads per block, and the
  * shared memory in floats (BWD_SMEM_FLOATS there): two stage buffers of
  *     P [TS][BD] float4 {dt, u, dy', dy silu'(z)}, S [TS][BD] softplus',
  *     B, C [TS][16], info [TS] int2,
  * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP],
- * the cross-warp sums [2][TR][8][32], the raw copies (in T) u, delta, dy, z
+ * the cross-warp sums [TS][8][32], the raw copies (in T) u, delta, dy, z
  * [TS][BD] and B, C [TS][16], and the checkpoint states [BD][16]. */
 #define SJ_BWD_NBLK 16
 #define SJ_BWD_BD 64
 #define SJ_BWD_THREADS 256
-#define SJ_BWD_TR 8
 #define SJ_BWD_TP 36 /* 32 values + 4: the float4 stores of a quarter-warp hit distinct banks */
 #define SJ_BWD_BUF (5 * SJ_SCAN_CHUNK * SJ_BWD_BD + 2 * SJ_SCAN_CHUNK * SJ_BWD_NBLK + 2 * SJ_SCAN_CHUNK)
-static_assert(SJ_BWD_THREADS == 32 * SJ_BWD_TR, "a warp for each token of a cross-warp reduction");
+static_assert(SJ_BWD_THREADS == 256 && SJ_SCAN_CHUNK % 8 == 0, "8 warps share a chunk's cross-warp sums");
 
 /* The parts of one stage buffer. */
 struct sj_bwd_stage {
@@ -74,7 +72,7 @@ struct sj_bwd_stage {
 
 template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_params &p)
 {
-    constexpr int TS = SJ_SCAN_CHUNK, NS = 4, TR = SJ_BWD_TR, BD = SJ_BWD_BD, NBLK = SJ_BWD_NBLK;
+    constexpr int TS = SJ_SCAN_CHUNK, NS = 4, BD = SJ_BWD_BD, NBLK = SJ_BWD_NBLK;
     extern __shared__ float4 sj_smem4[];
     float *smem = (float *)sj_smem4;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2);
@@ -121,7 +119,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * words it copied (word wi = tid, tid + 256, ...) into the stage
      * buffer: P, S at [token][channel] and B, C at [token][state]. */
     constexpr int VE = 4 / sizeof(T), WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
-    T *const raw = (T *)(xw + 2 * TR * 8 * 32); /* u, delta, dy, z [TS][BD] */
+    T *const raw = (T *)(xw + TS * 8 * 32); /* u, delta, dy, z [TS][BD] */
     T *const rawB = raw + 4 * TS * BD, *const rawC = rawB + TS * NBLK; /* [TS][16] */
     float *const sck = (float *)(rawC + TS * NBLK); /* checkpoint [BD][16] */
     const void *const act[4] = {p.u, p.delta, p.dy, p.z};
@@ -236,7 +234,6 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0);
         __syncthreads();
     }
-    int par = 0; /* cross-warp buffer of the current group (alternates) */
 
     for (sj_i64 c = nch - 1; c >= 0; --c) {
         const sj_bwd_stage sg(smem + (c & 1) * SJ_BWD_BUF);
@@ -256,165 +253,149 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
          * check folds away, so no per-token loads of initial or final
          * states and no branches remain in the unrolled loops. */
         auto run_chunk = [&](const bool plain) {
-            /* States of tokens i0 .. i0 + TR - 1 from hin, the state before
-             * token i0. */
-            auto states = [&](int i0, const float *hin, float (*hs)[NS]) {
+            /* The chunk's states, recomputed from its checkpoint: 64
+             * registers, fully unrolled. */
+            float hs[TS][NS];
 #pragma unroll
-                for (int r = 0; r < TR; ++r) {
-                    const int i = i0 + r;
-                    const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
-                    const float4 pv = sP[i * BD + ch];
-                    const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
-                    const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, dtu = pv.x * pv.y;
+            for (int i = 0; i < TS; ++i) {
+                const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
+                const float4 pv = sP[i * BD + ch];
+                const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
+                const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, dtu = pv.x * pv.y;
 #pragma unroll
-                    for (int k = 0; k < NS; ++k) {
-                        float hp = r > 0 ? hs[r - 1][k] : hin[k];
-                        if (ti.y & SJ_TOK_START)
-                            hp = state_at(p.init, ti.x, k);
-                        hs[r][k] = fmaf(sj_exp2_ftz(pv.x * A2[k]), hp, dtu * bv[k]);
-                    }
+                for (int k = 0; k < NS; ++k) {
+                    float hp = i > 0 ? hs[i - 1][k] : h0[k];
+                    if (ti.y & SJ_TOK_START)
+                        hp = state_at(p.init, ti.x, k);
+                    hs[i][k] = fmaf(sj_exp2_ftz(pv.x * A2[k]), hp, dtu * bv[k]);
                 }
-            };
-            /* The chunk in two halves of TR tokens, the second first; the
-             * first half's states are computed twice (once to reach the
-             * second half), so that only TR tokens of states occupy
-             * registers. */
-            float hs[TR][NS], hm[NS];
-            states(0, h0, hs);
+            }
+            float *const xl = xw + w * 32 + lane; /* this lane's cross-warp column */
+            /* Adjoint recurrence, last token first. */
 #pragma unroll
-            for (int k = 0; k < NS; ++k)
-                hm[k] = hs[TR - 1][k];
+            for (int i = TS - 1; i >= 0; --i) {
+                const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
+                const float4 pv = sP[i * BD + ch]; /* dt, u, dy', dy silu'(z) */
+                const float dtu = pv.x * pv.y;
+                const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
+                const float4 cc = *(const float4 *)(sC + i * NBLK + grp * NS);
+                const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, cv[NS] = {cc.x, cc.y, cc.z, cc.w};
+                float sgb = 0.0f, sqa = 0.0f, sch = 0.0f, vB[NS], vC[NS];
 #pragma unroll
-            for (int gi = TS / TR - 1; gi >= 0; --gi) {
-                const float *hin = gi > 0 ? hm : h0;
-                states(gi * TR, hin, hs);
-                float *const xr = xw + par * TR * 8 * 32, *const xl = xr + w * 32 + lane;
-                /* Adjoint recurrence, last token first. */
+                for (int k = 0; k < NS; ++k) {
+                    if (ti.y & SJ_TOK_END)
+                        gc[k] = state_at(p.dfinal, ti.x, k);
+                    float hp = i > 0 ? hs[i - 1][k] : h0[k];
+                    if (ti.y & SJ_TOK_START)
+                        hp = state_at(p.init, ti.x, k);
+                    const float gk = fmaf(cv[k], pv.z, gc[k]);
+                    vB[k] = gk * dtu;
+                    vC[k] = pv.z * hs[i][k];
+                    sgb = fmaf(gk, bv[k], sgb);
+                    sch = fmaf(cv[k], hs[i][k], sch);
+                    gc[k] = sj_exp2_ftz(pv.x * A2[k]) * gk;
+                    const float q = gc[k] * hp;
+                    dAc[k] = fmaf(q, pv.x, dAc[k]);
+                    sqa = fmaf(q, A2[k], sqa);
+                }
+                if ((ti.y & SJ_TOK_START) && p.dinit && dok) {
 #pragma unroll
-                for (int r = TR - 1; r >= 0; --r) {
-                    const int i = gi * TR + r;
-                    const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
-                    const float4 pv = sP[i * BD + ch]; /* dt, u, dy', dy silu'(z) */
-                    const float dtu = pv.x * pv.y;
-                    const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
-                    const float4 cc = *(const float4 *)(sC + i * NBLK + grp * NS);
-                    const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, cv[NS] = {cc.x, cc.y, cc.z, cc.w};
-                    float sgb = 0.0f, sqa = 0.0f, sch = 0.0f, vB[NS], vC[NS];
-#pragma unroll
-                    for (int k = 0; k < NS; ++k) {
-                        if (ti.y & SJ_TOK_END)
-                            gc[k] = state_at(p.dfinal, ti.x, k);
-                        float hp = r > 0 ? hs[r - 1][k] : hin[k];
-                        if (ti.y & SJ_TOK_START)
-                            hp = state_at(p.init, ti.x, k);
-                        const float gk = fmaf(cv[k], pv.z, gc[k]);
-                        vB[k] = gk * dtu;
-                        vC[k] = pv.z * hs[r][k];
-                        sgb = fmaf(gk, bv[k], sgb);
-                        sch = fmaf(cv[k], hs[r][k], sch);
-                        gc[k] = sj_exp2_ftz(pv.x * A2[k]) * gk;
-                        const float q = gc[k] * hp;
-                        dAc[k] = fmaf(q, pv.x, dAc[k]);
-                        sqa = fmaf(q, A2[k], sqa);
-                    }
-                    if ((ti.y & SJ_TOK_START) && p.dinit && dok) {
-#pragma unroll
-                        for (int k = 0; k < NS; ++k)
-                            if (n0 + k < N)
-                                p.dinit[((sj_i64)ti.x * D + d) * N + n0 + k] = gc[k];
-                    }
-
-                    /* dB, dC over the warp's 8 channels: lane (c, g) then
-                     * holds value c of lane group g, summed. */
-                    float *row = wt + (lane >> 2) * SJ_BWD_TP + grp * 8;
-                    *(float4 *)row = make_float4(vB[0], vB[1], vB[2], vB[3]);
-                    *(float4 *)(row + 4) = make_float4(vC[0], vC[1], vC[2], vC[3]);
-                    __syncwarp();
-                    float s = wt[grp * 8 + (lane >> 2)];
-#pragma unroll
-                    for (int cw = 1; cw < 8; ++cw)
-                        s += wt[cw * SJ_BWD_TP + grp * 8 + (lane >> 2)];
-                    __syncwarp();
-                    xl[r * 8 * 32] = s;
-
-                    /* Sums over this channel's states (4 lanes); every lane
-                     * gets the same bits. */
-#pragma unroll
-                    for (int m = 1; m <= 2; m <<= 1) {
-                        sgb += __shfl_xor_sync(0xffffffffu, sgb, m);
-                        sqa += __shfl_xor_sync(0xffffffffu, sqa, m);
-                        sch += __shfl_xor_sync(0xffffffffu, sch, m);
-                    }
-                    const sj_i64 t = c * TS + i;
-                    bool out = (plain || t < L) && dok;
-                    float s0 = sgb, s1 = sqa * SJ_LN2, s2 = sch;
-                    if (p.NB > 1 && out) {
-                        float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
-                        if (p.nb > 0) {
-                            s0 += acc[0];
-                            s1 += acc[1];
-                            s2 += acc[2];
-                        }
-                        if (!last_nb) {
-                            if (grp == 0) {
-                                acc[0] = s0;
-                                acc[1] = s1;
-                                acc[2] = s2;
-                            }
-                            out = false;
-                        }
-                    }
-                    /* Lane g of a channel puts du (g = 0), ddelta (1) or dz
-                     * (2, 3) in component g of the token's slot in P, read
-                     * for the last time above (the transpose's __syncwarp
-                     * orders it after every lane's read); the half's
-                     * outputs leave together below.  All three values, then
-                     * a selection: where the lanes of a channel each took
-                     * their own branch, the warp ran all three one after
-                     * another. */
-                    const float ddl = fmaf(pv.y, s0, s1) * sS[i * BD + ch];
-                    const float v0 = fmaf(pv.x, s0, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, s2);
-                    ((float *)&sP[i * BD + ch])[grp] = grp == 0 ? v0 : grp == 1 ? ddl : v2;
-                    /* Tokens past L have zeros in P and S, so add nothing;
-                     * lanes past D and launches before the last store no
-                     * sums. */
-                    dbc += ddl;
-                    dDc = fmaf(pv.z, pv.y, dDc);
+                    for (int k = 0; k < NS; ++k)
+                        if (n0 + k < N)
+                            p.dinit[((sj_i64)ti.x * D + d) * N + n0 + k] = gc[k];
                 }
 
-                /* dB, dC of the group's tokens summed over the block's 8
-                 * warps: thread (token tid / 32, value lane). */
-                __syncthreads();
-                {
-                    const int r = tid >> 5;
-                    float s = xr[r * 8 * 32 + lane];
+                /* dB, dC over the warp's 8 channels: lane (c, g) then
+                 * holds value c of lane group g, summed. */
+                float *row = wt + (lane >> 2) * SJ_BWD_TP + grp * 8;
+                *(float4 *)row = make_float4(vB[0], vB[1], vB[2], vB[3]);
+                *(float4 *)(row + 4) = make_float4(vC[0], vC[1], vC[2], vC[3]);
+                __syncwarp();
+                float s = wt[grp * 8 + (lane >> 2)];
 #pragma unroll
-                    for (int ww = 1; ww < 8; ++ww)
-                        s += xr[(r * 8 + ww) * 32 + lane];
-                    const int v = lane >> 2;
-                    const sj_i64 t = c * TS + gi * TR + r, n = nb0 + grp * NS + (v & 3);
-                    if (t < L && n < N)
-                        p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (v >> 2) * N + n] = s;
-                    /* du, ddelta, dz of the same token: each store of a
-                     * warp covers 32 adjacent channels. */
-                    if (last_nb && t < L) {
-                        const sj_i64 row = b * L + t;
+                for (int cw = 1; cw < 8; ++cw)
+                    s += wt[cw * SJ_BWD_TP + grp * 8 + (lane >> 2)];
+                __syncwarp();
+                xl[i * 8 * 32] = s;
+
+                /* Sums over this channel's states (4 lanes); every lane
+                 * gets the same bits. */
 #pragma unroll
-                        for (int h = 0; h < BD / 32; ++h) {
-                            const int col = h * 32 + lane;
-                            const float4 o = sP[(gi * TR + r) * BD + col];
-                            if (d0 + col < D) {
-                                if (p.du)
-                                    sj_st<T>(p.du, row * p.sdu + d0 + col, o.x);
-                                if (p.ddelta)
-                                    sj_st<T>(p.ddelta, row * p.sddelta + d0 + col, o.y);
-                                if (p.dz)
-                                    sj_st<T>(p.dz, row * p.sdz + d0 + col, o.z);
-                            }
+                for (int m = 1; m <= 2; m <<= 1) {
+                    sgb += __shfl_xor_sync(0xffffffffu, sgb, m);
+                    sqa += __shfl_xor_sync(0xffffffffu, sqa, m);
+                    sch += __shfl_xor_sync(0xffffffffu, sch, m);
+                }
+                const sj_i64 t = c * TS + i;
+                bool out = (plain || t < L) && dok;
+                float s0 = sgb, s1 = sqa * SJ_LN2, s2 = sch;
+                if (p.NB > 1 && out) {
+                    float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
+                    if (p.nb > 0) {
+                        s0 += acc[0];
+                        s1 += acc[1];
+                        s2 += acc[2];
+                    }
+                    if (!last_nb) {
+                        if (grp == 0) {
+                            acc[0] = s0;
+                            acc[1] = s1;
+                            acc[2] = s2;
+                        }
+                        out = false;
+                    }
+                }
+                /* Lane g of a channel puts du (g = 0), ddelta (1) or dz
+                 * (2, 3) in component g of the token's slot in P, read
+                 * for the last time above (the transpose's __syncwarp
+                 * orders it after every lane's read); the chunk's
+                 * outputs leave together below.  All three values, then
+                 * a selection: where the lanes of a channel each took
+                 * their own branch, the warp ran all three one after
+                 * another. */
+                const float ddl = fmaf(pv.y, s0, s1) * sS[i * BD + ch];
+                const float v0 = fmaf(pv.x, s0, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, s2);
+                ((float *)&sP[i * BD + ch])[grp] = grp == 0 ? v0 : grp == 1 ? ddl : v2;
+                /* Tokens past L have zeros in P and S, so add nothing;
+                 * lanes past D and launches before the last store no
+                 * sums. */
+                dbc += ddl;
+                dDc = fmaf(pv.z, pv.y, dDc);
+            }
+            /* dB, dC of the chunk's tokens summed over the block's 8 warps:
+             * thread (token tid / 32 + 8 rr, value lane).  One buffer of
+             * sums serves: the next writes follow the chunk's last
+             * barrier. */
+            __syncthreads();
+#pragma unroll
+            for (int rr = 0; rr < TS / 8; ++rr) {
+                const int i = (tid >> 5) + 8 * rr;
+                float s = xw[i * 8 * 32 + lane];
+#pragma unroll
+                for (int ww = 1; ww < 8; ++ww)
+                    s += xw[(i * 8 + ww) * 32 + lane];
+                const int v = lane >> 2;
+                const sj_i64 t = c * TS + i, n = nb0 + grp * NS + (v & 3);
+                if (t < L && n < N)
+                    p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (v >> 2) * N + n] = s;
+                /* du, ddelta, dz of the same token: each store of a
+                 * warp covers 32 adjacent channels. */
+                if (last_nb && t < L) {
+                    const sj_i64 row = b * L + t;
+#pragma unroll
+                    for (int h = 0; h < BD / 32; ++h) {
+                        const int col = h * 32 + lane;
+                        const float4 o = sP[i * BD + col];
+                        if (d0 + col < D) {
+                            if (p.du)
+                                sj_st<T>(p.du, row * p.sdu + d0 + col, o.x);
+                            if (p.ddelta)
+                                sj_st<T>(p.ddelta, row * p.sddelta + d0 + col, o.y);
+                            if (p.dz)
+                                sj_st<T>(p.dz, row * p.sdz + d0 + col, o.z);
                         }
                     }
                 }
-                par ^= 1;
             }
         };
         bool plain = true;

@@ -10,16 +10,15 @@
 #include "validate.h"
 
 /* Must match kernels_src: SJ_SCAN_CHUNK, the backward's SJ_BWD_NBLK,
- * SJ_BWD_BD, SJ_BWD_THREADS, SJ_BWD_TR, SJ_BWD_TP, SJ_BWD_BUF and the
+ * SJ_BWD_BD, SJ_BWD_THREADS, SJ_BWD_TP, SJ_BWD_BUF and the
  * shared-memory layout described beside them. */
 #define SCAN_CHUNK 16
 #define BWD_NBLK 16
 #define BWD_BD 64
 #define BWD_THREADS 256
-#define BWD_TR 8
 #define BWD_TP 36
 #define BWD_BUF (5 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK + 2 * SCAN_CHUNK)
-#define BWD_SMEM_FLOATS (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + 2 * BWD_TR * 8 * 32 + BWD_BD * BWD_NBLK)
+#define BWD_SMEM_FLOATS (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + SCAN_CHUNK * 8 * 32 + BWD_BD * BWD_NBLK)
 #define BWD_RAW_ELEMS (4 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK) /* in the activation dtype */
 
 #define SCAN_MAX_N 256
