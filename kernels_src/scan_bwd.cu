@@ -141,10 +141,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 #pragma unroll
     for (int q = 0; q < 4; ++q)
         whole = whole && (VE == 1 || !act[q] || sj_group_ok<T, VE>(act[q], act_stride[q]));
-    const bool whole_bc = nb0 + NBLK <= N && (VE == 1 || (sj_group_ok<T, VE>(p.B, p.sB) && sj_group_ok<T, VE>(p.C, p.sC)));
+    const bool whole_bc =
+        nb0 + NBLK <= N && (VE == 1 || (sj_group_ok<T, VE>(p.B, p.sB) && sj_group_ok<T, VE>(p.C, p.sC)));
     auto issue = [&](sj_i64 c) {
         if (whole && (c + 1) * TS <= L) {
-            /* No bounds to check: a thread's item k sits WITEMS rows ... */
+            /* No bounds to check: a thread's item k is k * RK rows below
+             * its item 0. */
             constexpr int RK = SJ_BWD_THREADS / WPR;
             const sj_i64 row = b * L + c * TS + tid / WPR, col = d0 + (tid % WPR) * VE;
 #pragma unroll
@@ -158,15 +160,15 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             }
         } else {
 #pragma unroll
-        for (int k = 0; k < WITEMS; ++k) {
-            const int wi = tid + k * SJ_BWD_THREADS;
-            const sj_i64 t = c * TS + wi / WPR, col = d0 + (wi % WPR) * VE;
-            const sj_i64 n = t < L ? min((sj_i64)VE, D - col) : 0;
+            for (int k = 0; k < WITEMS; ++k) {
+                const int wi = tid + k * SJ_BWD_THREADS;
+                const sj_i64 t = c * TS + wi / WPR, col = d0 + (wi % WPR) * VE;
+                const sj_i64 n = t < L ? min((sj_i64)VE, D - col) : 0;
 #pragma unroll
-            for (int q = 0; q < 4; ++q)
-                if (q < 3 || p.z)
-                    copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
-        }
+                for (int q = 0; q < 4; ++q)
+                    if (q < 3 || p.z)
+                        copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
+            }
         }
         if (tid < BCW) {
             const sj_i64 t = c * TS + tid / (NBLK / VE), n = nb0 + (tid % (NBLK / VE)) * VE;

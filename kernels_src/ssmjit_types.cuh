@@ -213,18 +213,19 @@ __device__ __forceinline__ float sj_softplus(float x)
 #endif
 }
 
-__device__ __forceinline__ float sj_softplus_grad(float x) { return x <= 20.0f ? sj_sigmoid(x) : 1.0f; }
-
 /* softplus(x) and its derivative sigmoid(x) sharing e = exp(-|x|):
  * max(x, 0) + log1p(e) and 1 / (1 + e) (times e below 0), one exponential,
- * one log1p and one reciprocal where the two calls above take three
+ * one log1p and one reciprocal where softplus and sigmoid apart take three
  * exponentials.  Above 20 the sum rounds to x and the quotient to 1, the
- * values sj_softplus and sj_softplus_grad give there. */
+ * values of the reference kernels' threshold. */
 __device__ __forceinline__ float2 sj_softplus_and_grad(float x)
 {
     const float e = expf(-fabsf(x)), r = sj_rcp_1to2(1.0f + e);
     return make_float2(fmaxf(x, 0.0f) + log1pf(e), x >= 0.0f ? r : e * r);
 }
+
+/* d/dx softplus(x); the unused log1p folds away. */
+__device__ __forceinline__ float sj_softplus_grad(float x) { return sj_softplus_and_grad(x).y; }
 
 /* Rows of a strided [rows, cols] matrix: one thread per column, grid.y
  * walks rows so that any row count fits the 65535 limit of gridDim.y. */
