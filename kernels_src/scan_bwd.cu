@@ -329,7 +329,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     sch += __shfl_xor_sync(0xffffffffu, sch, m);
                 }
                 const sj_i64 t = c * TS + i;
-                bool out = (plain || t < L) && dok;
+                const bool out = (plain || t < L) && dok;
                 float s0 = sgb, s1 = sqa * SJ_LN2, s2 = sch;
                 if (p.NB > 1 && out) {
                     float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
@@ -344,7 +344,6 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                             acc[1] = s1;
                             acc[2] = s2;
                         }
-                        out = false;
                     }
                 }
                 /* Lane g of a channel puts du (g = 0), ddelta (1) or dz

@@ -11,9 +11,9 @@
  * block (a power of two, 16 to sj_scan_fwd_max_bd(ns); 0 the automatic
  * choice) and buffers stage buffers (1 or 2; 0 the automatic choice,
  * which also covers the states-only kernel of the backward), so that
- * tests reach every variant and the benchmark can compare them.  ns and bd are ignored where they
- * do not fit N (more than 256 threads a block).  Not thread-safe: for
- * tests and the benchmark only. */
+ * tests reach every variant and the benchmark can compare them.  ns and
+ * bd are ignored where they do not fit N (more than 256 threads a block).
+ * Not thread-safe: for tests and the benchmark only. */
 void sj_scan_force_shape(int ns, int bd, int buffers);
 
 /* The launch shape the forward picks for B sequences of D channels and N
