@@ -442,7 +442,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         if (c + 1 < nch)
             issue(c + 1);
 
-        /* One token: the states and this group's part of y. */
+        /* One token: the states; returns this group's part of y. */
         auto step = [&](int i) {
             const float u = su[i * ROW + dl], dt = sdt[i * ROW + dl], dtu = dt * u;
             const float4 *B4 = (const float4 *)(sB + g * TS * NS + i * NS);
@@ -466,15 +466,26 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 }
             }
             const float part = (yq[0] + yq[1]) + (yq[2] + yq[3]);
-            if (GATED)
-                yp[i * MAXT + tid] = fmaf(Dg, u, part) * sgz[i * ROW + dl];
-            else if (OUT)
-                yp[i * MAXT + tid] = part;
+            return GATED ? fmaf(Dg, u, part) * sgz[i * ROW + dl] : part;
         };
         if (plain) {
+            /* The parts leave F tokens at a time: a store between two
+             * tokens keeps the next token's loads behind it (the compiler
+             * cannot tell that they do not alias), exposing their latency.
+             * The 4-state kernels (up to 168 registers) hold a whole
+             * chunk's parts; the others (128) four tokens', which ran
+             * fastest (bench/NOTES.md). */
+            constexpr int F = NS == 4 ? TS : 4;
+            float part[TS];
 #pragma unroll
-            for (int i = 0; i < TS; ++i)
-                step(i);
+            for (int i = 0; i < TS; ++i) {
+                part[i] = step(i);
+                if (OUT && i % F == F - 1) {
+#pragma unroll
+                    for (int j = i - (F - 1); j <= i; ++j)
+                        yp[j * MAXT + tid] = part[j];
+                }
+            }
         } else {
             for (int i = 0; i < TS; ++i) {
                 const int2 ti = info[i];
@@ -485,7 +496,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     for (int k = 0; k < NS; ++k)
                         h[k] = p.init && dok && n0 + k < N ? p.init[((sj_i64)ti.x * p.D + d) * N + n0 + k] : 0.0f;
                 }
-                step(i);
+                const float part = step(i);
+                if (OUT)
+                    yp[i * MAXT + tid] = part;
                 if ((ti.y & SJ_TOK_END) && p.final_state && dok) {
 #pragma unroll
                     for (int k = 0; k < NS; ++k)
