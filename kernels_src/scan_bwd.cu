@@ -114,9 +114,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 
     const sj_i64 nch = (L + TS - 1) / TS;
     /* Staging without registers: the chunk's raw rows are copied to shared
-     * memory asynchronously in 4-byte words (VE channels or states each)
-     * while the previous chunk computes; each thread then converts the
-     * words it copied (word wi = tid, tid + 256, ...) into the stage
+     * memory asynchronously (16-byte groups where every row allows, else
+     * 4-byte words of VE channels or states) while the previous chunk
+     * computes; after the barrier that ends that chunk's adjoint each
+     * thread converts words wi = tid, tid + 256, ... into the stage
      * buffer: P, S at [token][channel] and B, C at [token][state]. */
     constexpr int VE = 4 / sizeof(T), WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
     T *const raw = (T *)(xw + TS * 8 * 32); /* u, delta, dy, z [TS][BD] */
@@ -143,8 +144,26 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         whole = whole && (VE == 1 || !act[q] || sj_group_ok<T, VE>(act[q], act_stride[q]));
     const bool whole_bc =
         nb0 + NBLK <= N && (VE == 1 || (sj_group_ok<T, VE>(p.B, p.sB) && sj_group_ok<T, VE>(p.C, p.sC)));
+    /* 16-byte copies where every row of a full chunk is in 16-byte groups
+     * (E16 elements): one instruction instead of four (f32) or eight. */
+    constexpr int E16 = 16 / sizeof(T), CPR = BD / E16, C16 = TS * CPR, BCPR = NBLK / E16;
+    bool whole16 = whole;
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        whole16 = whole16 && (!act[q] || sj_group_ok<T, E16>(act[q], act_stride[q]));
+    const bool bc16 = whole_bc && sj_group_ok<T, E16>(p.B, p.sB) && sj_group_ok<T, E16>(p.C, p.sC);
+    const bool ck16 = sj_group_ok<float, 4>(p.ckpt, N) && n0 + NS <= N;
     auto issue = [&](sj_i64 c) {
-        if (whole && (c + 1) * TS <= L) {
+        if (whole16 && (c + 1) * TS <= L) {
+            const sj_i64 row = b * L + c * TS + tid / CPR, col = d0 + (tid % CPR) * E16;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                if (q == 3 && !p.z)
+                    break;
+                if (C16 == SJ_BWD_THREADS || tid < C16)
+                    sj_copy16(raw + q * TS * BD + tid * E16, (const T *)act[q] + row * act_stride[q] + col, 16);
+            }
+        } else if (whole && (c + 1) * TS <= L) {
             /* No bounds to check: a thread's item k is k * RK rows below
              * its item 0. */
             constexpr int RK = SJ_BWD_THREADS / WPR;
@@ -170,7 +189,16 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                         copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
             }
         }
-        if (tid < BCW) {
+        if (bc16 && (c + 1) * TS <= L) {
+            if (tid < 2 * TS * BCPR) {
+                const int r = tid % (TS * BCPR);
+                const sj_i64 t = c * TS + r / BCPR, n = nb0 + (r % BCPR) * E16;
+                if (tid < TS * BCPR)
+                    sj_copy16(rawB + r * E16, (const T *)p.B + (b * L + t) * p.sB + n, 16);
+                else
+                    sj_copy16(rawC + r * E16, (const T *)p.C + (b * L + t) * p.sC + n, 16);
+            }
+        } else if (tid < BCW) {
             const sj_i64 t = c * TS + tid / (NBLK / VE), n = nb0 + (tid % (NBLK / VE)) * VE;
             if (whole_bc && (c + 1) * TS <= L) {
                 sj_copy4(rawB + tid * VE, (const T *)p.B + (b * L + t) * p.sB + n, 4);
@@ -182,17 +210,21 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             }
         }
         /* The state at the chunk's start (checkpoint c - 1), for c >= 1. */
+        const float *ck = p.ckpt + ((b * (nch - 1) + c - 1) * D + d) * N + n0;
+        if (ck16) {
+            const bool ok = c >= 1 && dok;
+            sj_copy16(sck + ch * NBLK + grp * NS, ok ? ck : p.ckpt, ok ? 16 : 0);
+        } else {
 #pragma unroll
-        for (int k = 0; k < NS; ++k) {
-            const bool ok = c >= 1 && dok && n0 + k < N;
-            const float *src = p.ckpt + ((b * (nch - 1) + c - 1) * D + d) * N + n0 + k;
-            sj_copy4(sck + ch * NBLK + grp * NS + k, ok ? src : p.A, ok ? 4 : 0);
+            for (int k = 0; k < NS; ++k) {
+                const bool ok = c >= 1 && dok && n0 + k < N;
+                sj_copy4(sck + ch * NBLK + grp * NS + k, ok ? ck + k : p.A, ok ? 4 : 0);
+            }
         }
     };
-    /* Waits for this thread's copies of chunk c and converts them into buf;
-     * h0 gets the chunk's starting state. */
+    /* Converts chunk c's copies (waited for and published by a barrier
+     * before) into buf; h0 gets the chunk's starting state. */
     auto commit = [&](sj_i64 c, float *buf, float *h0) {
-        sj_copy_wait();
         const sj_bwd_stage sg(buf);
         const bool full = (c + 1) * TS <= L && d0 + BD <= D; /* no element to zero */
 #pragma unroll
@@ -233,6 +265,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     float h0[NS];
     if (nch > 0) {
         issue(nch - 1);
+        sj_copy_wait();
+        __syncthreads();
         commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0);
         __syncthreads();
     }
@@ -366,7 +400,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             /* dB, dC of the chunk's tokens summed over the block's 8 warps:
              * thread (token tid / 32 + 8 rr, value lane).  One buffer of
              * sums serves: the next writes follow the chunk's last
-             * barrier. */
+             * barrier.  The barrier also publishes the next chunk's
+             * copies, so any thread may convert any of them. */
+            sj_copy_wait();
             __syncthreads();
 #pragma unroll
             for (int rr = 0; rr < TS / 8; ++rr) {
