@@ -307,16 +307,24 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 }
             }
             float *const xl = xw + w * 32 + lane; /* this lane's cross-warp column */
-            /* Adjoint recurrence, last token first. */
-#pragma unroll
-            for (int i = TS - 1; i >= 0; --i) {
+            /* Adjoint recurrence, last token first, two tokens a step: both
+             * tokens' arithmetic, then their transposes, then their sums
+             * over states and outputs, so that each phase has two tokens'
+             * independent work between the __syncwarp and shared-memory
+             * accesses that the compiler may not move work across. */
+            struct tok {
+                float4 pv; /* dt, u, dy', dy silu'(z) */
+                float vB[NS], vC[NS], sgb, sqa, sch, s;
+            };
+            auto adjoint = [&](int i, tok &o) {
                 const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
-                const float4 pv = sP[i * BD + ch]; /* dt, u, dy', dy silu'(z) */
+                const float4 pv = sP[i * BD + ch];
+                o.pv = pv;
                 const float dtu = pv.x * pv.y;
                 const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
                 const float4 cc = *(const float4 *)(sC + i * NBLK + grp * NS);
                 const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, cv[NS] = {cc.x, cc.y, cc.z, cc.w};
-                float sgb = 0.0f, sqa = 0.0f, sch = 0.0f, vB[NS], vC[NS];
+                o.sgb = o.sqa = o.sch = 0.0f;
 #pragma unroll
                 for (int k = 0; k < NS; ++k) {
                     if (ti.y & SJ_TOK_END)
@@ -325,14 +333,14 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     if (ti.y & SJ_TOK_START)
                         hp = state_at(p.init, ti.x, k);
                     const float gk = fmaf(cv[k], pv.z, gc[k]);
-                    vB[k] = gk * dtu;
-                    vC[k] = pv.z * hs[i][k];
-                    sgb = fmaf(gk, bv[k], sgb);
-                    sch = fmaf(cv[k], hs[i][k], sch);
+                    o.vB[k] = gk * dtu;
+                    o.vC[k] = pv.z * hs[i][k];
+                    o.sgb = fmaf(gk, bv[k], o.sgb);
+                    o.sch = fmaf(cv[k], hs[i][k], o.sch);
                     gc[k] = sj_exp2_ftz(pv.x * A2[k]) * gk;
                     const float q = gc[k] * hp;
                     dAc[k] = fmaf(q, pv.x, dAc[k]);
-                    sqa = fmaf(q, A2[k], sqa);
+                    o.sqa = fmaf(q, A2[k], o.sqa);
                 }
                 if ((ti.y & SJ_TOK_START) && p.dinit && dok) {
 #pragma unroll
@@ -340,31 +348,35 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                         if (n0 + k < N)
                             p.dinit[((sj_i64)ti.x * D + d) * N + n0 + k] = gc[k];
                 }
-
-                /* dB, dC over the warp's 8 channels: lane (c, g) then
-                 * holds value c of lane group g, summed. */
+            };
+            /* dB, dC over the warp's 8 channels: lane (c, g) then holds
+             * value c of lane group g, summed. */
+            auto put_rows = [&](const tok &o) {
                 float *row = wt + (lane >> 2) * SJ_BWD_TP + grp * 8;
-                *(float4 *)row = make_float4(vB[0], vB[1], vB[2], vB[3]);
-                *(float4 *)(row + 4) = make_float4(vC[0], vC[1], vC[2], vC[3]);
-                __syncwarp();
-                float s = wt[grp * 8 + (lane >> 2)];
+                *(float4 *)row = make_float4(o.vB[0], o.vB[1], o.vB[2], o.vB[3]);
+                *(float4 *)(row + 4) = make_float4(o.vC[0], o.vC[1], o.vC[2], o.vC[3]);
+            };
+            auto sum_rows = [&](tok &o) {
+                const float *wb = wt + grp * 8 + (lane >> 2);
+                o.s = wb[0];
 #pragma unroll
                 for (int cw = 1; cw < 8; ++cw)
-                    s += wt[cw * SJ_BWD_TP + grp * 8 + (lane >> 2)];
-                __syncwarp();
-                xl[i * 8 * 32] = s;
-
+                    o.s += wb[cw * SJ_BWD_TP];
+            };
+            auto finish = [&](int i, tok &o) {
+                xl[i * 8 * 32] = o.s;
                 /* Sums over this channel's states (4 lanes); every lane
                  * gets the same bits. */
 #pragma unroll
                 for (int m = 1; m <= 2; m <<= 1) {
-                    sgb += __shfl_xor_sync(0xffffffffu, sgb, m);
-                    sqa += __shfl_xor_sync(0xffffffffu, sqa, m);
-                    sch += __shfl_xor_sync(0xffffffffu, sch, m);
+                    o.sgb += __shfl_xor_sync(0xffffffffu, o.sgb, m);
+                    o.sqa += __shfl_xor_sync(0xffffffffu, o.sqa, m);
+                    o.sch += __shfl_xor_sync(0xffffffffu, o.sch, m);
                 }
+                const float4 pv = o.pv;
                 const sj_i64 t = c * TS + i;
                 const bool out = (plain || t < L) && dok;
-                float s0 = sgb, s1 = sqa * SJ_LN2, s2 = sch;
+                float s0 = o.sgb, s1 = o.sqa * SJ_LN2, s2 = o.sch;
                 if (p.NB > 1 && out) {
                     float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
                     if (p.nb > 0) {
@@ -382,10 +394,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 }
                 /* Lane g of a channel puts du (g = 0), ddelta (1) or dz
                  * (2, 3) in component g of the token's slot in P, read
-                 * for the last time above (the transpose's __syncwarp
-                 * orders it after every lane's read); the chunk's
-                 * outputs leave together below.  All three values, then
-                 * a selection: where the lanes of a channel each took
+                 * for the last time in adjoint() (the transpose's
+                 * __syncwarp orders it after every lane's read); the
+                 * chunk's outputs leave together below.  All three values,
+                 * then a selection: where the lanes of a channel each took
                  * their own branch, the warp ran all three one after
                  * another. */
                 const float ddl = fmaf(pv.y, s0, s1) * sS[i * BD + ch];
@@ -396,6 +408,22 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                  * sums. */
                 dbc += ddl;
                 dDc = fmaf(pv.z, pv.y, dDc);
+            };
+#pragma unroll
+            for (int i = TS - 1; i >= 1; i -= 2) {
+                tok hi, lo; /* tokens i and i - 1 */
+                adjoint(i, hi);
+                adjoint(i - 1, lo);
+                put_rows(hi);
+                __syncwarp();
+                sum_rows(hi);
+                __syncwarp();
+                put_rows(lo);
+                __syncwarp();
+                sum_rows(lo);
+                __syncwarp();
+                finish(i, hi);
+                finish(i - 1, lo);
             }
             /* dB, dC of the chunk's tokens summed over the block's 8 warps:
              * thread (token tid / 32 + 8 rr, value lane).  One buffer of
