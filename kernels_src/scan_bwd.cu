@@ -117,7 +117,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * memory asynchronously (16-byte groups where every row allows, else
      * 4-byte words of VE channels or states) while the previous chunk
      * computes; after the barrier that ends that chunk's adjoint each
-     * thread converts words wi = tid, tid + 256, ... into the stage
+     * thread converts 4 adjacent elements of a token into the stage
      * buffer: P, S at [token][channel] and B, C at [token][state]. */
     constexpr int VE = 4 / sizeof(T), WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
     T *const raw = (T *)(xw + TS * 8 * 32); /* u, delta, dy, z [TS][BD] */
@@ -227,24 +227,40 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     auto commit = [&](sj_i64 c, float *buf, float *h0) {
         const sj_bwd_stage sg(buf);
         const bool full = (c + 1) * TS <= L && d0 + BD <= D; /* no element to zero */
+        /* Four adjacent elements of one token a thread, each tensor's in
+         * one load, converted without branches (softplus and silu are
+         * evaluated whether or not the op uses them, then selected), so
+         * that the four elements' chains of exponential, logarithm and
+         * reciprocal overlap: with a branch per element they ran one after
+         * another. */
+        constexpr int NI = TS * BD / SJ_BWD_THREADS;
+        static_assert(NI == 4, "a thread converts one group of 4 elements");
+        const int j0 = tid * NI, col0 = j0 % BD;
+        /* (z's words are read, and ignored, also where the op has no z) */
+        const uint4 ru = sj_load_group<T, NI>(raw, j0, NI, true),
+                    rx = sj_load_group<T, NI>(raw, TS * BD + j0, NI, true),
+                    rdy = sj_load_group<T, NI>(raw, 2 * TS * BD + j0, NI, true),
+                    rz = sj_load_group<T, NI>(raw, 3 * TS * BD + j0, NI, true);
+        const float4 bias4 = *(const float4 *)(sbias + col0);
+        const float bias[NI] = {bias4.x, bias4.y, bias4.z, bias4.w};
+        const bool row_ok = c * TS + j0 / BD < L;
+        float S[NI];
 #pragma unroll
-        for (int k = 0; k < WITEMS; ++k) {
-#pragma unroll
-            for (int e = 0; e < VE; ++e) {
-                const int j = (tid + k * SJ_BWD_THREADS) * VE + e, col = j % BD;
-                const float u = sj_to_float(raw[j]), x = sj_to_float(raw[TS * BD + j]) + sbias[col];
-                const float dy = sj_to_float(raw[2 * TS * BD + j]), z = p.z ? sj_to_float(raw[3 * TS * BD + j]) : 0.0f;
-                if (!full && !(c * TS + j / BD < L && d0 + col < D)) {
-                    sg.P[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    sg.S[j] = 0.0f;
-                    continue;
-                }
-                const float2 sp = p.softplus ? sj_softplus_and_grad(x) : make_float2(x, 1.0f);
-                const float2 sz = p.z ? sj_silu_and_grad(z) : make_float2(1.0f, 0.0f);
-                sg.P[j] = make_float4(sp.x, u, dy * sz.x, p.z ? dy * sz.y : 0.0f);
-                sg.S[j] = sp.y;
-            }
+        for (int e = 0; e < NI; ++e) {
+            const float u = sj_lane<T>(ru, e), x = sj_lane<T>(rx, e) + bias[e], dy = sj_lane<T>(rdy, e),
+                        z = p.z ? sj_lane<T>(rz, e) : 0.0f;
+            float2 sp = sj_softplus_and_grad(x), sz = sj_silu_and_grad(z);
+            asm volatile("" : "+f"(sp.x), "+f"(sp.y), "+f"(sz.x), "+f"(sz.y)); /* keep them out of branches */
+            if (!p.softplus)
+                sp = make_float2(x, 1.0f);
+            if (!p.z)
+                sz = make_float2(1.0f, 0.0f);
+            const bool ok = full || (row_ok && d0 + col0 + e < D);
+            sg.P[j0 + e] = ok ? make_float4(sp.x, u, dy * sz.x, p.z ? dy * sz.y : 0.0f)
+                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            S[e] = ok ? sp.y : 0.0f;
         }
+        *(float4 *)(sg.S + j0) = make_float4(S[0], S[1], S[2], S[3]);
         if (tid < BCW) {
 #pragma unroll
             for (int e = 0; e < VE; ++e) {

@@ -218,10 +218,31 @@ __device__ __forceinline__ float sj_softplus(float x)
  * one log1p and one reciprocal where softplus and sigmoid apart take three
  * exponentials.  Above 20 the sum rounds to x and the quotient to 1, the
  * values of the reference kernels' threshold. */
+/* log1pf(e) for e in [0, 1] or NaN: log1pf's own steps (1 + e rounded
+ * toward zero picks k in {0, 1}, f = (1 + e) 2^-k - 1 exactly, then
+ * f + f^2 q(f)), the same bits, without its branch for negative or
+ * infinite arguments, which kept a thread's conversions of several
+ * elements from overlapping. */
+__device__ __forceinline__ float sj_log1p_unit(float e)
+{
+    const int kb = (__float_as_int(__fadd_rz(e, 1.0f)) - 0x3f400000) & (int)0xff800000;
+    const float f = __int_as_float(__float_as_int(e) - kb) + fmaf(__int_as_float(0x40800000 - kb), 0.25f, -1.0f);
+    float q = fmaf(f, -0.04534861445426941f, 0.10546888411045074f);
+    q = fmaf(f, q, -0.13229703903198242f);
+    q = fmaf(f, q, 0.14491446316242218f);
+    q = fmaf(f, q, -0.16641564667224884f);
+    q = fmaf(f, q, 0.199888676404953f);
+    q = fmaf(f, q, -0.2500019669532776f);
+    q = fmaf(f, q, 0.33333510160446167f);
+    q = fmaf(f, q, -0.5f);
+    const float r = fmaf((float)kb * 1.1920928955078125e-7f, SJ_LN2, fmaf(f, f * q, f));
+    return e == e ? r : e;
+}
+
 __device__ __forceinline__ float2 sj_softplus_and_grad(float x)
 {
     const float e = expf(-fabsf(x)), r = sj_rcp_1to2(1.0f + e);
-    return make_float2(fmaxf(x, 0.0f) + log1pf(e), x >= 0.0f ? r : e * r);
+    return make_float2(fmaxf(x, 0.0f) + sj_log1p_unit(e), x >= 0.0f ? r : e * r);
 }
 
 /* d/dx softplus(x); the unused log1p folds away. */
