@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,33 @@ static void test_symlinks_followed(void **state)
     assert_null(ck);
 }
 
+/* A directory whose path fits PATH_MAX but not with the file name joined
+ * to it: refused with the path, not truncated. */
+static void test_path_too_long(void **state)
+{
+    (void)state;
+    char *dir = malloc(PATH_MAX);
+    assert_non_null(dir);
+    size_t n = (size_t)snprintf(dir, PATH_MAX, "%s", su_dir);
+    while (n + 1 + 200 + strlen(SJ_CHECKPOINT_FILE) < PATH_MAX - 1) {
+        dir[n++] = '/';
+        memset(dir + n, 'p', 200);
+        n += 200;
+        dir[n] = '\0';
+        assert_int_equal(mkdir(dir, 0700), 0);
+    }
+    size_t last = PATH_MAX - 1 - n - 1 - strlen(SJ_CHECKPOINT_FILE) / 2; /* the join overflows */
+    dir[n++] = '/';
+    memset(dir + n, 'q', last);
+    n += last;
+    dir[n] = '\0';
+    assert_int_equal(mkdir(dir, 0700), 0);
+    sj_checkpoint *ck = NULL;
+    su_assert_error(sj_checkpoint_open(dir, &ck), SSMJIT_ERR_IO, "path too long", "qqq");
+    assert_null(ck);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_bad_indexes),
         cmocka_unit_test(test_symlinks_followed),
+        cmocka_unit_test(test_path_too_long),
     };
     return cmocka_run_group_tests(tests, su_dir_setup, su_dir_teardown);
 }
