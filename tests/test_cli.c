@@ -153,6 +153,40 @@ static void test_cache_stats_shows_cap(void **state)
     free(dir);
 }
 
+/* Environment variables the cache directory comes from, unset for a call
+ * and restored after it. */
+static const char *const cache_env[] = {"SSMJIT_CACHE_DIR", "XDG_CACHE_HOME", "HOME"};
+
+static void test_no_cache_directory(void **state)
+{
+    (void)state;
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(cache_env[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(cache_env[i]);
+    }
+    const char *cmds[] = {"cache stats", "cache clear", "prewarm --arch sm_80"};
+    int rc[3];
+    char msg[3][1024];
+    for (int i = 0; i < 3; i++) {
+        rc[i] = cli(cmds[i]);
+        snprintf(msg[i], sizeof msg[i], "%.1000s", out);
+    }
+    for (int i = 0; i < 3; i++)
+        if (saved[i]) {
+            setenv(cache_env[i], saved[i], 1);
+            free(saved[i]);
+        }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(rc[i], 1);
+        assert_non_null(strstr(msg[i], "cache directory"));
+        assert_non_null(strstr(msg[i], "set SSMJIT_CACHE_DIR, XDG_CACHE_HOME or HOME"));
+    }
+    assert_int_equal(cli("cache stats --bogus"), 2);
+    assert_non_null(strstr(out, "unknown option '--bogus'"));
+}
+
 static void test_prewarm_without_nvrtc_fails_cleanly(void **state)
 {
     (void)state;
@@ -175,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_prewarm_then_cache_commands),
         cmocka_unit_test(test_cache_stats_shows_cap),
         cmocka_unit_test(test_prewarm_without_nvrtc_fails_cleanly),
+        cmocka_unit_test(test_no_cache_directory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
