@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -1195,12 +1194,7 @@ static int matches(const char *text, const char *pattern)
  * next row is judged on its own. */
 static int dir_written(const char *path)
 {
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
+    const int n = tu_dir_entries(path);
     if (n) {
         tu_rmtree(path);
         assert_int_equal(mkdir(path, 0700), 0);

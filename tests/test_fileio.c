@@ -4,7 +4,6 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 
 #include "fileio.h"
 #include "st_util.h"
+#include "test_util.h"
 
 /* su_dir/<name> */
 static const char *in_dir(const char *name)
@@ -31,18 +31,6 @@ static void write_text(const char *path, const char *text)
     assert_non_null(f);
     assert_int_equal(fputs(text, f) >= 0, 1);
     assert_int_equal(fclose(f), 0);
-}
-
-/* Entries of su_dir, "." and ".." not counted. */
-static int entries(void)
-{
-    DIR *d = opendir(su_dir);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
 }
 
 static void test_mkdirs(void **state)
@@ -84,7 +72,7 @@ static void test_write_atomic(void **state)
     assert_int_equal(sj_read_file(in_dir("out"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_OK);
     assert_string_equal(text, "new");
     free(text);
-    assert_int_equal(entries(), 1);
+    assert_int_equal(tu_dir_entries(su_dir), 1);
 }
 
 static void test_write_atomic_failures(void **state)
@@ -93,11 +81,11 @@ static void test_write_atomic_failures(void **state)
     /* rename onto a non-empty directory fails: the temp file goes too */
     assert_int_equal(sj_mkdirs(in_dir("dir/inner")), SSMJIT_OK);
     su_assert_error(sj_write_atomic(in_dir("dir"), "h", 1, "d", 1), SSMJIT_ERR_IO, "rename failed", "dir");
-    assert_int_equal(entries(), 1);
+    assert_int_equal(tu_dir_entries(su_dir), 1);
 
     su_assert_error(sj_write_atomic(in_dir("missing/out"), "h", 1, "d", 1), SSMJIT_ERR_IO, "cannot create",
                     "missing");
-    assert_int_equal(entries(), 1);
+    assert_int_equal(tu_dir_entries(su_dir), 1);
 
     /* a name that fits PATH_MAX but not with the temp file's prefix */
     size_t room = PATH_MAX - strlen(su_dir) - 8;
@@ -107,7 +95,7 @@ static void test_write_atomic_failures(void **state)
     name[room] = '\0';
     su_assert_error(sj_write_atomic(in_dir(name), "h", 1, "d", 1), SSMJIT_ERR_IO, "cache path too long", NULL);
     free(name);
-    assert_int_equal(entries(), 1);
+    assert_int_equal(tu_dir_entries(su_dir), 1);
 }
 
 static void test_read_refusals(void **state)

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,17 @@ void tu_rmtree(const char *path)
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
     assert_int_equal(system(cmd), 0);
+}
+
+int tu_dir_entries(const char *path)
+{
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
 }
 
 double *tu_doubles(size_t n)

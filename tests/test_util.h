@@ -29,6 +29,9 @@ char *tu_mkdtemp(void);
 /* Removes a directory tree (rm -rf). */
 void tu_rmtree(const char *path);
 
+/* Entries of a directory, "." and ".." not counted (asserts it opens). */
+int tu_dir_entries(const char *path);
+
 /* Nonzero when NVRTC is mapped into this process (it was opened). */
 int tu_nvrtc_mapped(void);
 
