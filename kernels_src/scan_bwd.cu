@@ -329,8 +329,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
              * independent work between the __syncwarp and shared-memory
              * accesses that the compiler may not move work across. */
             struct tok {
-                float4 pv; /* dt, u, dy', dy silu'(z) */
-                float vB[NS], vC[NS], sgb, sqa, sch, s;
+                float4 pv;            /* dt, u, dy', dy silu'(z) */
+                float vB[NS], vC[NS]; /* this lane's terms of dB, dC */
+                float sgb, sqa, sch;  /* its sums over its states: g B, A2 g a h, C h */
+                float s;              /* its value of the transposed dB/dC, summed over the warp's channels */
             };
             auto adjoint = [&](int i, tok &o) {
                 const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
