@@ -213,11 +213,6 @@ __device__ __forceinline__ float sj_softplus(float x)
 #endif
 }
 
-/* softplus(x) and its derivative sigmoid(x) sharing e = exp(-|x|):
- * max(x, 0) + log1p(e) and 1 / (1 + e) (times e below 0), one exponential,
- * one log1p and one reciprocal where softplus and sigmoid apart take three
- * exponentials.  Above 20 the sum rounds to x and the quotient to 1, the
- * values of the reference kernels' threshold. */
 /* log1pf(e) for e in [0, 1] or NaN: log1pf's own steps (1 + e rounded
  * toward zero picks k in {0, 1}, f = (1 + e) 2^-k - 1 exactly, then
  * f + f^2 q(f)), the same bits, without its branch for negative or
@@ -239,6 +234,11 @@ __device__ __forceinline__ float sj_log1p_unit(float e)
     return e == e ? r : e;
 }
 
+/* softplus(x) and its derivative sigmoid(x) sharing e = exp(-|x|):
+ * max(x, 0) + log1p(e) and 1 / (1 + e) (times e below 0), one exponential,
+ * one log1p and one reciprocal where softplus and sigmoid apart take three
+ * exponentials.  Above 20 the sum rounds to x and the quotient to 1, the
+ * values of the reference kernels' threshold. */
 __device__ __forceinline__ float2 sj_softplus_and_grad(float x)
 {
     const float e = expf(-fabsf(x)), r = sj_rcp_1to2(1.0f + e);
