@@ -1,5 +1,6 @@
 #include "st_util.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -119,6 +120,15 @@ int su_dir_setup(void **state)
     (void)state;
     su_dir = tu_mkdtemp();
     return 0;
+}
+
+const char *su_path(const char *name)
+{
+    static char buf[4][PATH_MAX + 64];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, sizeof buf[0], "%s/%s", su_dir, name);
+    return p;
 }
 
 int su_dir_teardown(void **state)

@@ -46,6 +46,10 @@ extern char *su_dir;
 int su_dir_setup(void **state);
 int su_dir_teardown(void **state);
 
+/* su_dir/<name>, in one of 4 buffers used in turn (so that a call's
+ * arguments may hold a few). */
+const char *su_path(const char *name);
+
 /* Fails the test unless st is want and the thread's error message contains
  * part1 and (when not NULL) part2; prints both on a mismatch. */
 void su_assert_error(ssmjit_status st, ssmjit_status want, const char *part1, const char *part2);

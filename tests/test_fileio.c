@@ -15,16 +15,6 @@
 #include "st_util.h"
 #include "test_util.h"
 
-/* su_dir/<name> */
-static const char *in_dir(const char *name)
-{
-    static char buf[2][PATH_MAX + 64];
-    static int next;
-    char *p = buf[next++ % 2];
-    snprintf(p, sizeof buf[0], "%s/%s", su_dir, name);
-    return p;
-}
-
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -37,15 +27,15 @@ static void test_mkdirs(void **state)
 {
     (void)state;
     struct stat st;
-    assert_int_equal(sj_mkdirs(in_dir("a/b/c")), SSMJIT_OK);
-    assert_int_equal(stat(in_dir("a/b/c"), &st), 0);
+    assert_int_equal(sj_mkdirs(su_path("a/b/c")), SSMJIT_OK);
+    assert_int_equal(stat(su_path("a/b/c"), &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     assert_int_equal(st.st_mode & 0777, 0700);
-    assert_int_equal(sj_mkdirs(in_dir("a/b/c")), SSMJIT_OK); /* already there */
+    assert_int_equal(sj_mkdirs(su_path("a/b/c")), SSMJIT_OK); /* already there */
 
-    write_text(in_dir("file"), "x");
-    su_assert_error(sj_mkdirs(in_dir("file")), SSMJIT_ERR_IO, "is not a directory", "file");
-    su_assert_error(sj_mkdirs(in_dir("file/sub")), SSMJIT_ERR_IO, "cannot create directory", "file");
+    write_text(su_path("file"), "x");
+    su_assert_error(sj_mkdirs(su_path("file")), SSMJIT_ERR_IO, "is not a directory", "file");
+    su_assert_error(sj_mkdirs(su_path("file/sub")), SSMJIT_ERR_IO, "cannot create directory", "file");
 
     su_assert_error(sj_mkdirs(""), SSMJIT_ERR_IO, "bad path length", NULL);
     char *longp = malloc(PATH_MAX + 1);
@@ -62,14 +52,14 @@ static void test_write_atomic(void **state)
     (void)state;
     char *text;
     size_t len;
-    assert_int_equal(sj_write_atomic(in_dir("out"), "head:", 5, "body", 4), SSMJIT_OK);
-    assert_int_equal(sj_read_file(in_dir("out"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_OK);
+    assert_int_equal(sj_write_atomic(su_path("out"), "head:", 5, "body", 4), SSMJIT_OK);
+    assert_int_equal(sj_read_file(su_path("out"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_OK);
     assert_int_equal(len, 9);
     assert_string_equal(text, "head:body");
     free(text);
     /* a second write replaces the file whole */
-    assert_int_equal(sj_write_atomic(in_dir("out"), "", 0, "new", 3), SSMJIT_OK);
-    assert_int_equal(sj_read_file(in_dir("out"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_OK);
+    assert_int_equal(sj_write_atomic(su_path("out"), "", 0, "new", 3), SSMJIT_OK);
+    assert_int_equal(sj_read_file(su_path("out"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_OK);
     assert_string_equal(text, "new");
     free(text);
     assert_int_equal(tu_dir_entries(su_dir), 1);
@@ -79,11 +69,11 @@ static void test_write_atomic_failures(void **state)
 {
     (void)state;
     /* rename onto a non-empty directory fails: the temp file goes too */
-    assert_int_equal(sj_mkdirs(in_dir("dir/inner")), SSMJIT_OK);
-    su_assert_error(sj_write_atomic(in_dir("dir"), "h", 1, "d", 1), SSMJIT_ERR_IO, "rename failed", "dir");
+    assert_int_equal(sj_mkdirs(su_path("dir/inner")), SSMJIT_OK);
+    su_assert_error(sj_write_atomic(su_path("dir"), "h", 1, "d", 1), SSMJIT_ERR_IO, "rename failed", "dir");
     assert_int_equal(tu_dir_entries(su_dir), 1);
 
-    su_assert_error(sj_write_atomic(in_dir("missing/out"), "h", 1, "d", 1), SSMJIT_ERR_IO, "cannot create",
+    su_assert_error(sj_write_atomic(su_path("missing/out"), "h", 1, "d", 1), SSMJIT_ERR_IO, "cannot create",
                     "missing");
     assert_int_equal(tu_dir_entries(su_dir), 1);
 
@@ -93,7 +83,7 @@ static void test_write_atomic_failures(void **state)
     assert_non_null(name);
     memset(name, 'n', room);
     name[room] = '\0';
-    su_assert_error(sj_write_atomic(in_dir(name), "h", 1, "d", 1), SSMJIT_ERR_IO, "cache path too long", NULL);
+    su_assert_error(sj_write_atomic(su_path(name), "h", 1, "d", 1), SSMJIT_ERR_IO, "cache path too long", NULL);
     free(name);
     assert_int_equal(tu_dir_entries(su_dir), 1);
 }
@@ -103,20 +93,20 @@ static void test_read_refusals(void **state)
     (void)state;
     char *text = NULL;
     size_t len;
-    su_assert_error(sj_read_file(in_dir("none"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_ERR_IO, "cannot open",
+    su_assert_error(sj_read_file(su_path("none"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_ERR_IO, "cannot open",
                     "none");
-    assert_int_equal(sj_mkdirs(in_dir("sub")), SSMJIT_OK);
-    su_assert_error(sj_read_file(in_dir("sub"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_ERR_IO, "not a regular file",
+    assert_int_equal(sj_mkdirs(su_path("sub")), SSMJIT_OK);
+    su_assert_error(sj_read_file(su_path("sub"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_ERR_IO, "not a regular file",
                     "sub");
-    assert_int_equal(mkfifo(in_dir("fifo"), 0600), 0); /* must not block */
-    su_assert_error(sj_read_file(in_dir("fifo"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_ERR_IO,
+    assert_int_equal(mkfifo(su_path("fifo"), 0600), 0); /* must not block */
+    su_assert_error(sj_read_file(su_path("fifo"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_ERR_IO,
                     "not a regular file", "fifo");
-    write_text(in_dir("target"), "t");
-    assert_int_equal(symlink("target", in_dir("link")), 0);
-    su_assert_error(sj_read_file(in_dir("link"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_ERR_IO, "cannot open",
+    write_text(su_path("target"), "t");
+    assert_int_equal(symlink("target", su_path("link")), 0);
+    su_assert_error(sj_read_file(su_path("link"), SJ_LINKS_REFUSE, &text, &len), SSMJIT_ERR_IO, "cannot open",
                     "link");
     assert_null(text);
-    assert_int_equal(sj_read_file(in_dir("link"), SJ_LINKS_FOLLOW, &text, &len), SSMJIT_OK);
+    assert_int_equal(sj_read_file(su_path("link"), SJ_LINKS_FOLLOW, &text, &len), SSMJIT_OK);
     assert_string_equal(text, "t");
     free(text);
 }

@@ -21,13 +21,6 @@
 #include "test_util.h"
 
 
-static const char *path_of(const char *name)
-{
-    static char buf[4200];
-    snprintf(buf, sizeof buf, "%s/%s", su_dir, name);
-    return buf;
-}
-
 /* Names deliberately out of order: header order, name order and data
  * order all differ. */
 static const su_tensor good[] = {
@@ -40,12 +33,12 @@ static const su_tensor good[] = {
 static void test_good_file(void **state)
 {
     (void)state;
-    su_build_file(path_of("good.safetensors"), good, NGOOD);
+    su_build_file(su_path("good.safetensors"), good, NGOOD);
     sj_st_file *f;
-    assert_int_equal(sj_st_open(path_of("good.safetensors"), &f), SSMJIT_OK);
+    assert_int_equal(sj_st_open(su_path("good.safetensors"), &f), SSMJIT_OK);
     const sj_st_header *h = sj_st_file_header(f);
     assert_int_equal(h->count, NGOOD);
-    assert_string_equal(sj_st_file_path(f), path_of("good.safetensors"));
+    assert_string_equal(sj_st_file_path(f), su_path("good.safetensors"));
     for (size_t k = 0; k < NGOOD; k++) {
         const sj_st_tensor *t = sj_st_header_find(h, good[k].name);
         assert_non_null(t);
@@ -115,7 +108,7 @@ static void test_truncated_everywhere(void **state)
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
         n = n << 8 | img[i];
-    const char *p = path_of("cut.safetensors");
+    const char *p = su_path("cut.safetensors");
     for (size_t cut = 0; cut < size; cut++) {
         su_write(p, img, cut);
         sj_st_file *f = NULL;
@@ -157,12 +150,12 @@ static void test_huge_header_length(void **state)
     for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
         for (int b = 0; b < 8; b++)
             img[b] = (uint8_t)(lengths[i] >> (8 * b));
-        su_write(path_of("huge.safetensors"), img, sizeof img);
+        su_write(su_path("huge.safetensors"), img, sizeof img);
         sj_st_file *f;
         char want[64];
         snprintf(want, sizeof want, "header length %llu runs past the end of the file (48 bytes)",
                  (unsigned long long)lengths[i]);
-        su_assert_error(sj_st_open(path_of("huge.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, want, NULL);
+        su_assert_error(sj_st_open(su_path("huge.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, want, NULL);
     }
     /* Length 40 fits exactly: "{}" and spaces, no tensor, no data. */
     img[0] = 40;
@@ -357,22 +350,22 @@ static void test_bad_offsets(void **state)
 static void test_refused_paths(void **state)
 {
     (void)state;
-    su_build_file(path_of("real.safetensors"), good, NGOOD);
-    assert_int_equal(symlink("real.safetensors", path_of("link.safetensors")), 0);
+    su_build_file(su_path("real.safetensors"), good, NGOOD);
+    assert_int_equal(symlink("real.safetensors", su_path("link.safetensors")), 0);
     sj_st_file *f = NULL;
-    assert_int_equal(sj_st_open(path_of("link.safetensors"), &f), SSMJIT_OK);
+    assert_int_equal(sj_st_open(su_path("link.safetensors"), &f), SSMJIT_OK);
     sj_st_close(f);
     f = NULL;
-    su_assert_error(sj_st_open(path_of("absent.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
+    su_assert_error(sj_st_open(su_path("absent.safetensors"), &f), SSMJIT_ERR_IO, "cannot open",
                     "No such file");
     su_assert_error(sj_st_open(su_dir, &f), SSMJIT_ERR_IO, "not a regular file", NULL);
-    assert_int_equal(mkfifo(path_of("fifo.safetensors"), 0600), 0);
-    su_assert_error(sj_st_open(path_of("fifo.safetensors"), &f), SSMJIT_ERR_IO, "not a regular file", NULL);
-    su_write(path_of("empty.safetensors"), "", 0);
-    su_assert_error(sj_st_open(path_of("empty.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, "'",
+    assert_int_equal(mkfifo(su_path("fifo.safetensors"), 0600), 0);
+    su_assert_error(sj_st_open(su_path("fifo.safetensors"), &f), SSMJIT_ERR_IO, "not a regular file", NULL);
+    su_write(su_path("empty.safetensors"), "", 0);
+    su_assert_error(sj_st_open(su_path("empty.safetensors"), &f), SSMJIT_ERR_INVALID_ARG, "'",
                     "0 bytes, too short for the 8-byte header length");
     /* The real file still opens. */
-    assert_int_equal(sj_st_open(path_of("real.safetensors"), &f), SSMJIT_OK);
+    assert_int_equal(sj_st_open(su_path("real.safetensors"), &f), SSMJIT_OK);
     sj_st_close(f);
 }
 
