@@ -301,11 +301,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 const float x = sj_lane<T>(r.delta, 4 * q + e) + bv[e];
                 if constexpr (sizeof(T) == 2 && NS > 4) {
                     /* softplus whether or not the op takes it, then a
-                     * selection: behind a branch each element's chain of
-                     * exponential and logarithm ran after the last one's.
-                     * 2% at the reference shape; the f32 kernels ran 4%
-                     * slower so, the 4-state ones no faster
-                     * (bench/NOTES.md). */
+                     * selection: behind a branch each element's softplus
+                     * ran after the last one's.  2% at the reference
+                     * shape; the f32 kernels ran 4% slower so, the 4-state
+                     * ones no faster (bench/NOTES.md). */
                     float sp = sj_softplus(x);
                     asm volatile("" : "+f"(sp));
                     dtv[e] = tok && (!chk || d0 + col + 4 * q + e < p.D) ? (p.softplus ? sp : x) : 0.0f;
