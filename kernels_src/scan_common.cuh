@@ -299,18 +299,12 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             for (int e = 0; e < 4; ++e) {
                 uv[e] = sj_lane<T>(r.u, 4 * q + e);
                 const float x = sj_lane<T>(r.delta, 4 * q + e) + bv[e];
-                if constexpr (sizeof(T) == 2 && NS > 4) {
-                    /* softplus whether or not the op takes it, then a
-                     * selection: behind a branch each element's softplus
-                     * ran after the last one's.  2% at the reference
-                     * shape; the f32 kernels ran 4% slower so, the 4-state
-                     * ones no faster (bench/NOTES.md). */
-                    float sp = sj_softplus(x);
-                    asm volatile("" : "+f"(sp));
-                    dtv[e] = tok && (!chk || d0 + col + 4 * q + e < p.D) ? (p.softplus ? sp : x) : 0.0f;
-                } else {
-                    dtv[e] = tok && (!chk || d0 + col + 4 * q + e < p.D) ? (p.softplus ? sj_softplus(x) : x) : 0.0f;
-                }
+                /* softplus whether or not the op takes it, then a
+                 * selection: behind a branch each element's softplus ran
+                 * after the last one's */
+                float sp = sj_softplus(x);
+                asm volatile("" : "+f"(sp));
+                dtv[e] = tok && (!chk || d0 + col + 4 * q + e < p.D) ? (p.softplus ? sp : x) : 0.0f;
                 gv[e] = OUT && p.z ? sj_silu(sj_lane<T>(r.z, 4 * q + e)) : 1.0f;
             }
             sj_f4(su + at)[q] = make_float4(uv[0], uv[1], uv[2], uv[3]);
