@@ -325,10 +325,9 @@ static void test_gate_bwd(void **state)
     check_all((op){OP_GATE_BWD, SSMJIT_ACT_SILU});
 }
 
-/* Under fast math softplus takes cheaper paths (the hardware log2 of
- * 1 + e^x, log1p's series for small e^x): element by element, small
- * results included, it must stay within the f32 tolerance of the double
- * reference. */
+/* Under fast math softplus takes a cheaper path (max(x, 0) + t P(t), t =
+ * e^-|x|, P a polynomial): element by element, small results included, it
+ * must stay within the f32 tolerance of the double reference. */
 static void test_softplus_fast_math(void **state)
 {
     (void)state;
