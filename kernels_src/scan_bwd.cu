@@ -301,9 +301,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 
         /* The chunk's work, instantiated twice (the lambda is inlined at
          * both calls): for chunks without a segment boundary or the end of
-         * L (all but the first and last without cu_seqlens) every token
-         * check folds away, so no per-token loads of initial or final
-         * states and no branches remain in the unrolled loops. */
+         * L (all but the first and last without cu_seqlens) and N <= 16
+         * every token check folds away, so no per-token loads of initial
+         * or final states, no accumulator over launches and no branches
+         * remain in the unrolled loops.  (A branch between tokens also
+         * keeps the compiler from overlapping their work.) */
         auto run_chunk = [&](const bool plain) {
             /* The chunk's states, recomputed from its checkpoint: 64
              * registers, fully unrolled. */
@@ -395,7 +397,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 const sj_i64 t = c * TS + i;
                 const bool out = (plain || t < L) && dok;
                 float s0 = o.sgb, s1 = o.sqa * SJ_LN2, s2 = o.sch;
-                if (p.NB > 1 && out) {
+                if (!plain && p.NB > 1 && out) {
                     float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
                     if (p.nb > 0) {
                         s0 += acc[0];
@@ -481,7 +483,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 }
             }
         };
-        bool plain = true;
+        bool plain = p.NB == 1;
 #pragma unroll
         for (int i = 0; i < TS; ++i)
             plain = plain && info[i].y == SJ_TOK_VALID;
