@@ -191,6 +191,13 @@ __device__ __forceinline__ float sj_silu_grad(float x) { return sj_silu_and_grad
  * values. */
 enum { SJ_ACT_SILU = 0, SJ_ACT_SOFTPLUS = 1 };
 
+/* c0 + x c1 + x^2 c2 + ... by Horner's rule, one fma a coefficient. */
+__device__ __forceinline__ float sj_horner(float, float c) { return c; }
+template <typename... R> __device__ __forceinline__ float sj_horner(float x, float c, R... rest)
+{
+    return fmaf(x, sj_horner(x, rest...), c);
+}
+
 /* log(1 + e^x), x itself above 20 (the reference Mamba kernels' threshold).
  * Under fast math (NVRTC defines __USE_FAST_MATH__ to 1, else 0) log1pf,
  * some 30 instructions, gives way to max(x, 0) + log1p(t), t = e^-|x| in
@@ -202,13 +209,9 @@ __device__ __forceinline__ float sj_softplus(float x)
 {
 #if __USE_FAST_MATH__
     const float t = sj_exp2_ftz(-fabsf(x) * SJ_LOG2E);
-    float q = fmaf(t, -0.008538694120943546f, 0.044087231159210205f);
-    q = fmaf(t, q, -0.1076774150133133f);
-    q = fmaf(t, q, 0.17744863033294678f);
-    q = fmaf(t, q, -0.24495288729667664f);
-    q = fmaf(t, q, 0.3327544033527374f);
-    q = fmaf(t, q, -0.49997401237487793f);
-    q = fmaf(t, q, 0.9999998211860657f);
+    const float q = sj_horner(t, 0.9999998211860657f, -0.49997401237487793f, 0.3327544033527374f,
+                              -0.24495288729667664f, 0.17744863033294678f, -0.1076774150133133f,
+                              0.044087231159210205f, -0.008538694120943546f);
     return fmaxf(x, 0.0f) + t * q;
 #else
     return x <= 20.0f ? log1pf(expf(x)) : x;
@@ -224,14 +227,9 @@ __device__ __forceinline__ float sj_log1p_unit(float e)
 {
     const int kb = (__float_as_int(__fadd_rz(e, 1.0f)) - 0x3f400000) & (int)0xff800000;
     const float f = __int_as_float(__float_as_int(e) - kb) + fmaf(__int_as_float(0x40800000 - kb), 0.25f, -1.0f);
-    float q = fmaf(f, -0.04534861445426941f, 0.10546888411045074f);
-    q = fmaf(f, q, -0.13229703903198242f);
-    q = fmaf(f, q, 0.14491446316242218f);
-    q = fmaf(f, q, -0.16641564667224884f);
-    q = fmaf(f, q, 0.199888676404953f);
-    q = fmaf(f, q, -0.2500019669532776f);
-    q = fmaf(f, q, 0.33333510160446167f);
-    q = fmaf(f, q, -0.5f);
+    const float q = sj_horner(f, -0.5f, 0.33333510160446167f, -0.2500019669532776f, 0.199888676404953f,
+                              -0.16641564667224884f, 0.14491446316242218f, -0.13229703903198242f,
+                              0.10546888411045074f, -0.04534861445426941f);
     const float r = fmaf((float)kb * 1.1920928955078125e-7f, SJ_LN2, fmaf(f, f * q, f));
     return e == e ? r : e;
 }
