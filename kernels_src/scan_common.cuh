@@ -271,9 +271,18 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const int cnt_td = tid < ngrp ? (ngrp - tid + nthr - 1) / nthr : 0;
     const bool vu = sj_group_ok<T, VE>(p.u, p.su), vdelta = sj_group_ok<T, VE>(p.delta, p.sdelta),
                vz = sj_group_ok<T, VE>(p.z, p.sz), vy = sj_group_ok<T, VE>(p.y, p.sy);
-    auto load_td = [&](sj_i64 c, int k) {
+    /* This thread's group k: token i of the chunk, channels col .. col +
+     * VE - 1 of the block. */
+    struct td_item {
+        int i, col;
+    };
+    auto td_at = [&](int k) {
         const int j = tid + k * nthr;
-        const sj_i64 t = c * TS + (j >> vshift), dc = d0 + (j & (BD / VE - 1)) * VE;
+        return td_item{j >> vshift, (j & (BD / VE - 1)) * VE};
+    };
+    auto load_td = [&](sj_i64 c, int k) {
+        const td_item it = td_at(k);
+        const sj_i64 t = c * TS + it.i, dc = d0 + it.col;
         sj_fwd_raw r = {};
         if (t < p.L) {
             const sj_i64 row = b * p.L + t;
@@ -286,7 +295,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     };
     /* chk = false: the caller knows the group is inside L and D. */
     auto store_td = [&](float *buf, sj_i64 c, int k, const sj_fwd_raw &r, bool chk) {
-        const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
+        const td_item it = td_at(k);
+        const int i = it.i, col = it.col;
         const bool tok = !chk || c * TS + i < p.L;
         float *su = buf + 2 * TS * Npad, *sdt = su + TS * ROW, *sgz = sdt + TS * ROW;
         const int at = i * ROW + col;
@@ -353,12 +363,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     /* Element 0 of token c * TS of this batch row in a tensor. */
     auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 c) { return (const T *)x + (b * p.L + c * TS) * stride; };
     auto load_td_fast = [&](sj_i64 c, int k) {
-        const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
+        const td_item it = td_at(k);
         sj_fwd_raw r = {};
-        r.u = sj_load_group<T, VE>(chunk_base(p.u, p.su, c) + d0, i * (int)p.su + col, VE, true);
-        r.delta = sj_load_group<T, VE>(chunk_base(p.delta, p.sdelta, c) + d0, i * (int)p.sdelta + col, VE, true);
+        r.u = sj_load_group<T, VE>(chunk_base(p.u, p.su, c) + d0, it.i * (int)p.su + it.col, VE, true);
+        r.delta =
+            sj_load_group<T, VE>(chunk_base(p.delta, p.sdelta, c) + d0, it.i * (int)p.sdelta + it.col, VE, true);
         if (has_z)
-            r.z = sj_load_group<T, VE>(chunk_base(p.z, p.sz, c) + d0, i * (int)p.sz + col, VE, true);
+            r.z = sj_load_group<T, VE>(chunk_base(p.z, p.sz, c) + d0, it.i * (int)p.sz + it.col, VE, true);
         return r;
     };
     auto load_bc_fast = [&](sj_i64 c, int k) {
@@ -568,21 +579,21 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 T *const yb = (T *)chunk_base(p.y, p.sy, c) + d0;
 #pragma unroll
                 for (int k = 0; k < NS / 4; ++k) {
-                    const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
+                    const td_item it = td_at(k);
                     float yv[VE];
                     if (k < cnt_td) {
-                        y_item(i, col, yv);
-                        sj_store_group<T, VE>(yb, i * (int)p.sy + col, VE, true, yv);
+                        y_item(it.i, it.col, yv);
+                        sj_store_group<T, VE>(yb, it.i * (int)p.sy + it.col, VE, true, yv);
                     }
                 }
             } else {
                 for (int k = 0; k < cnt_td; ++k) {
-                    const int j = tid + k * nthr, i = j >> vshift, col = (j & (BD / VE - 1)) * VE;
-                    const sj_i64 t = c * TS + i, dc = d0 + col;
+                    const td_item it = td_at(k);
+                    const sj_i64 t = c * TS + it.i, dc = d0 + it.col;
                     if (t >= p.L)
                         break;
                     float yv[VE];
-                    y_item(i, col, yv);
+                    y_item(it.i, it.col, yv);
                     sj_store_group<T, VE>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
                 }
             }

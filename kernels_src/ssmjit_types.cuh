@@ -198,26 +198,6 @@ template <typename... R> __device__ __forceinline__ float sj_horner(float x, flo
     return fmaf(x, sj_horner(x, rest...), c);
 }
 
-/* log(1 + e^x), x itself above 20 (the reference Mamba kernels' threshold).
- * Under fast math (NVRTC defines __USE_FAST_MATH__ to 1, else 0) log1pf,
- * some 30 instructions, gives way to max(x, 0) + log1p(t), t = e^-|x| in
- * [0, 1], with log1p(t) = t P(t), P of degree 7 (minimax for relative
- * error; under 4e-7 in float arithmetic): one special-function
- * instruction where the hardware logarithm took a second, and no branch.
- * Above 20 t P(t) is under half an ulp of x, so the sum is x. */
-__device__ __forceinline__ float sj_softplus(float x)
-{
-#if __USE_FAST_MATH__
-    const float t = sj_exp2_ftz(-fabsf(x) * SJ_LOG2E);
-    const float q = sj_horner(t, 0.9999998211860657f, -0.49997401237487793f, 0.3327544033527374f,
-                              -0.24495288729667664f, 0.17744863033294678f, -0.1076774150133133f,
-                              0.044087231159210205f, -0.008538694120943546f);
-    return fmaxf(x, 0.0f) + t * q;
-#else
-    return x <= 20.0f ? log1pf(expf(x)) : x;
-#endif
-}
-
 /* log1pf(e) for e in [0, 1] or NaN: log1pf's own steps (1 + e rounded
  * toward zero picks k in {0, 1}, f = (1 + e) 2^-k - 1 exactly, then
  * f + f^2 q(f)), the same bits, without its branch for negative or
@@ -238,11 +218,35 @@ __device__ __forceinline__ float sj_log1p_unit(float e)
  * max(x, 0) + log1p(e) and 1 / (1 + e) (times e below 0), one exponential,
  * one log1p and one reciprocal where softplus and sigmoid apart take three
  * exponentials.  Above 20 the sum rounds to x and the quotient to 1, the
- * values of the reference kernels' threshold. */
+ * values of the reference kernels' threshold.  (sj_sigmoid_pair's steps
+ * written again: calling it here changed the backward's machine code and
+ * cost its f32 kernel 0.3%, bench/NOTES.md.) */
 __device__ __forceinline__ float2 sj_softplus_and_grad(float x)
 {
     const float e = expf(-fabsf(x)), r = sj_rcp_1to2(1.0f + e);
     return make_float2(fmaxf(x, 0.0f) + sj_log1p_unit(e), x >= 0.0f ? r : e * r);
+}
+
+/* log(1 + e^x), x itself above 20 (the reference Mamba kernels' threshold).
+ * Under fast math (NVRTC defines __USE_FAST_MATH__ to 1, else 0) log1pf,
+ * some 30 instructions, gives way to max(x, 0) + log1p(t), t = e^-|x| in
+ * [0, 1], with log1p(t) = t P(t), P of degree 7 (minimax for relative
+ * error; under 4e-7 in float arithmetic): one special-function
+ * instruction where the hardware logarithm took a second, and no branch.
+ * Above 20 t P(t) is under half an ulp of x, so the sum is x.  Without
+ * fast math, sj_softplus_and_grad's first half (its reciprocal folds
+ * away): no branch, and no exponential that overflows. */
+__device__ __forceinline__ float sj_softplus(float x)
+{
+#if __USE_FAST_MATH__
+    const float t = sj_exp2_ftz(-fabsf(x) * SJ_LOG2E);
+    const float q = sj_horner(t, 0.9999998211860657f, -0.49997401237487793f, 0.3327544033527374f,
+                              -0.24495288729667664f, 0.17744863033294678f, -0.1076774150133133f,
+                              0.044087231159210205f, -0.008538694120943546f);
+    return fmaxf(x, 0.0f) + t * q;
+#else
+    return sj_softplus_and_grad(x).x;
+#endif
 }
 
 /* d/dx softplus(x); the unused log1p folds away. */
