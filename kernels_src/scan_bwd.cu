@@ -397,6 +397,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 const sj_i64 t = c * TS + i;
                 const bool out = (plain || t < L) && dok;
                 float s0 = o.sgb, s1 = o.sqa * SJ_LN2, s2 = o.sch;
+                /* plain implies NB == 1; the constant `!plain` is what
+                 * removes this branch from the plain instantiation */
                 if (!plain && p.NB > 1 && out) {
                     float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
                     if (p.nb > 0) {
