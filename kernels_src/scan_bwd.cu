@@ -250,7 +250,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             const float u = sj_lane<T>(ru, e), x = sj_lane<T>(rx, e) + bias[e], dy = sj_lane<T>(rdy, e),
                         z = p.z ? sj_lane<T>(rz, e) : 0.0f;
             float2 sp = sj_softplus_and_grad(x), sz = sj_silu_and_grad(z);
-            asm volatile("" : "+f"(sp.x), "+f"(sp.y), "+f"(sz.x), "+f"(sz.y)); /* keep them out of branches */
+            sj_computed_here(sp.x, sp.y, sz.x, sz.y);
             if (!p.softplus)
                 sp = make_float2(x, 1.0f);
             if (!p.z)

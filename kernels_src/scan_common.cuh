@@ -313,7 +313,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                  * selection: behind a branch each element's softplus ran
                  * after the last one's */
                 float sp = sj_softplus(x);
-                asm volatile("" : "+f"(sp));
+                sj_computed_here(sp);
                 dtv[e] = tok && (!chk || d0 + col + 4 * q + e < p.D) ? (p.softplus ? sp : x) : 0.0f;
                 gv[e] = OUT && p.z ? sj_silu(sj_lane<T>(r.z, 4 * q + e)) : 1.0f;
             }
@@ -386,15 +386,15 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                       : sj_load_group<T, 4>(p.B, row * p.sB + it.n, N - it.n, vbc);
     };
     auto load_bc = [&](sj_i64 c, int k) { return load_bc_item(c, k < NS / 4 ? bc_held[k] : bc_at(k)); };
-    /* Every held group is converted, loaded or not, and the empty asm keeps
-     * the conversions from sinking into the stores' branches: where ptxas
-     * branched around the conversions of the groups not loaded, it did
-     * not know which loads were still in flight and made the next chunk's
-     * first write of each wait for all of them (a memory latency a chunk,
-     * a fifth of the time at D = 1536 in 16-bit). */
+    /* Every held group is converted, loaded or not, and sj_computed_here
+     * keeps the conversions from sinking into the stores' branches: where
+     * ptxas branched around the conversions of the groups not loaded, it
+     * did not know which loads were still in flight and made the next
+     * chunk's first write of each wait for all of them (a memory latency a
+     * chunk, a fifth of the time at D = 1536 in 16-bit). */
     auto ready_bc = [](const uint4 &r) {
         float4 v = make_float4(sj_lane<T>(r, 0), sj_lane<T>(r, 1), sj_lane<T>(r, 2), sj_lane<T>(r, 3));
-        asm volatile("" : "+f"(v.x), "+f"(v.y), "+f"(v.z), "+f"(v.w));
+        sj_computed_here(v.x, v.y, v.z, v.w);
         return v;
     };
     auto store_bc = [&](float *buf, int k, const float4 &v) {

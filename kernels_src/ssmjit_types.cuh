@@ -158,6 +158,17 @@ __device__ __forceinline__ float sj_exp2_ftz(float x)
 
 __device__ __forceinline__ float sj_silu(float x) { return x * sj_sigmoid(x); }
 
+/* Computes the values where they stand: an empty asm that claims to
+ * change them, so that the compiler cannot sink their computation into the
+ * branches or selections that use them (what sinking cost is said where
+ * this is called).  One asm for all of them: one asm each changed how
+ * ptxas scheduled the scans. */
+__device__ __forceinline__ void sj_computed_here(float &a) { asm volatile("" : "+f"(a)); }
+__device__ __forceinline__ void sj_computed_here(float &a, float &b, float &c, float &d)
+{
+    asm volatile("" : "+f"(a), "+f"(b), "+f"(c), "+f"(d));
+}
+
 /* 1 / x for x in [1, 2] (or NaN), correctly rounded: the hardware
  * reciprocal and one Newton step, which is the IEEE quotient's own fast
  * path without its range checks and their branch. */
