@@ -1,7 +1,8 @@
 #!/bin/bash
 # The GPU session's one command: unpack cmocka (carried as Debian packages
 # in .device-debs), build, run every test, then the benchmark.  Logs go
-# to $OUT; the last lines are a short summary.
+# to $OUT, compiled kernels to $SSMJIT_CACHE_DIR (defaults in
+# tools/gpu-env.sh); the last lines are a short summary.
 #   tools/gpu-check.sh [--no-bench] [--bench-only] [--bench "ARGS"]
 #                      [--sanitize TOOL] [--each "PROGRAMS" [--jobs N]]
 #                      [--keep-build] [meson test args...]
@@ -15,8 +16,8 @@
 # --keep-build reuses build/ from an earlier call in the same session.
 set -u
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/ssmjit-out}
-mkdir -p "$OUT" /tmp/cm
+. tools/gpu-env.sh
+mkdir -p /tmp/cm
 for f in .device-debs/*.deb; do dpkg -x "$f" /tmp/cm; done
 export PKG_CONFIG_SYSROOT_DIR=/tmp/cm PKG_CONFIG_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu/pkgconfig
 export LD_LIBRARY_PATH=/tmp/cm/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -42,7 +43,6 @@ if [ $keep = 0 ] || [ ! -f build/build.ninja ]; then
     meson setup build > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
 fi
 ninja -C build > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
-export SSMJIT_CACHE_DIR=/tmp/ssmjit-cache
 summary=""
 if [ -n "$each" ]; then
     mkdir -p "$OUT/each"

@@ -12,9 +12,7 @@ set -u
 [ $# = 3 ] || { sed -n '2,11p' "$0"; exit 2; }
 cd "$(dirname "$0")/.."
 name=$1 kernel=$2 case=$3
-OUT=${OUT:-/tmp/ssmjit-out}
-mkdir -p "$OUT"
-export SSMJIT_CACHE_DIR=${SSMJIT_CACHE_DIR:-/tmp/ssmjit-cache}
+. tools/gpu-env.sh
 rep=$(mktemp -d)/$name
 timeout 300 ncu --clock-control none -k "regex:$kernel" -c 1 --set full --import-source no -o "$rep" \
     build/ssmjit bench --ops --only "$case" > "$OUT/$name.run.log" 2>&1 || { tail -5 "$OUT/$name.run.log"; exit 1; }
