@@ -70,6 +70,37 @@ struct sj_bwd_stage {
     }
 };
 
+/* Copies chunk rows that lie whole inside D, each tensor in groups of E
+ * elements (4 or 16 bytes), of the four activations (z only where the op
+ * has it) into raw [4][TS][BD] without bounds checks: thread tid's copy k
+ * at row tid / PER_ROW + k THREADS / PER_ROW of the chunk.  row0 is the
+ * chunk's first row in the tensors, d0 the block's first channel. */
+template <typename T, int E>
+__device__ __forceinline__ void sj_bwd_copy_rows(T *raw, const void *const *act, const sj_i64 *stride, bool has_z,
+                                                 sj_i64 row0, sj_i64 d0, int tid)
+{
+    constexpr int TS = SJ_SCAN_CHUNK, BD = SJ_BWD_BD, PER_ROW = BD / E, COPIES = TS * PER_ROW,
+                  ITEMS = (COPIES + SJ_BWD_THREADS - 1) / SJ_BWD_THREADS, RK = SJ_BWD_THREADS / PER_ROW;
+    static_assert(E * sizeof(T) == 4 || E * sizeof(T) == 16, "4- or 16-byte copies");
+    const sj_i64 row = row0 + tid / PER_ROW, col = d0 + (tid % PER_ROW) * E;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        if (q == 3 && !has_z)
+            break;
+        if (COPIES == ITEMS * SJ_BWD_THREADS || tid < COPIES) {
+            const T *src = (const T *)act[q] + row * stride[q] + col;
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                T *dst = raw + q * TS * BD + (tid + k * SJ_BWD_THREADS) * E;
+                if (E * sizeof(T) == 16)
+                    sj_copy16(dst, src + k * RK * stride[q], 16);
+                else
+                    sj_copy4(dst, src + k * RK * stride[q], 4);
+            }
+        }
+    }
+}
+
 template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_params &p)
 {
     constexpr int TS = SJ_SCAN_CHUNK, NS = 4, BD = SJ_BWD_BD, NBLK = SJ_BWD_NBLK;
@@ -146,7 +177,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         nb0 + NBLK <= N && (VE == 1 || (sj_group_ok<T, VE>(p.B, p.sB) && sj_group_ok<T, VE>(p.C, p.sC)));
     /* 16-byte copies where every row of a full chunk is in 16-byte groups
      * (E16 elements): one instruction instead of four (f32) or eight. */
-    constexpr int E16 = 16 / sizeof(T), CPR = BD / E16, C16 = TS * CPR, BCPR = NBLK / E16;
+    constexpr int E16 = 16 / sizeof(T), BCPR = NBLK / E16;
     bool whole16 = whole;
 #pragma unroll
     for (int q = 0; q < 4; ++q)
@@ -155,28 +186,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     const bool ck16 = sj_group_ok<float, 4>(p.ckpt, N) && n0 + NS <= N;
     auto issue = [&](sj_i64 c) {
         if (whole16 && (c + 1) * TS <= L) {
-            const sj_i64 row = b * L + c * TS + tid / CPR, col = d0 + (tid % CPR) * E16;
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                if (q == 3 && !p.z)
-                    break;
-                if (C16 == SJ_BWD_THREADS || tid < C16)
-                    sj_copy16(raw + q * TS * BD + tid * E16, (const T *)act[q] + row * act_stride[q] + col, 16);
-            }
+            sj_bwd_copy_rows<T, E16>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
         } else if (whole && (c + 1) * TS <= L) {
-            /* No bounds to check: a thread's item k is k * RK rows below
-             * its item 0. */
-            constexpr int RK = SJ_BWD_THREADS / WPR;
-            const sj_i64 row = b * L + c * TS + tid / WPR, col = d0 + (tid % WPR) * VE;
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                if (q == 3 && !p.z)
-                    break;
-                const T *src = (const T *)act[q] + row * act_stride[q] + col;
-#pragma unroll
-                for (int k = 0; k < WITEMS; ++k)
-                    sj_copy4(raw + q * TS * BD + (tid + k * SJ_BWD_THREADS) * VE, src + k * RK * act_stride[q], 4);
-            }
+            sj_bwd_copy_rows<T, VE>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
         } else {
 #pragma unroll
             for (int k = 0; k < WITEMS; ++k) {
