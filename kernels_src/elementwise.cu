@@ -10,18 +10,32 @@ template <int ACT> __device__ __forceinline__ float act_fwd(float x)
 template <int ACT, typename T>
 __device__ void activation_fwd(const T *x, sj_i64 sx, T *y, sj_i64 sy, sj_i64 rows, sj_i64 cols)
 {
-    SJ_ROWS_LOOP(rows, cols)
-        y[row * sy + col] = sj_from_float<T>(act_fwd<ACT>(sj_to_float(x[row * sx + col])));
+    const bool vec = sj_group_ok<T>(x, sx) && sj_group_ok<T>(y, sy);
+    SJ_GROUPS_LOOP(T, rows, cols)
+    {
+        const uint4 gx = sj_load_group<T>(x, row * sx + col, rem, vec);
+        float v[VE];
+#pragma unroll
+        for (int e = 0; e < VE; ++e)
+            v[e] = act_fwd<ACT>(sj_lane<T>(gx, e));
+        sj_store_group<T>(y, row * sy + col, rem, vec, v);
+    }
 }
 
 template <typename T>
 __device__ void gate_fwd(const T *y, sj_i64 sy, const T *z, sj_i64 sz, T *out, sj_i64 so,
                          sj_i64 rows, sj_i64 cols)
 {
-    SJ_ROWS_LOOP(rows, cols)
+    const bool vec = sj_group_ok<T>(y, sy) && sj_group_ok<T>(z, sz) && sj_group_ok<T>(out, so);
+    SJ_GROUPS_LOOP(T, rows, cols)
     {
-        float v = sj_to_float(y[row * sy + col]) * sj_silu(sj_to_float(z[row * sz + col]));
-        out[row * so + col] = sj_from_float<T>(v);
+        const uint4 gy = sj_load_group<T>(y, row * sy + col, rem, vec),
+                    gz = sj_load_group<T>(z, row * sz + col, rem, vec);
+        float v[VE];
+#pragma unroll
+        for (int e = 0; e < VE; ++e)
+            v[e] = sj_lane<T>(gy, e) * sj_silu(sj_lane<T>(gz, e));
+        sj_store_group<T>(out, row * so + col, rem, vec, v);
     }
 }
 

@@ -11,10 +11,16 @@ template <int ACT, typename T>
 __device__ void activation_bwd(const T *x, sj_i64 sx, const T *dy, sj_i64 sdy, T *dx, sj_i64 sdx,
                                sj_i64 rows, sj_i64 cols)
 {
-    SJ_ROWS_LOOP(rows, cols)
+    const bool vec = sj_group_ok<T>(x, sx) && sj_group_ok<T>(dy, sdy) && sj_group_ok<T>(dx, sdx);
+    SJ_GROUPS_LOOP(T, rows, cols)
     {
-        float g = act_grad<ACT>(sj_to_float(x[row * sx + col]));
-        dx[row * sdx + col] = sj_from_float<T>(sj_to_float(dy[row * sdy + col]) * g);
+        const uint4 gx = sj_load_group<T>(x, row * sx + col, rem, vec),
+                    gdy = sj_load_group<T>(dy, row * sdy + col, rem, vec);
+        float v[VE];
+#pragma unroll
+        for (int e = 0; e < VE; ++e)
+            v[e] = sj_lane<T>(gdy, e) * act_grad<ACT>(sj_lane<T>(gx, e));
+        sj_store_group<T>(dx, row * sdx + col, rem, vec, v);
     }
 }
 
@@ -22,13 +28,23 @@ template <typename T>
 __device__ void gate_bwd(const T *y, sj_i64 sy, const T *z, sj_i64 sz, const T *dout, sj_i64 sdo,
                          T *dy, sj_i64 sdy, T *dz, sj_i64 sdz, sj_i64 rows, sj_i64 cols)
 {
-    SJ_ROWS_LOOP(rows, cols)
+    const bool vec = sj_group_ok<T>(y, sy) && sj_group_ok<T>(z, sz) && sj_group_ok<T>(dout, sdo) &&
+                     sj_group_ok<T>(dy, sdy) && sj_group_ok<T>(dz, sdz);
+    SJ_GROUPS_LOOP(T, rows, cols)
     {
-        float zv = sj_to_float(z[row * sz + col]);
-        float yv = sj_to_float(y[row * sy + col]);
-        float g = sj_to_float(dout[row * sdo + col]);
-        dy[row * sdy + col] = sj_from_float<T>(g * sj_silu(zv));
-        dz[row * sdz + col] = sj_from_float<T>(g * yv * sj_silu_grad(zv));
+        const uint4 gy = sj_load_group<T>(y, row * sy + col, rem, vec),
+                    gz = sj_load_group<T>(z, row * sz + col, rem, vec),
+                    gd = sj_load_group<T>(dout, row * sdo + col, rem, vec);
+        float vy[VE], vz[VE];
+#pragma unroll
+        for (int e = 0; e < VE; ++e) {
+            const float2 s = sj_silu_and_grad(sj_lane<T>(gz, e));
+            const float g = sj_lane<T>(gd, e);
+            vy[e] = g * s.x;
+            vz[e] = g * sj_lane<T>(gy, e) * s.y;
+        }
+        sj_store_group<T>(dy, row * sdy + col, rem, vec, vy);
+        sj_store_group<T>(dz, row * sdz + col, rem, vec, vz);
     }
 }
 

@@ -270,3 +270,16 @@ __device__ __forceinline__ float sj_softplus_grad(float x) { return sj_softplus_
     if (col >= (cols))                                                        \
         return;                                                               \
     for (sj_i64 row = blockIdx.y; row < (rows); row += gridDim.y)
+
+/* The same rows in groups of 16 bytes (VE elements of T, the last group of
+ * a row `rem` < VE): thread x of the grid takes columns col .. col + VE - 1
+ * of every row, so that a 16-bit element is not a load and a store of its
+ * own.  Tensors read or written with sj_load_group / sj_store_group, in
+ * one access a group where sj_group_ok says their rows allow. */
+#define SJ_GROUPS_LOOP(T, rows, cols)                                         \
+    constexpr int VE = sj_group16<T>();                                       \
+    const sj_i64 col = ((sj_i64)blockIdx.x * blockDim.x + threadIdx.x) * VE; \
+    const sj_i64 rem = (cols) - col;                                          \
+    if (rem <= 0)                                                             \
+        return;                                                               \
+    for (sj_i64 row = blockIdx.y; row < (rows); row += gridDim.y)

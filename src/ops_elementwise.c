@@ -8,6 +8,10 @@
 #define ROWS_PER_GRID 65535u /* gridDim.y limit; the kernels loop over the rest */
 #define THREADS 256u
 
+/* Columns a thread takes in each row: a 16-byte group (the kernels'
+ * SJ_GROUPS_LOOP). */
+static int64_t group_cols(ssmjit_dtype dtype) { return 16 / (int64_t)ssmjit_dtype_size(dtype); }
+
 typedef struct {
     const char *op;
     const ssmjit_unary_desc *desc;
@@ -26,8 +30,8 @@ static ssmjit_status check_desc(ssmjit_context *ctx, const op_ctx *o)
         st = sj_check_extent(o->desc->cols, o->op, "desc->cols");
     if (st == SSMJIT_OK)
         st = sj_check_size(o->desc->rows, o->desc->cols, 1, o->op, "desc->rows * desc->cols");
-    /* grid.x has a block per THREADS columns. */
-    if (st == SSMJIT_OK && (o->desc->cols - 1) / THREADS >= 0x7fffffff)
+    /* grid.x has a block per THREADS groups of columns. */
+    if (st == SSMJIT_OK && (o->desc->cols - 1) / (THREADS * group_cols(o->desc->dtype)) >= 0x7fffffff)
         st = sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->cols = %lld is too large", o->op,
                       (long long)o->desc->cols);
     return st;
@@ -72,7 +76,8 @@ static ssmjit_status run(ssmjit_context *ctx, const op_ctx *o, sj_kernel_role ro
                        name, &fn);
     if (st != SSMJIT_OK)
         return st;
-    sj_dim3 grid = {(unsigned)((cols + THREADS - 1) / THREADS),
+    const int64_t per_block = THREADS * group_cols(o->desc->dtype);
+    sj_dim3 grid = {(unsigned)((cols + per_block - 1) / per_block),
                     rows < ROWS_PER_GRID ? (unsigned)rows : ROWS_PER_GRID, 1};
     sj_dim3 block = {THREADS, 1, 1};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);

@@ -541,8 +541,9 @@ static ssmjit_status model_calls_null(args *a, int which)
       a->unary.rows = INT64_MAX; return gate_fwd(a))                                                      \
     X(gate_bwd_stride_overflow, UNSUPPORTED, "ssmjit_gate_bwd: dz.stride is too large",                   \
       a->unary.rows = P(33); a->m[4].stride = P(31); return gate_bwd(a))                                  \
-    X(act_fwd_cols_past_grid, UNSUPPORTED, "ssmjit_activation_fwd: desc->cols = 549755813888 is too large", \
-      a->unary.rows = 1; a->unary.cols = P(39); return act_fwd(a))                                        \
+    X(act_fwd_cols_past_grid, UNSUPPORTED,                                                                \
+      "ssmjit_activation_fwd: desc->cols = 17592186044416 is too large",                                  \
+      a->unary.rows = 1; a->unary.cols = P(44); return act_fwd(a))                                        \
     /* rmsnorm */                                                                                         \
     X(norm_fwd_ctx_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: ctx is NULL", a->ctx = NULL; return norm_fwd(a)) \
     X(norm_ws_ctx_null, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: ctx is NULL",                    \

@@ -1,9 +1,9 @@
 /* The elementwise ops on the GPU against the double reference: SiLU and
  * softplus (both sides of its threshold) forward and backward, softplus's
  * fast-math paths element by element, the SiLU gate forward and backward,
- * each dtype, contiguous, padded and packed (halves of one buffer)
- * layouts, poisoned outputs, in place, more rows than gridDim.y holds, and
- * argument validation. */
+ * each dtype, contiguous, padded, aligned (16-byte groups and a partial
+ * last one) and packed (halves of one buffer) layouts, poisoned outputs,
+ * in place, more rows than gridDim.y holds, and argument validation. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +95,8 @@ typedef struct dbuf {
 typedef enum layout {
     LAYOUT_CONTIGUOUS, /* each matrix alone, stride 0 */
     LAYOUT_PADDED,     /* each matrix alone, at an odd offset of wider rows */
+    LAYOUT_ALIGNED,    /* each matrix alone, rows of a multiple of 16 elements:
+                          whole 16-byte groups and a partial last one */
     LAYOUT_PACKED      /* all inputs in one buffer, all outputs in another */
 } layout;
 
@@ -104,6 +106,8 @@ static dbuf dbuf_shape(size_t rows, size_t cols, size_t k, ssmjit_dtype dtype, l
     if (l == LAYOUT_PADDED) {
         b.lead = cols + 1;
         b.gap = 2;
+    } else if (l == LAYOUT_ALIGNED) {
+        b.gap = (16 - cols % 16) % 16;
     }
     b.ld = b.lead + k * (cols + b.gap);
     return b;
@@ -372,6 +376,7 @@ static void test_in_place(void **state)
         for (size_t t = 0; t < 3; ++t) {
             check_op(ctx, all_ops[i], dtypes[t], 37, 129, LAYOUT_CONTIGUOUS, 1);
             check_op(ctx, all_ops[i], dtypes[t], 37, 129, LAYOUT_PADDED, 1);
+            check_op(ctx, all_ops[i], dtypes[t], 37, 129, LAYOUT_ALIGNED, 1);
         }
     ssmjit_context_destroy(ctx);
 }
@@ -387,6 +392,7 @@ static void test_many_rows(void **state)
     for (size_t i = 0; i < NUM_OPS; ++i) {
         check_op(ctx, all_ops[i], SSMJIT_F32, 70000, 3, LAYOUT_CONTIGUOUS, 0);
         check_op(ctx, all_ops[i], SSMJIT_BF16, 70000, 3, LAYOUT_PADDED, 0);
+        check_op(ctx, all_ops[i], SSMJIT_F16, 70000, 21, LAYOUT_ALIGNED, 0);
     }
     ssmjit_context_destroy(ctx);
 }

@@ -68,7 +68,7 @@ static state big_shape(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t 
 static ssmjit_status setup_rows(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int operands, bench_instance *out)
 {
     state s = big_shape(ctx, dt, quick, 0);
-    size_t bytes = (size_t)(s.b * s.l * s.d) * ssmjit_dtype_size(dt), sizes[3] = {bytes, bytes, bytes};
+    size_t bytes = (size_t)(s.b * s.l * s.d) * ssmjit_dtype_size(dt), sizes[5] = {bytes, bytes, bytes, bytes, bytes};
     out->bytes = (double)bytes * operands;
     snprintf(out->shape, sizeof out->shape, "rows=%lld cols=%lld", (long long)(s.b * s.l), (long long)s.d);
     return alloc_state(&s, sizes, operands, out);
@@ -84,6 +84,11 @@ static ssmjit_status setup_three(ssmjit_context *ctx, ssmjit_dtype dt, int quick
     return setup_rows(ctx, dt, quick, 3, out);
 }
 
+static ssmjit_status setup_five(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_rows(ctx, dt, quick, 5, out);
+}
+
 static ssmjit_status run_silu_fwd(void *p, int r, void *stream)
 {
     state *s = p;
@@ -96,6 +101,14 @@ static ssmjit_status run_gate_fwd(void *p, int r, void *stream)
     state *s = p;
     ssmjit_unary_desc desc = {s->dtype, s->b * s->l, s->d};
     return ssmjit_gate_fwd(s->ctx, &desc, mat(s->bufs[r][0]), mat(s->bufs[r][1]), mat(s->bufs[r][2]), stream);
+}
+
+static ssmjit_status run_gate_bwd(void *p, int r, void *stream)
+{
+    state *s = p;
+    ssmjit_unary_desc desc = {s->dtype, s->b * s->l, s->d};
+    void *const *b = s->bufs[r];
+    return ssmjit_gate_bwd(s->ctx, &desc, mat(b[0]), mat(b[1]), mat(b[2]), mat(b[3]), mat(b[4]), stream);
 }
 
 /* ---- RMSNorm: rows = B*L, d = 768 (mamba-130m), f32 residual stream ----- */
@@ -381,6 +394,7 @@ static const bench_variant scan_fwd_variants[] = {
 const bench_case bench_cases[] = {
     {"silu fwd", setup_two, run_silu_fwd, teardown, NULL},
     {"gate y*silu(z) fwd", setup_three, run_gate_fwd, teardown, NULL},
+    {"gate y*silu(z) bwd", setup_five, run_gate_bwd, teardown, NULL},
     {"rmsnorm fwd (fused residual add)", setup_norm_fwd, run_norm_fwd, teardown, NULL},
     {"rmsnorm bwd", setup_norm_bwd, run_norm_bwd, teardown, NULL},
     {"causal_conv1d fwd (silu)", setup_conv_fwd, run_conv_fwd, teardown, NULL},
