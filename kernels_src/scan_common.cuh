@@ -211,15 +211,24 @@ template <int NS, int ROW> struct sj_fwd_layout {
     }
 };
 
-template <typename T, int NS, bool OUT, int MAXT, int ROW>
+/* PAIR: the two state groups of a channel (G = 2, 8 states a thread, with
+ * output) in adjacent lanes, whose parts of y a shuffle sums in the
+ * recurrence, so that y's output reads one part instead of two: at the
+ * reference shape bf16 3.5% and f16 1% faster, f32 not (bench/NOTES.md).
+ * The pair's B and C loads, 512 bytes apart, would meet the same banks:
+ * the odd group's two 4-state pieces are staged swapped, and its thread
+ * reads piece q at q ^ 1, 16 bytes from where the even group reads. */
+template <typename T, int NS, bool OUT, int MAXT, int ROW, bool PAIR>
 __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 {
+    static_assert(!PAIR || (NS == 8 && OUT), "pairs of 8-state groups with output");
     constexpr int TS = SJ_SCAN_CHUNK;
     extern __shared__ float4 sj_smem4[];
     float *smem = (float *)sj_smem4;
     const sj_fwd_layout<NS, ROW> lay(p);
-    const int BD = lay.BD, G = lay.G, Npad = lay.Npad;
-    const int tid = threadIdx.x, dl = tid % BD, g = tid / BD;
+    const int BD = lay.BD, G = PAIR ? 2 : lay.G, Npad = lay.Npad;
+    const int tid = threadIdx.x, dl = PAIR ? tid >> 1 : tid % BD, g = PAIR ? tid & 1 : tid / BD;
+    const int pcol = PAIR ? dl : tid; /* this thread's column of the parts */
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + dl;
     const bool dok = d < p.D;
     const sj_i64 N = p.N, nbase = (sj_i64)blockIdx.z * Npad, n0 = nbase + g * NS;
@@ -253,8 +262,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         return;
     const bool ck4 = sj_group_ok<float, 4>(p.ckpt, N);
     if (tid < BD) {
-        sbias[tid] = dok && p.dbias ? p.dbias[d] : 0.0f;
-        sDv[tid] = dok && p.Dv ? p.Dv[d] : 0.0f;
+        /* (thread tid is channel tid only without PAIR) */
+        const sj_i64 dc = PAIR ? d0 + tid : d;
+        const bool ok = PAIR ? dc < p.D : dok;
+        sbias[tid] = ok && p.dbias ? p.dbias[dc] : 0.0f;
+        sDv[tid] = ok && p.Dv ? p.Dv[dc] : 0.0f;
     }
     __syncthreads();
 
@@ -337,7 +349,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     };
     auto bc_at = [&](int k) {
         const int j = tid + k * nthr, isC = j >= TS * ng, r = j - isC * TS * ng, i = r / ng, q = r - i * ng;
-        const int sh = isC * TS * Npad + (q / (NS / 4)) * TS * NS + i * NS + 4 * (q % (NS / 4));
+        /* (PAIR: the odd group's piece 0 at 1 and 1 at 0) */
+        const int swap = PAIR && (q / (NS / 4)) % 2 ? 4 - 8 * (q % (NS / 4)) : 0;
+        const int sh = isC * TS * Npad + (q / (NS / 4)) * TS * NS + i * NS + 4 * (q % (NS / 4)) + swap;
         return bc_item{i, sh, nbase + 4 * q, isC != 0};
     };
     bc_item bc_held[NS / 4];
@@ -478,11 +492,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             float yq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int q = 0; q < NS / 4; ++q) {
-                const float4 bb = B4[q];
+                const float4 bb = B4[PAIR ? q ^ g : q];
                 const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
                 float cv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
                 if (OUT) {
-                    const float4 cc = C4[q];
+                    const float4 cc = C4[PAIR ? q ^ g : q];
                     cv[0] = cc.x, cv[1] = cc.y, cv[2] = cc.z, cv[3] = cc.w;
                 }
 #pragma unroll
@@ -494,7 +508,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 }
             }
             const float part = (yq[0] + yq[1]) + (yq[2] + yq[3]);
-            return GATED ? fmaf(Dg, u, part) * sgz[i * ROW + dl] : part;
+            const float mine = GATED ? fmaf(Dg, u, part) * sgz[i * ROW + dl] : part;
+            return PAIR ? mine + __shfl_xor_sync(0xffffffffu, mine, 1) : mine;
         };
         if (plain) {
             /* The parts leave F tokens at a time: a store between two
@@ -511,7 +526,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 if (OUT && i % F == F - 1) {
 #pragma unroll
                     for (int j = i - (F - 1); j <= i; ++j)
-                        yp[j * MAXT + tid] = part[j];
+                        yp[j * MAXT + pcol] = part[j];
                 }
             }
         } else {
@@ -526,7 +541,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 }
                 const float part = step(i);
                 if (OUT)
-                    yp[i * MAXT + tid] = part;
+                    yp[i * MAXT + pcol] = part;
                 if ((ti.y & SJ_TOK_END) && p.final_state && dok) {
 #pragma unroll
                     for (int k = 0; k < NS; ++k)
@@ -557,7 +572,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                      * remainder, which cost the 8-state kernel 2% at
                      * G = 2 (bench/NOTES.md) */
 #pragma unroll 1
-                    for (int gg = 1; gg < G; ++gg) {
+                    for (int gg = 1; gg < (PAIR ? 1 : G); ++gg) {
                         const float4 o = sj_f4(yp + i * MAXT + gg * BD + col)[q];
                         y = make_float4(y.x + o.x, y.y + o.y, y.z + o.z, y.w + o.w);
                     }
@@ -621,8 +636,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 /* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads
  * and ROW channels, MINB of them resident per SM (which caps the
  * registers per thread). */
-#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, MINB, ROW, T, sfx)                                      \
+#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, PAIR, MAXT, MINB, ROW, T, sfx)                                \
     extern "C" __global__ void __launch_bounds__(MAXT, MINB) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
     {                                                                                                  \
-        sj_scan_fwd<T, NS, OUT, MAXT, ROW>(p);                                                         \
+        sj_scan_fwd<T, NS, OUT, MAXT, ROW, PAIR>(p);                                                   \
     }

@@ -47,24 +47,35 @@ static void *compile_worker(void *p)
     return NULL;
 }
 
+/* The .maxntid of kernel `entry` in ptx. */
+static int max_threads_of(const char *ptx, const char *entry)
+{
+    const char *e = strstr(ptx, entry), *body = e ? strchr(e, '{') : NULL;
+    const char *bound = e ? strstr(e, ".maxntid") : NULL;
+    int threads = 0;
+    if (!bound || !body || bound > body || sscanf(bound, ".maxntid %d", &threads) != 1)
+        fail_msg("%s: no .maxntid before its body", entry);
+    return threads;
+}
+
 /* The host chooses forward scan blocks within sj_scan_fwd_max_threads();
  * the kernels' own __launch_bounds__ (.maxntid in their PTX) must be
- * those numbers, or launches fail, which only a GPU would otherwise show. */
+ * those numbers, or launches fail, which only a GPU would otherwise show.
+ * The paired 8-state kernels exist in 16-bit only. */
 static void check_scan_fwd_bounds(const char *ptx)
 {
     static const int states[] = {4, 8, 16};
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    char entry[64];
     for (size_t i = 0; i < sizeof states / sizeof *states; i++)
         for (size_t t = 0; t < 3; t++) {
-            char entry[64];
             snprintf(entry, sizeof entry, ".entry scan_fwd_ns%d_%s(", states[i], dtypes[t]);
-            const char *e = strstr(ptx, entry), *body = e ? strchr(e, '{') : NULL;
-            const char *bound = e ? strstr(e, ".maxntid") : NULL;
-            int threads = 0;
-            if (!bound || !body || bound > body || sscanf(bound, ".maxntid %d", &threads) != 1)
-                fail_msg("%s: no .maxntid before its body", entry);
-            assert_int_equal(threads, sj_scan_fwd_max_threads(states[i]));
+            assert_int_equal(max_threads_of(ptx, entry), sj_scan_fwd_max_threads(states[i]));
         }
+    for (size_t t = 1; t < 3; t++) {
+        snprintf(entry, sizeof entry, ".entry scan_fwd_pair_ns8_%s(", dtypes[t]);
+        assert_int_equal(max_threads_of(ptx, entry), sj_scan_fwd_max_threads(8));
+    }
 }
 
 static void compile_all(int arch, int ptx, int fast)
