@@ -214,7 +214,7 @@ template <int NS, int ROW> struct sj_fwd_layout {
 /* PAIR: the two state groups of a channel (G = 2, 8 states a thread, with
  * output) in adjacent lanes, whose parts of y a shuffle sums in the
  * recurrence, so that y's output reads one part instead of two: at the
- * reference shape bf16 3.5% and f16 1% faster, f32 not (bench/NOTES.md).
+ * reference shape bf16 3.5% faster (bench/NOTES.md).
  * The pair's B and C loads, 512 bytes apart, would meet the same banks:
  * the odd group's two 4-state pieces are staged swapped, and its thread
  * reads piece q at q ^ 1, 16 bytes from where the even group reads. */

@@ -308,10 +308,9 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
                                 void *stream)
 {
     char name[48];
-    /* 16-bit, 8 states a thread, two groups: the kernels that pair the
-     * groups in lanes (kernels_src/scan_fwd.cu); f32 ran no faster so
-     * (bench/NOTES.md). */
-    const int pair = f.out && f.ns == 8 && f.groups == 2 && dtype != SSMJIT_F32;
+    /* bf16, 8 states a thread, two groups: the kernel that pairs the
+     * groups in lanes (kernels_src/scan_fwd.cu says why only there). */
+    const int pair = f.out && f.ns == 8 && f.groups == 2 && dtype == SSMJIT_BF16;
     snprintf(name, sizeof name, "%s%s_ns%d_%s", prefix, pair ? "_pair" : "", f.ns, sj_dtype_suffix(dtype));
     CUfunction fn;
     SJ_TRY(sj_kernel_get(ctx, mod, role, name, &fn));
