@@ -10,33 +10,22 @@ template <int ACT> __device__ __forceinline__ float act_fwd(float x)
 template <int ACT, typename T>
 __device__ void activation_fwd(const T *x, sj_i64 sx, T *y, sj_i64 sy, sj_i64 rows, sj_i64 cols)
 {
-    const bool vec = sj_group_ok<T>(x, sx) && sj_group_ok<T>(y, sy);
-    SJ_GROUPS_LOOP(T, rows, cols)
-    {
-        const uint4 gx = sj_load_group<T>(x, row * sx + col, rem, vec);
-        float v[VE];
-#pragma unroll
-        for (int e = 0; e < VE; ++e)
-            v[e] = act_fwd<ACT>(sj_lane<T>(gx, e));
-        sj_store_group<T>(y, row * sy + col, rem, vec, v);
-    }
+    const T *const in[] = {x};
+    T *const out[] = {y};
+    const sj_i64 sin[] = {sx}, sout[] = {sy};
+    sj_map_groups<T>(in, sin, out, sout, rows, cols,
+                     [](const float(&v)[1], float(&r)[1]) { r[0] = act_fwd<ACT>(v[0]); });
 }
 
 template <typename T>
 __device__ void gate_fwd(const T *y, sj_i64 sy, const T *z, sj_i64 sz, T *out, sj_i64 so,
                          sj_i64 rows, sj_i64 cols)
 {
-    const bool vec = sj_group_ok<T>(y, sy) && sj_group_ok<T>(z, sz) && sj_group_ok<T>(out, so);
-    SJ_GROUPS_LOOP(T, rows, cols)
-    {
-        const uint4 gy = sj_load_group<T>(y, row * sy + col, rem, vec),
-                    gz = sj_load_group<T>(z, row * sz + col, rem, vec);
-        float v[VE];
-#pragma unroll
-        for (int e = 0; e < VE; ++e)
-            v[e] = sj_lane<T>(gy, e) * sj_silu(sj_lane<T>(gz, e));
-        sj_store_group<T>(out, row * so + col, rem, vec, v);
-    }
+    const T *const in[] = {y, z};
+    T *const outs[] = {out};
+    const sj_i64 sin[] = {sy, sz}, sout[] = {so};
+    sj_map_groups<T>(in, sin, outs, sout, rows, cols,
+                     [](const float(&v)[2], float(&r)[1]) { r[0] = v[0] * sj_silu(v[1]); });
 }
 
 #define SJ_ACT_KERNELS(T, sfx, act, ACT)                                                       \

@@ -11,41 +11,25 @@ template <int ACT, typename T>
 __device__ void activation_bwd(const T *x, sj_i64 sx, const T *dy, sj_i64 sdy, T *dx, sj_i64 sdx,
                                sj_i64 rows, sj_i64 cols)
 {
-    const bool vec = sj_group_ok<T>(x, sx) && sj_group_ok<T>(dy, sdy) && sj_group_ok<T>(dx, sdx);
-    SJ_GROUPS_LOOP(T, rows, cols)
-    {
-        const uint4 gx = sj_load_group<T>(x, row * sx + col, rem, vec),
-                    gdy = sj_load_group<T>(dy, row * sdy + col, rem, vec);
-        float v[VE];
-#pragma unroll
-        for (int e = 0; e < VE; ++e)
-            v[e] = sj_lane<T>(gdy, e) * act_grad<ACT>(sj_lane<T>(gx, e));
-        sj_store_group<T>(dx, row * sdx + col, rem, vec, v);
-    }
+    const T *const in[] = {x, dy};
+    T *const out[] = {dx};
+    const sj_i64 sin[] = {sx, sdy}, sout[] = {sdx};
+    sj_map_groups<T>(in, sin, out, sout, rows, cols,
+                     [](const float(&v)[2], float(&r)[1]) { r[0] = v[1] * act_grad<ACT>(v[0]); });
 }
 
 template <typename T>
 __device__ void gate_bwd(const T *y, sj_i64 sy, const T *z, sj_i64 sz, const T *dout, sj_i64 sdo,
                          T *dy, sj_i64 sdy, T *dz, sj_i64 sdz, sj_i64 rows, sj_i64 cols)
 {
-    const bool vec = sj_group_ok<T>(y, sy) && sj_group_ok<T>(z, sz) && sj_group_ok<T>(dout, sdo) &&
-                     sj_group_ok<T>(dy, sdy) && sj_group_ok<T>(dz, sdz);
-    SJ_GROUPS_LOOP(T, rows, cols)
-    {
-        const uint4 gy = sj_load_group<T>(y, row * sy + col, rem, vec),
-                    gz = sj_load_group<T>(z, row * sz + col, rem, vec),
-                    gd = sj_load_group<T>(dout, row * sdo + col, rem, vec);
-        float vy[VE], vz[VE];
-#pragma unroll
-        for (int e = 0; e < VE; ++e) {
-            const float2 s = sj_silu_and_grad(sj_lane<T>(gz, e));
-            const float g = sj_lane<T>(gd, e);
-            vy[e] = g * s.x;
-            vz[e] = g * sj_lane<T>(gy, e) * s.y;
-        }
-        sj_store_group<T>(dy, row * sdy + col, rem, vec, vy);
-        sj_store_group<T>(dz, row * sdz + col, rem, vec, vz);
-    }
+    const T *const in[] = {y, z, dout};
+    T *const out[] = {dy, dz};
+    const sj_i64 sin[] = {sy, sz, sdo}, sout[] = {sdy, sdz};
+    sj_map_groups<T>(in, sin, out, sout, rows, cols, [](const float(&v)[3], float(&r)[2]) {
+        const float2 s = sj_silu_and_grad(v[1]);
+        r[0] = v[2] * s.x;
+        r[1] = v[2] * v[0] * s.y;
+    });
 }
 
 #define SJ_ACT_BWD_KERNELS(T, sfx, act, ACT)                                                   \

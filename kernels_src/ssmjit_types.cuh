@@ -271,15 +271,48 @@ __device__ __forceinline__ float sj_softplus_grad(float x) { return sj_softplus_
         return;                                                               \
     for (sj_i64 row = blockIdx.y; row < (rows); row += gridDim.y)
 
-/* The same rows in groups of 16 bytes (VE elements of T, the last group of
- * a row `rem` < VE): thread x of the grid takes columns col .. col + VE - 1
- * of every row, so that a 16-bit element is not a load and a store of its
- * own.  Tensors read or written with sj_load_group / sj_store_group, in
- * one access a group where sj_group_ok says their rows allow. */
-#define SJ_GROUPS_LOOP(T, rows, cols)                                         \
-    constexpr int VE = sj_group16<T>();                                       \
-    const sj_i64 col = ((sj_i64)blockIdx.x * blockDim.x + threadIdx.x) * VE; \
-    const sj_i64 rem = (cols) - col;                                          \
-    if (rem <= 0)                                                             \
-        return;                                                               \
-    for (sj_i64 row = blockIdx.y; row < (rows); row += gridDim.y)
+/* Element-wise map over strided [rows, cols] matrices of T: f(x, y) takes
+ * one element's values of the NIN inputs and sets its NOUT outputs'.  A
+ * thread takes a 16-byte group (VE elements) of columns of every row that
+ * grid.y walks, so that a 16-bit element is not a load and a store of its
+ * own: one access a group where every tensor's base and stride allow
+ * (sj_group_ok), element by element where not and in a row's last,
+ * partial group. */
+template <typename T, int NIN, int NOUT, typename F>
+__device__ __forceinline__ void sj_map_groups(const T *const (&in)[NIN], const sj_i64 (&sin)[NIN],
+                                              T *const (&out)[NOUT], const sj_i64 (&sout)[NOUT], sj_i64 rows,
+                                              sj_i64 cols, F f)
+{
+    constexpr int VE = sj_group16<T>();
+    const sj_i64 col = ((sj_i64)blockIdx.x * blockDim.x + threadIdx.x) * VE, rem = cols - col;
+    if (rem <= 0)
+        return;
+    bool vec = true;
+#pragma unroll
+    for (int i = 0; i < NIN; ++i)
+        vec = vec && sj_group_ok<T>(in[i], sin[i]);
+#pragma unroll
+    for (int o = 0; o < NOUT; ++o)
+        vec = vec && sj_group_ok<T>(out[o], sout[o]);
+    for (sj_i64 row = blockIdx.y; row < rows; row += gridDim.y) {
+        uint4 g[NIN];
+#pragma unroll
+        for (int i = 0; i < NIN; ++i)
+            g[i] = sj_load_group<T>(in[i], row * sin[i] + col, rem, vec);
+        float v[NOUT][VE];
+#pragma unroll
+        for (int e = 0; e < VE; ++e) {
+            float x[NIN], y[NOUT];
+#pragma unroll
+            for (int i = 0; i < NIN; ++i)
+                x[i] = sj_lane<T>(g[i], e);
+            f(x, y);
+#pragma unroll
+            for (int o = 0; o < NOUT; ++o)
+                v[o][e] = y[o];
+        }
+#pragma unroll
+        for (int o = 0; o < NOUT; ++o)
+            sj_store_group<T>(out[o], row * sout[o] + col, rem, vec, v[o]);
+    }
+}

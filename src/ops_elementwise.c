@@ -9,7 +9,7 @@
 #define THREADS 256u
 
 /* Columns a thread takes in each row: a 16-byte group (the kernels'
- * SJ_GROUPS_LOOP). */
+ * sj_map_groups). */
 static int64_t group_cols(ssmjit_dtype dtype) { return 16 / (int64_t)ssmjit_dtype_size(dtype); }
 
 typedef struct {
