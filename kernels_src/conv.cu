@@ -86,10 +86,10 @@ template <typename T, int TAPS, int VEC> __device__ void conv_fwd(const conv_fwd
     }
 }
 
-#define CONV_FWD_KERNELS(T, sfx) \
-    CONV_KERNEL(fwd, T, sfx, 4, 4)  \
-    CONV_KERNEL(fwd, T, sfx, 8, 4)  \
-    CONV_KERNEL(fwd, T, sfx, 8, 1)
+#define CONV_FWD_KERNELS(T, sfx)   \
+    CONV_KERNEL(fwd, T, sfx, 4, 4, ) \
+    CONV_KERNEL(fwd, T, sfx, 8, 4, ) \
+    CONV_KERNEL(fwd, T, sfx, 8, 1, )
 
 CONV_FWD_KERNELS(float, f32)
 CONV_FWD_KERNELS(sj_half, f16)

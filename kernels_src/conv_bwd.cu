@@ -178,10 +178,15 @@ extern "C" __global__ void conv_bwd_reduce(const float *partial, sj_i64 rows, sj
     }
 }
 
-#define CONV_BWD_KERNELS(T, sfx, VEC4, VEC8) \
-    CONV_KERNEL(bwd, T, sfx, 4, VEC4)        \
-    CONV_KERNEL(bwd, T, sfx, 8, VEC8)        \
-    CONV_KERNEL(bwd, T, sfx, 8, 1)
+/* The 4-tap kernels in blocks of 128 threads (THREADS in src/ops_conv.c),
+ * four an SM: ptxas fits 128 registers with some 100-200 bytes of spills
+ * where it took 161-163, 16 warps an SM instead of 12, and the reference
+ * shape ran bf16 10%, f32 4% faster (bench/NOTES.md).  The 8-tap ones are
+ * not bounded: nothing measured them so. */
+#define CONV_BWD_KERNELS(T, sfx, VEC4, VEC8)                          \
+    CONV_KERNEL(bwd, T, sfx, 4, VEC4, __launch_bounds__(128, 4))      \
+    CONV_KERNEL(bwd, T, sfx, 8, VEC8, )                               \
+    CONV_KERNEL(bwd, T, sfx, 8, 1, )
 
 CONV_BWD_KERNELS(float, f32, 4, 2)
 CONV_BWD_KERNELS(sj_half, f16, 4, 2)

@@ -204,8 +204,9 @@ struct conv_walk {
     }
 };
 
-#define CONV_KERNEL(dir, T, sfx, TAPS, VEC)                                               \
-    extern "C" __global__ void conv_##dir##_t##TAPS##_v##VEC##_##sfx(conv_##dir##_args a) \
-    {                                                                                     \
-        conv_##dir<T, TAPS, VEC>(a);                                                      \
+/* BOUNDS: the kernel's __launch_bounds__, or nothing. */
+#define CONV_KERNEL(dir, T, sfx, TAPS, VEC, BOUNDS)                                              \
+    extern "C" __global__ void BOUNDS conv_##dir##_t##TAPS##_v##VEC##_##sfx(conv_##dir##_args a) \
+    {                                                                                            \
+        conv_##dir<T, TAPS, VEC>(a);                                                             \
     }

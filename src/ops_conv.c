@@ -11,7 +11,8 @@
 enum {
     MIN_WIDTH = 2,
     MAX_WIDTH = 8,
-    THREADS = 128,        /* per block of the conv and update kernels */
+    THREADS = 128,        /* per block of the conv and update kernels (the 4-tap backward ones
+                             are compiled for at most this: kernels_src/conv_bwd.cu) */
     REDUCE_THREADS = 256,
     GRID_Y_MAX = 65535,   /* gridDim.y limit; the kernels loop over the rest */
     MAX_CHUNK = 64,       /* tokens a thread walks, at most and at least */
