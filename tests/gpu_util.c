@@ -30,7 +30,7 @@ ssmjit_context *gu_context(ssmjit_fast_math fast_math)
     ssmjit_status st = ssmjit_context_create(&o, &ctx);
     if (st == SSMJIT_ERR_DRIVER_NOT_FOUND || st == SSMJIT_ERR_NO_DEVICE) {
         printf("# no GPU: %s\n", ssmjit_last_error());
-        return NULL;
+        skip();
     }
     check(st);
     check(sj_driver_get(&drv));
@@ -41,6 +41,8 @@ ssmjit_context *gu_context(ssmjit_fast_math fast_math)
     check(SJ_CU(drv, DevicePrimaryCtxRelease, 0));
     return ctx;
 }
+
+void gu_require_gpu(void) { ssmjit_context_destroy(gu_context(SSMJIT_FAST_MATH_OFF)); }
 
 void *gu_alloc(size_t bytes)
 {

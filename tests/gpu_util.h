@@ -1,6 +1,7 @@
 /* Device helpers for the GPU tests.  Every GPU test starts with
- *     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF); if (!ctx) skip();
- * so that a machine without a driver or device skips cleanly. */
+ *     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+ * (or gu_require_gpu()), which skips the test on a machine without a
+ * driver or device. */
 #ifndef SSMJIT_GPU_UTIL_H
 #define SSMJIT_GPU_UTIL_H
 
@@ -8,10 +9,15 @@
 
 #include "ssmjit.h"
 
-/* A context on device 0 with the given fast-math setting, or NULL when this
- * machine has no usable GPU (the caller then skip()s).  Fails the test on
- * any other error.  Destroy with ssmjit_context_destroy. */
+/* A context on device 0 with the given fast-math setting.  Where this
+ * machine has no usable GPU it skips the calling test (cmocka's skip()
+ * leaves the test from here); any other error fails it.  Destroy with
+ * ssmjit_context_destroy. */
 ssmjit_context *gu_context(ssmjit_fast_math fast_math);
+
+/* Skips the calling test where this machine has no usable GPU: for tests
+ * that make their own contexts. */
+void gu_require_gpu(void);
 
 /* Device memory (asserts on failure; 0 bytes gives a valid dummy pointer). */
 void *gu_alloc(size_t bytes);

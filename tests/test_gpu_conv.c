@@ -314,8 +314,6 @@ typedef void (*case_fn)(ssmjit_context *, const conv_case *);
 static void sweep(case_fn check)
 {
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     static const size_t lens[] = {1, 3, 7, 2049};
     size_t n = 0;
@@ -335,8 +333,6 @@ static void sweep(case_fn check)
 static void wide(case_fn check)
 {
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     static const int widths[] = {2, 4, 5, 8};
     for (size_t t = 0; t < 3; t++)
@@ -355,8 +351,6 @@ static void wide(case_fn check)
 static void many_pairs(case_fn check)
 {
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     conv_case many_seqs = {SSMJIT_F32, 300000, 1, 3, 3, 1, 1, 1, 1, LAYOUT_CONTIGUOUS};
     conv_case long_seqs = {SSMJIT_BF16, 64, 4100, 8, 4, 1, 1, 1, 1, LAYOUT_HALF};
@@ -407,8 +401,6 @@ static void test_bwd_optional_grads(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     for (size_t t = 0; t < 3; t++)
         for (int w = 2; w <= 8; w += 3) {
@@ -508,8 +500,6 @@ static void test_decode_chain(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     for (size_t t = 0; t < 3; t++)
         for (int w = 2; w <= 8; w++)
@@ -544,8 +534,6 @@ static void test_decode_in_place(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     for (size_t t = 0; t < 3; t++) {
         conv_case c = {dtypes[t], 4, 5, 300, 4, 1, 1, 1, 0, LAYOUT_PADDED};
@@ -607,8 +595,6 @@ static void test_nonfinite_stays_local(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     for (size_t t = 0; t < 3; t++)
         for (int w = 2; w <= 8; w++)
@@ -673,8 +659,6 @@ static void test_deterministic(void **state)
     /* gu_context's context stays alive so that the device memory helpers'
      * CUDA context does too. */
     ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
     ssmjit_context *ctx = deterministic_context();
     ssmjit_context_info info;
     ok(ssmjit_context_get_info(ctx, &info));
@@ -816,8 +800,6 @@ static void test_validation(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     vsetup v = make_vsetup(ctx);
     const vsetup good = v;
     const vcall calls[] = {vfwd, vbwd, vupdate};
@@ -935,8 +917,6 @@ static void test_empty(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     vsetup v = make_vsetup(ctx);
     const vsetup good = v;

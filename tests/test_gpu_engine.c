@@ -46,15 +46,6 @@ static void check_silu(ssmjit_context *ctx, void *stream, int64_t rows, int64_t 
     free(got);
 }
 
-/* Skips the calling test on a machine without a usable GPU. */
-static void require_gpu(void)
-{
-    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
-    ssmjit_context_destroy(probe);
-}
-
 static ssmjit_context *context_in(const char *dir, ssmjit_cache_mode mode)
 {
     ssmjit_context_options o;
@@ -73,8 +64,6 @@ static void test_context_and_info(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     ssmjit_context_info info;
     assert_int_equal(ssmjit_context_get_info(ctx, &info), SSMJIT_OK);
     ssmjit_device_info dev;
@@ -123,7 +112,7 @@ static int warm_child(const char *dir) { return tu_run_self("--warm-child", dir)
 static void test_cold_then_warm_cache(void **state)
 {
     (void)state;
-    require_gpu();
+    gu_require_gpu();
     char *dir = tu_mkdtemp();
     assert_int_equal(warm_child(dir), 2); /* cold: compiles */
     ssmjit_context *ctx = context_in(dir, SSMJIT_CACHE_RW);
@@ -153,7 +142,7 @@ static void test_cold_then_warm_cache(void **state)
 static void test_cache_off_and_sizes(void **state)
 {
     (void)state;
-    require_gpu();
+    gu_require_gpu();
     char *dir = tu_mkdtemp();
     ssmjit_context *ctx = context_in(dir, SSMJIT_CACHE_OFF);
     check_silu(ctx, NULL, 1, 1);
@@ -192,7 +181,7 @@ static void use_application_context(const sj_driver *d, CUcontext app)
 static void test_application_primary_context_and_stream(void **state)
 {
     (void)state;
-    require_gpu();
+    gu_require_gpu();
     const sj_driver *d;
     CUcontext app;
     assert_int_equal(sj_driver_get(&d), SSMJIT_OK);
@@ -206,7 +195,7 @@ static void test_application_primary_context_and_stream(void **state)
 static void test_application_created_context(void **state)
 {
     (void)state;
-    require_gpu();
+    gu_require_gpu();
     const sj_driver *d;
     CUdevice dev;
     CUcontext app, previous;
@@ -244,8 +233,6 @@ static void test_threads_share_a_fresh_context(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     enum { T = 8, N = 4096 };
     thread_job jobs[T];
     pthread_t th[T];
@@ -283,8 +270,6 @@ static void test_ptx_path(void **state)
 {
     (void)state;
     ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
     ssmjit_context_info info;
     assert_int_equal(ssmjit_context_get_info(probe, &info), SSMJIT_OK);
     ssmjit_context_destroy(probe);

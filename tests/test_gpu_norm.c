@@ -185,8 +185,6 @@ static void check_case(ssmjit_context *ctx, const norm_case *c)
 static void check_dtype(ssmjit_dtype dtype)
 {
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     /* The widths asked of the op, with every row count... */
     static const size_t widths[] = {1, 7, 768, 1000, 2560, 8192};
@@ -242,8 +240,6 @@ static void test_many_rows(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     const norm_case cases[] = {
         {SSMJIT_F32, 0, SSMJIT_F32, 20000, 7, 0, 0, 0, 1},
@@ -261,8 +257,6 @@ static void test_fwd_without_optional_outputs(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     static const size_t widths[] = {7, 1000, 9000};
     for (size_t i = 0; i < 3; ++i) {
@@ -294,8 +288,6 @@ static void test_residual_stream_start(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     const struct {
         ssmjit_dtype dtype, rdtype;
@@ -333,8 +325,6 @@ static void test_in_place(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     const struct {
         ssmjit_dtype dtype, rdtype;
@@ -449,8 +439,6 @@ static void test_deterministic(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     ssmjit_context *det = deterministic_context();
     tu_seed();
     const size_t shapes[][2] = {{1000, 2560}, {20000, 64}, {200, 9000}};
@@ -565,8 +553,6 @@ static void test_validation_fwd(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     const norm_args ok = valid_args(ctx);
     assert_int_equal(call_fwd(ctx, &ok), SSMJIT_OK);
     expect_error(ssmjit_rmsnorm_fwd(NULL, &ok.desc, ok.x, ok.res, ok.w, ok.y, ok.ro, ok.rstd,
@@ -603,8 +589,6 @@ static void test_validation_bwd(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     const norm_args ok = valid_args(ctx);
     assert_int_equal(call_bwd(ctx, &ok), SSMJIT_OK);
     expect_error(ssmjit_rmsnorm_bwd(NULL, &ok.desc, ok.h, ok.w, ok.rstd_in, ok.dy, ok.dro, ok.dx,
@@ -660,8 +644,6 @@ static void test_empty(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     const ssmjit_matrix none = {NULL, 0};
     const size_t d = 100;
     for (int which = 0; which < 2; ++which) {

@@ -298,8 +298,6 @@ static void test_options(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     for (size_t t = 0; t < 3; t++) {
         scase c = all_options(dtypes[t], 2, 37, 70, 16);
@@ -320,8 +318,6 @@ static void test_lengths(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     const size_t lens[] = {1, 7, 15, 16, 17, 33, 2047, 2049, 5000};
     for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
@@ -344,8 +340,6 @@ static void test_state_sizes(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     const size_t sizes[] = {1, 3, 4, 5, 16, 17, 33, 64, 100, 256};
     const int variants[] = {0, 4, 8, 16};
@@ -368,8 +362,6 @@ static void test_block_widths(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     const size_t dims[] = {72, 77};
     const int widths[] = {16, 32, 64, 128}, variants[] = {4, 8, 16};
@@ -390,8 +382,6 @@ static void test_strided(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     for (size_t t = 0; t < 3; t++) {
         scase c = all_options(dtypes[t], 3, 40, 200, 16);
@@ -412,8 +402,6 @@ static void test_packed(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     static const int cu[] = {0, 20, 20, 53, 54, 100};
     const size_t nseq = 5, L = 100, D = 50, N = 16;
@@ -468,8 +456,6 @@ static void test_deterministic(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     ssmjit_context_options opts;
     ssmjit_context_options_init(&opts);
     opts.fast_math = SSMJIT_FAST_MATH_OFF;
@@ -567,8 +553,6 @@ static void test_decode(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     for (size_t t = 0; t < 3; t++) {
         check_decode_chain(ctx, dtypes[t], 3, 40, 70, 16, 1);
@@ -585,8 +569,6 @@ static void test_decode_strided(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     for (size_t t = 0; t < 3; t++) {
         const size_t B = 5, D = 77, N = 16;
@@ -663,8 +645,6 @@ static void test_validation_scan(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     void *mem = gu_alloc(4096);
     const char *fwd_fields[] = {"desc->dtype",   "desc->batch",        "desc->seqlen",   "desc->dim",
                                 "desc->dstate",  "desc->dstate",       "desc->u.data",   "desc->delta.data",
@@ -750,8 +730,6 @@ static void test_validation_update(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     void *mem = gu_alloc(4096);
     const char *fields[] = {"desc->dtype",  "desc->batch",  "desc->dim",    "desc->dstate", "desc->dstate",
                             "desc->x.data", "desc->dt.data", "desc->B.data", "desc->C.data", "desc->out.data",
@@ -793,8 +771,6 @@ static void test_empty(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!ctx)
-        skip();
     tu_seed();
     const ssmjit_matrix none = {NULL, 0};
     ssmjit_selective_scan_desc d;

@@ -375,10 +375,7 @@ static void soak(const gpu *gpus, int ngpus, int threads)
 static void test_soak(void **state)
 {
     (void)state;
-    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
-    ssmjit_context_destroy(probe);
+    gu_require_gpu();
     tu_seed();
     assert_int_equal(sj_driver_get(&drv), SSMJIT_OK);
     draw_inputs();
@@ -394,10 +391,7 @@ static void test_soak(void **state)
 static void test_two_gpus(void **state)
 {
     (void)state;
-    ssmjit_context *probe = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (!probe)
-        skip();
-    ssmjit_context_destroy(probe);
+    gu_require_gpu();
     assert_int_equal(sj_driver_get(&drv), SSMJIT_OK);
     int count = 0;
     assert_int_equal(drv->DeviceGetCount(&count), CUDA_SUCCESS);
