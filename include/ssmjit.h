@@ -316,7 +316,8 @@ typedef struct ssmjit_unary_desc {
 
 /* y = act(x).  Errors: SSMJIT_ERR_INVALID_ARG naming the field;
  * SSMJIT_ERR_UNSUPPORTED for extents too large (a row stride times rows
- * past 2^62, or cols past 2^31 blocks of 256). */
+ * past 2^62, or cols past 2^31 blocks of 256 threads, each thread taking
+ * 16 bytes of a row). */
 SSMJIT_API ssmjit_status ssmjit_activation_fwd(ssmjit_context *ctx, ssmjit_activation act,
                                                const ssmjit_unary_desc *desc, ssmjit_matrix x,
                                                ssmjit_matrix y, void *stream);
