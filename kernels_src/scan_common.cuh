@@ -262,7 +262,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         return;
     const bool ck4 = sj_group_ok<float, 4>(p.ckpt, N);
     if (tid < BD) {
-        /* (thread tid is channel tid only without PAIR) */
+        /* Thread tid is channel tid only without PAIR.  d0 + tid would
+         * serve both, but written so ptxas scheduled the unpaired kernels
+         * differently; this form leaves their machine code as it was. */
         const sj_i64 dc = PAIR ? d0 + tid : d;
         const bool ok = PAIR ? dc < p.D : dok;
         sbias[tid] = ok && p.dbias ? p.dbias[dc] : 0.0f;
@@ -349,7 +351,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     };
     auto bc_at = [&](int k) {
         const int j = tid + k * nthr, isC = j >= TS * ng, r = j - isC * TS * ng, i = r / ng, q = r - i * ng;
-        /* (PAIR: the odd group's piece 0 at 1 and 1 at 0) */
+        /* PAIR: the odd group's piece 0 at 1 and 1 at 0, as a term that is
+         * 0 without PAIR (an index computed as piece ^ swap changed the
+         * unpaired kernels' machine code). */
         const int swap = PAIR && (q / (NS / 4)) % 2 ? 4 - 8 * (q % (NS / 4)) : 0;
         const int sh = isC * TS * Npad + (q / (NS / 4)) * TS * NS + i * NS + 4 * (q % (NS / 4)) + swap;
         return bc_item{i, sh, nbase + 4 * q, isC != 0};
