@@ -4,26 +4,35 @@
  * src/ops_conv.c picks among exactly these. */
 #include "conv_common.cuh"
 
-/* Loads the rows of n <= CONV_UNROLL tokens from xp on, packed: a 16-bit
- * row of 8 channels stays in 4 registers until it is used. */
-template <typename T, int VEC>
-__device__ __forceinline__ void fetch_rows(conv_pack<T, VEC> (&rows)[CONV_UNROLL], const T *xp, sj_i64 sx,
-                                           sj_i64 n)
+/* Tokens a forward thread loads ahead.  A 16-bit thread's rows are half
+ * f32's bytes, so it takes twice the tokens to keep as many bytes in
+ * flight: bf16 70% -> 74% of copy bandwidth.  Eight in f32 ran slower
+ * (78% -> 73%) and sixteen in 16-bit too (66%: 151 registers, fewer
+ * threads); bench/NOTES.md. */
+template <typename T> __host__ __device__ constexpr int conv_fwd_unroll()
+{
+    return sizeof(T) == 2 ? 2 * CONV_UNROLL : CONV_UNROLL;
+}
+
+/* Loads the rows of n <= U tokens from xp on, packed: a 16-bit row
+ * stays in half the registers of its floats until it is used. */
+template <typename T, int VEC, int U>
+__device__ __forceinline__ void fetch_rows(conv_pack<T, VEC> (&rows)[U], const T *xp, sj_i64 sx, sj_i64 n)
 {
 #pragma unroll
-    for (int u = 0; u < CONV_UNROLL; ++u)
+    for (int u = 0; u < U; ++u)
         if (u < n)
             rows[u].raw = *reinterpret_cast<const decltype(rows[u].raw) *>(xp + u * sx);
 }
 
-/* The forward of n <= CONV_UNROLL tokens whose inputs are in rows. */
-template <typename T, int TAPS, int VEC>
+/* The forward of n <= U tokens whose inputs are in rows. */
+template <typename T, int TAPS, int VEC, int U>
 __device__ __forceinline__ void fwd_steps(const conv_fwd_args &a, const conv_filter<TAPS, VEC> &f,
-                                          float (&win)[TAPS - 1][VEC], const conv_pack<T, VEC> (&rows)[CONV_UNROLL],
-                                          T *yp, sj_i64 n)
+                                          float (&win)[TAPS - 1][VEC], const conv_pack<T, VEC> (&rows)[U], T *yp,
+                                          sj_i64 n)
 {
 #pragma unroll
-    for (int u = 0; u < CONV_UNROLL; ++u) {
+    for (int u = 0; u < U; ++u) {
         if (u >= n)
             break;
         float cur[VEC], out[VEC];
@@ -60,16 +69,17 @@ template <typename T, int TAPS, int VEC> __device__ void conv_fwd(const conv_fwd
              * computed. */
             const T *xp = x + (b * a.seqlen + t0) * a.sx + q.d0;
             T *yp = y + (b * a.seqlen + t0) * a.sy + q.d0;
-            conv_pack<T, VEC> cur[CONV_UNROLL], next[CONV_UNROLL];
-            fetch_rows<T, VEC>(next, xp, a.sx, tend - t0);
-            for (sj_i64 t = t0; t < tend; t += CONV_UNROLL) {
+            constexpr int U = conv_fwd_unroll<T>();
+            conv_pack<T, VEC> cur[U], next[U];
+            fetch_rows<T, VEC, U>(next, xp, a.sx, tend - t0);
+            for (sj_i64 t = t0; t < tend; t += U) {
 #pragma unroll
-                for (int u = 0; u < CONV_UNROLL; ++u)
+                for (int u = 0; u < U; ++u)
                     cur[u] = next[u];
-                xp += CONV_UNROLL * a.sx;
-                fetch_rows<T, VEC>(next, xp, a.sx, tend - t - CONV_UNROLL);
-                fwd_steps<T, TAPS, VEC>(a, f, win, cur, yp, tend - t);
-                yp += CONV_UNROLL * a.sy;
+                xp += U * a.sx;
+                fetch_rows<T, VEC, U>(next, xp, a.sx, tend - t - U);
+                fwd_steps<T, TAPS, VEC, U>(a, f, win, cur, yp, tend - t);
+                yp += U * a.sy;
             }
 
             /* The last chunk's window ends with the last W-1 inputs (the
