@@ -235,7 +235,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         }
     };
     /* Converts chunk c's copies (waited for and published by a barrier
-     * before) into buf; h0 gets the chunk's starting state. */
+     * before) into buf; h0 gets the chunk's starting state.  Returns false
+     * where this thread found a token of the chunk that is not plain (a
+     * segment's first or last, or past L), for the __syncthreads_and that
+     * follows. */
     auto commit = [&](sj_i64 c, float *buf, float *h0) {
         const sj_bwd_stage sg(buf);
         const bool full = (c + 1) * TS <= L && d0 + BD <= D; /* no element to zero */
@@ -281,22 +284,29 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 sg.C[j] = sj_to_float(rawC[j]);
             }
         }
-        if (tid < TS)
-            sg.info[tid] = sj_token_info(p, b, c * TS + tid);
 #pragma unroll
         for (int k = 0; k < NS; ++k)
             h0[k] = sck[ch * NBLK + grp * NS + k];
+        if (tid >= TS)
+            return true;
+        const int2 ti = sj_token_info(p, b, c * TS + tid);
+        sg.info[tid] = ti;
+        return ti.y == SJ_TOK_VALID;
     };
 
     const float Dd = sDv[ch];
 
+    /* Whether the chunk about to run has no segment boundary and no token
+     * past L, with N <= 16 (see run_chunk).  Found by the barriers that
+     * publish its conversion: each of the first TS threads checks one
+     * token, where every thread had read all TS tokens' info. */
     float h0[NS];
+    bool chunk_plain = false;
     if (nch > 0) {
         issue(nch - 1);
         sj_copy_wait();
         __syncthreads();
-        commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0);
-        __syncthreads();
+        chunk_plain = __syncthreads_and(commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0)) && p.NB == 1;
     }
 
     for (sj_i64 c = nch - 1; c >= 0; --c) {
@@ -497,11 +507,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 }
             }
         };
-        bool plain = p.NB == 1;
-#pragma unroll
-        for (int i = 0; i < TS; ++i)
-            plain = plain && info[i].y == SJ_TOK_VALID;
-        if (plain)
+        if (chunk_plain)
             run_chunk(true);
         else
             run_chunk(false);
@@ -511,9 +517,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             dA[k] += dAc[k];
         dD_acc += dDc;
         db_acc += dbc;
-        if (c > 0)
-            commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF, h0);
-        __syncthreads();
+        chunk_plain =
+            __syncthreads_and(c > 0 ? commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF, h0) : true) && p.NB == 1;
     }
 
 #pragma unroll
