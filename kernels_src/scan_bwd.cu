@@ -57,6 +57,7 @@
 #define SJ_BWD_TP 36 /* 32 values + 4: the float4 stores of a quarter-warp hit distinct banks */
 #define SJ_BWD_BUF (5 * SJ_SCAN_CHUNK * SJ_BWD_BD + 2 * SJ_SCAN_CHUNK * SJ_BWD_NBLK + 2 * SJ_SCAN_CHUNK)
 static_assert(SJ_BWD_THREADS == 256 && SJ_SCAN_CHUNK % 8 == 0, "8 warps share a chunk's cross-warp sums");
+static_assert(SJ_SCAN_CHUNK <= 32, "one warp votes on a chunk's tokens");
 
 /* The parts of one stage buffer. */
 struct sj_bwd_stage {
@@ -105,6 +106,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 {
     constexpr int TS = SJ_SCAN_CHUNK, NS = 4, BD = SJ_BWD_BD, NBLK = SJ_BWD_NBLK;
     extern __shared__ float4 sj_smem4[];
+    /* Whether each stage buffer's chunk is plain (see run_chunk): warp 0
+     * votes on it as it converts the chunk, and every thread reads the one
+     * word at the chunk's start.  Every thread had read all 16 tokens'
+     * info there, a shared-memory round trip of 16 loads before any of
+     * the chunk's work (bench/NOTES.md). */
+    __shared__ int plain_flag[2];
     float *smem = (float *)sj_smem4;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2);
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + ch;
@@ -235,10 +242,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         }
     };
     /* Converts chunk c's copies (waited for and published by a barrier
-     * before) into buf; h0 gets the chunk's starting state.  Returns false
-     * where this thread found a token of the chunk that is not plain (a
-     * segment's first or last, or past L), for the __syncthreads_and that
-     * follows. */
+     * before) into buf; h0 gets the chunk's starting state. */
     auto commit = [&](sj_i64 c, float *buf, float *h0) {
         const sj_bwd_stage sg(buf);
         const bool full = (c + 1) * TS <= L && d0 + BD <= D; /* no element to zero */
@@ -284,29 +288,28 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 sg.C[j] = sj_to_float(rawC[j]);
             }
         }
+        if (w == 0) { /* lane i: token i */
+            const int2 ti = lane < TS ? sj_token_info(p, b, c * TS + lane) : make_int2(0, SJ_TOK_VALID);
+            if (lane < TS)
+                sg.info[lane] = ti;
+            const bool all = __all_sync(0xffffffffu, ti.y == SJ_TOK_VALID);
+            if (lane == 0)
+                plain_flag[c & 1] = all;
+        }
 #pragma unroll
         for (int k = 0; k < NS; ++k)
             h0[k] = sck[ch * NBLK + grp * NS + k];
-        if (tid >= TS)
-            return true;
-        const int2 ti = sj_token_info(p, b, c * TS + tid);
-        sg.info[tid] = ti;
-        return ti.y == SJ_TOK_VALID;
     };
 
     const float Dd = sDv[ch];
 
-    /* Whether the chunk about to run has no segment boundary and no token
-     * past L, with N <= 16 (see run_chunk).  Found by the barriers that
-     * publish its conversion: each of the first TS threads checks one
-     * token, where every thread had read all TS tokens' info. */
     float h0[NS];
-    bool chunk_plain = false;
     if (nch > 0) {
         issue(nch - 1);
         sj_copy_wait();
         __syncthreads();
-        chunk_plain = __syncthreads_and(commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0)) && p.NB == 1;
+        commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0);
+        __syncthreads();
     }
 
     for (sj_i64 c = nch - 1; c >= 0; --c) {
@@ -314,6 +317,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         float4 *const sP = sg.P;
         const float *sS = sg.S, *sB = sg.B, *sC = sg.C;
         const int2 *info = sg.info;
+        const bool chunk_plain = p.NB == 1 && plain_flag[c & 1]; /* read before the copies issue */
         if (c > 0)
             issue(c - 1);
 #pragma unroll
@@ -517,8 +521,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             dA[k] += dAc[k];
         dD_acc += dDc;
         db_acc += dbc;
-        chunk_plain =
-            __syncthreads_and(c > 0 ? commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF, h0) : true) && p.NB == 1;
+        if (c > 0)
+            commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF, h0);
+        __syncthreads();
     }
 
 #pragma unroll
