@@ -108,9 +108,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     extern __shared__ float4 sj_smem4[];
     /* Whether each stage buffer's chunk is plain (see run_chunk): warp 0
      * votes on it as it converts the chunk, and every thread reads the one
-     * word at the chunk's start.  Every thread had read all 16 tokens'
-     * info there, a shared-memory round trip of 16 loads before any of
-     * the chunk's work (bench/NOTES.md). */
+     * word at the chunk's start.  Each thread reading all 16 tokens' info
+     * there instead put 16 loads and a shared-memory round trip before any
+     * of the chunk's work (bench/NOTES.md). */
     __shared__ int plain_flag[2];
     float *smem = (float *)sj_smem4;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2);
