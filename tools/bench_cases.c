@@ -68,7 +68,9 @@ static state big_shape(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t 
 static ssmjit_status setup_rows(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int operands, bench_instance *out)
 {
     state s = big_shape(ctx, dt, quick, 0);
-    size_t bytes = (size_t)(s.b * s.l * s.d) * ssmjit_dtype_size(dt), sizes[5] = {bytes, bytes, bytes, bytes, bytes};
+    size_t bytes = (size_t)(s.b * s.l * s.d) * ssmjit_dtype_size(dt), sizes[MAX_BUFS];
+    for (int i = 0; i < operands; i++)
+        sizes[i] = bytes;
     out->bytes = (double)bytes * operands;
     snprintf(out->shape, sizeof out->shape, "rows=%lld cols=%lld", (long long)(s.b * s.l), (long long)s.d);
     return alloc_state(&s, sizes, operands, out);
