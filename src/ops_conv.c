@@ -6,13 +6,15 @@
 
 #include "error.h"
 #include "kernel.h"
+#include "ops_conv.h"
 #include "validate.h"
 
 enum {
     MIN_WIDTH = 2,
     MAX_WIDTH = 8,
     THREADS = 128,        /* per block of the conv and update kernels (the 4-tap backward ones
-                             are compiled for at most this: kernels_src/conv_bwd.cu) */
+                             are compiled for at most this: kernels_src/conv_bwd.cu,
+                             checked by tests/test_compile.c) */
     REDUCE_THREADS = 256,
     GRID_Y_MAX = 65535,   /* gridDim.y limit; the kernels loop over the rest */
     MAX_CHUNK = 64,       /* tokens a thread walks, at most and at least */
@@ -146,6 +148,8 @@ typedef struct conv_plan {
     int64_t chunk; /* tokens per (sequence, chunk) pair */
     int64_t rows;  /* walkers over pairs, grid.y * block.y: the backward's partial-sum rows */
 } conv_plan;
+
+int sj_conv_threads(void) { return THREADS; }
 
 static int taps_of(int width) { return width <= 4 ? 4 : 8; }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "ops_conv.h"
 #include "ops_scan.h"
 #include "test_util.h"
 
@@ -75,6 +76,19 @@ static void check_scan_fwd_bounds(const char *ptx)
     assert_int_equal(max_threads_of(ptx, ".entry scan_fwd_pair_ns8_bf16("), sj_scan_fwd_max_threads(8));
 }
 
+/* The 4-tap conv backward kernels are bounded to the conv ops' block
+ * size (__launch_bounds__ in kernels_src/conv_bwd.cu); a larger block
+ * would fail every launch. */
+static void check_conv_bwd_bounds(const char *ptx)
+{
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    for (size_t t = 0; t < 3; t++) {
+        char entry[64];
+        snprintf(entry, sizeof entry, ".entry conv_bwd_t4_v4_%s(", dtypes[t]);
+        assert_int_equal(max_threads_of(ptx, entry), sj_conv_threads());
+    }
+}
+
 static void compile_all(int arch, int ptx, int fast)
 {
     if (!tc.num_archs)
@@ -96,6 +110,8 @@ static void compile_all(int arch, int ptx, int fast)
             assert_non_null(strstr(b->image[m], ".target"));
             if (m == SJ_MODULE_SCAN_FWD)
                 check_scan_fwd_bounds(b->image[m]);
+            if (m == SJ_MODULE_CONV_BWD)
+                check_conv_bwd_bounds(b->image[m]);
         } else {
             assert_memory_equal(b->image[m], "\x7f" "ELF", 4);
         }
