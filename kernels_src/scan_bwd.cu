@@ -50,7 +50,8 @@
  *     B, C [TS][16], info [TS] int2,
  * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP],
  * the cross-warp sums [TS][8][32], the raw copies (in T) u, delta, dy, z
- * [TS][BD] and B, C [TS][16], and the checkpoint states [BD][16]. */
+ * [TS][BD] and B, C [TS][16], the checkpoint states [BD][16], and each
+ * thread's sums over chunks [NS + 2][256]. */
 #define SJ_BWD_NBLK 16
 #define SJ_BWD_BD 64
 #define SJ_BWD_THREADS 256
@@ -112,6 +113,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * there instead put 16 loads and a shared-memory round trip before any
      * of the chunk's work (bench/NOTES.md). */
     __shared__ int plain_flag[2];
+    /* Which copy paths the block's full chunks take (CM_* bits), one word
+     * read where the copies issue: as bools held across the chunk loop they
+     * were spilled, and their reload stalled every chunk (bench/NOTES.md). */
+    __shared__ unsigned copy_mode;
+    enum { CM_WHOLE = 1, CM_WHOLE_BC = 2, CM_WHOLE16 = 4, CM_BC16 = 8 };
     float *smem = (float *)sj_smem4;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2);
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + ch;
@@ -122,16 +128,18 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     float *wt = sDv + BD + w * 8 * SJ_BWD_TP; /* this warp's transpose rows */
     float *xw = sDv + BD + 8 * 8 * SJ_BWD_TP;
 
-    float A2[NS], gc[NS], dA[NS], dAc[NS];
+    float A2[NS], gc[NS], dAc[NS];
 #pragma unroll
     for (int k = 0; k < NS; ++k) {
         A2[k] = dok && n0 + k < N ? p.A[d * N + n0 + k] * SJ_LOG2E : 0.0f;
         gc[k] = 0.0f;
-        dA[k] = 0.0f;
     }
     /* Sums over L in two levels (per chunk, then over chunks) to keep their
-     * rounding error small for long sequences. */
-    float dD_acc = 0.0f, db_acc = 0.0f, dDc, dbc;
+     * rounding error small for long sequences.  The sums over chunks (dA's
+     * NS, dD's, ddelta_bias') wait in shared memory, in thread tid's column
+     * of osum: held in registers they were spilled, and their reload
+     * stalled each chunk's end (bench/NOTES.md). */
+    float dDc, dbc;
     auto state_at = [&](const float *s, sj_i64 seg, int k) {
         return s && dok && n0 + k < N ? s[(seg * D + d) * N + n0 + k] : 0.0f;
     };
@@ -143,6 +151,27 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     p.dinit[(s * D + d) * N + n0 + k] = state_at(p.dfinal, s, k);
         });
 
+    constexpr int VE = 4 / sizeof(T), E16 = 16 / sizeof(T), BCPR = NBLK / E16;
+    const void *const act[4] = {p.u, p.delta, p.dy, p.z};
+    const sj_i64 act_stride[4] = {p.su, p.sdelta, p.sdy, p.sz};
+    /* Whole words of every row: true in every block but the last of D
+     * (where the 16-bit rows are 4-byte aligned, as they are in practice). */
+    bool whole = d0 + BD <= D;
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        whole = whole && (VE == 1 || !act[q] || sj_group_ok<T, VE>(act[q], act_stride[q]));
+    const bool whole_bc =
+        nb0 + NBLK <= N && (VE == 1 || (sj_group_ok<T, VE>(p.B, p.sB) && sj_group_ok<T, VE>(p.C, p.sC)));
+    /* 16-byte copies where every row of a full chunk is in 16-byte groups
+     * (E16 elements): one instruction instead of four (f32) or eight. */
+    bool whole16 = whole;
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        whole16 = whole16 && (!act[q] || sj_group_ok<T, E16>(act[q], act_stride[q]));
+    const bool bc16 = whole_bc && sj_group_ok<T, E16>(p.B, p.sB) && sj_group_ok<T, E16>(p.C, p.sC);
+    if (tid == 0)
+        copy_mode = (whole ? CM_WHOLE : 0) | (whole_bc ? CM_WHOLE_BC : 0) | (whole16 ? CM_WHOLE16 : 0) |
+                    (bc16 ? CM_BC16 : 0);
     if (tid < BD) {
         const bool ok = d0 + tid < D;
         sbias[tid] = ok && p.dbias ? p.dbias[d0 + tid] : 0.0f;
@@ -157,12 +186,14 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * computes; after the barrier that ends that chunk's adjoint each
      * thread converts 4 adjacent elements of a token into the stage
      * buffer: P, S at [token][channel] and B, C at [token][state]. */
-    constexpr int VE = 4 / sizeof(T), WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
+    constexpr int WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
     T *const raw = (T *)(xw + TS * 8 * 32); /* u, delta, dy, z [TS][BD] */
     T *const rawB = raw + 4 * TS * BD, *const rawC = rawB + TS * NBLK; /* [TS][16] */
     float *const sck = (float *)(rawC + TS * NBLK); /* checkpoint [BD][16] */
-    const void *const act[4] = {p.u, p.delta, p.dy, p.z};
-    const sj_i64 act_stride[4] = {p.su, p.sdelta, p.sdy, p.sz};
+    float *const osum = sck + BD * NBLK;            /* [NS + 2][THREADS] */
+#pragma unroll
+    for (int k = 0; k < NS + 2; ++k)
+        osum[k * SJ_BWD_THREADS + tid] = 0.0f;
     /* Copies `n` (0..VE) elements of row `row` from element `col` of x
      * into the word at dst: asynchronously when the word is aligned (an f32
      * element always is), else element by element. */
@@ -174,27 +205,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             for (int e = 0; e < VE; ++e)
                 dst[e] = e < n ? src[e] : sj_from_float<T>(0.0f);
     };
-    /* Whole words of every row: true in every block but the last of D
-     * (where the 16-bit rows are 4-byte aligned, as they are in practice). */
-    bool whole = d0 + BD <= D;
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-        whole = whole && (VE == 1 || !act[q] || sj_group_ok<T, VE>(act[q], act_stride[q]));
-    const bool whole_bc =
-        nb0 + NBLK <= N && (VE == 1 || (sj_group_ok<T, VE>(p.B, p.sB) && sj_group_ok<T, VE>(p.C, p.sC)));
-    /* 16-byte copies where every row of a full chunk is in 16-byte groups
-     * (E16 elements): one instruction instead of four (f32) or eight. */
-    constexpr int E16 = 16 / sizeof(T), BCPR = NBLK / E16;
-    bool whole16 = whole;
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-        whole16 = whole16 && (!act[q] || sj_group_ok<T, E16>(act[q], act_stride[q]));
-    const bool bc16 = whole_bc && sj_group_ok<T, E16>(p.B, p.sB) && sj_group_ok<T, E16>(p.C, p.sC);
     const bool ck16 = sj_group_ok<float, 4>(p.ckpt, N) && n0 + NS <= N;
     auto issue = [&](sj_i64 c) {
-        if (whole16 && (c + 1) * TS <= L) {
+        const unsigned mode = copy_mode;
+        if ((mode & CM_WHOLE16) && (c + 1) * TS <= L) {
             sj_bwd_copy_rows<T, E16>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
-        } else if (whole && (c + 1) * TS <= L) {
+        } else if ((mode & CM_WHOLE) && (c + 1) * TS <= L) {
             sj_bwd_copy_rows<T, VE>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
         } else {
 #pragma unroll
@@ -208,7 +224,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                         copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
             }
         }
-        if (bc16 && (c + 1) * TS <= L) {
+        if ((mode & CM_BC16) && (c + 1) * TS <= L) {
             if (tid < 2 * TS * BCPR) {
                 const int r = tid % (TS * BCPR);
                 const sj_i64 t = c * TS + r / BCPR, n = nb0 + (r % BCPR) * E16;
@@ -219,7 +235,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             }
         } else if (tid < BCW) {
             const sj_i64 t = c * TS + tid / (NBLK / VE), n = nb0 + (tid % (NBLK / VE)) * VE;
-            if (whole_bc && (c + 1) * TS <= L) {
+            if ((mode & CM_WHOLE_BC) && (c + 1) * TS <= L) {
                 sj_copy4(rawB + tid * VE, (const T *)p.B + (b * L + t) * p.sB + n, 4);
                 sj_copy4(rawC + tid * VE, (const T *)p.C + (b * L + t) * p.sC + n, 4);
             } else {
@@ -516,26 +532,26 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         else
             run_chunk(false);
 
-#pragma unroll
-        for (int k = 0; k < NS; ++k)
-            dA[k] += dAc[k];
-        dD_acc += dDc;
-        db_acc += dbc;
         if (c > 0)
             commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF, h0);
+#pragma unroll
+        for (int k = 0; k < NS; ++k)
+            osum[k * SJ_BWD_THREADS + tid] += dAc[k];
+        osum[NS * SJ_BWD_THREADS + tid] += dDc;
+        osum[(NS + 1) * SJ_BWD_THREADS + tid] += dbc;
         __syncthreads();
     }
 
 #pragma unroll
     for (int k = 0; k < NS; ++k)
         if (dok && n0 + k < N)
-            p.ws_dA[(b * D + d) * N + n0 + k] = dA[k];
+            p.ws_dA[(b * D + d) * N + n0 + k] = osum[k * SJ_BWD_THREADS + tid];
     /* One lane of each channel holds its sums over L. */
     if (last_nb && dok) {
         if (grp == 1)
-            p.ws_db[b * D + d] = db_acc;
+            p.ws_db[b * D + d] = osum[(NS + 1) * SJ_BWD_THREADS + tid];
         if (grp == 3)
-            p.ws_dD[b * D + d] = dD_acc;
+            p.ws_dD[b * D + d] = osum[NS * SJ_BWD_THREADS + tid];
     }
 }
 

@@ -18,7 +18,8 @@
 #define BWD_THREADS 256
 #define BWD_TP 36
 #define BWD_BUF (5 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK + 2 * SCAN_CHUNK)
-#define BWD_SMEM_FLOATS (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + SCAN_CHUNK * 8 * 32 + BWD_BD * BWD_NBLK)
+#define BWD_SMEM_FLOATS \
+    (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + SCAN_CHUNK * 8 * 32 + BWD_BD * BWD_NBLK + 6 * BWD_THREADS)
 #define BWD_RAW_ELEMS (4 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK) /* in the activation dtype */
 
 #define SCAN_MAX_N 256
