@@ -240,7 +240,9 @@ static ssmjit_selective_scan_desc scan_desc(const state *s, void *const *b)
     return d;
 }
 
-/* dim 0: the reference shape's D; else that D (1536: mamba-130m's d_inner). */
+/* dim 0: the reference shape's D; else that D (1536: mamba-130m's d_inner).
+ * bwd: 0 forward, 1 backward from the forward's checkpoint, 2 backward
+ * that rebuilds the checkpoint (its workspace sized for that). */
 static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int bwd, int64_t dim,
                                 bench_instance *out)
 {
@@ -254,6 +256,8 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
         placeholders[i] = (void *)(uintptr_t)(256 * (i + 1)); /* only the sizes are asked */
     ssmjit_selective_scan_desc desc = scan_desc(&s, placeholders);
     ssmjit_status st = ssmjit_selective_scan_fwd_workspace_size(&desc, &ckpt);
+    if (bwd == 2)
+        desc.checkpoint = NULL;
     if (st == SSMJIT_OK && bwd)
         st = ssmjit_selective_scan_bwd_workspace_size(&desc, &s.ws);
     if (st != SSMJIT_OK)
@@ -285,6 +289,11 @@ static ssmjit_status setup_scan_bwd(ssmjit_context *ctx, ssmjit_dtype dt, int qu
     return setup_scan(ctx, dt, quick, 1, 0, out);
 }
 
+static ssmjit_status setup_scan_bwd_rebuilt(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 2, 0, out);
+}
+
 static ssmjit_status setup_scan_fwd_130m(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
     return setup_scan(ctx, dt, quick, 0, 1536, out);
@@ -310,11 +319,12 @@ static ssmjit_status run_scan_fwd_ckpt(void *p, int r, void *stream)
     return ssmjit_selective_scan_fwd(s->ctx, &desc, stream);
 }
 
-static ssmjit_status run_scan_bwd(void *p, int r, void *stream)
+static ssmjit_status scan_bwd(state *s, int r, int rebuild, void *stream)
 {
-    state *s = p;
     void **b = s->bufs[r];
     ssmjit_selective_scan_desc desc = scan_desc(s, b);
+    if (rebuild)
+        desc.checkpoint = NULL;
     ssmjit_selective_scan_grads g = {0};
     g.dy = mat(b[10]);
     g.du = mat(b[11]);
@@ -327,6 +337,10 @@ static ssmjit_status run_scan_bwd(void *p, int r, void *stream)
     g.ddelta_bias = b[18];
     return ssmjit_selective_scan_bwd(s->ctx, &desc, &g, b[19], s->ws, stream);
 }
+
+static ssmjit_status run_scan_bwd(void *p, int r, void *stream) { return scan_bwd(p, r, 0, stream); }
+
+static ssmjit_status run_scan_bwd_rebuilt(void *p, int r, void *stream) { return scan_bwd(p, r, 1, stream); }
 
 /* ---- decode step: B=64 sequences, D=4096 (or 1536), N=16 ----------------- */
 
@@ -404,6 +418,7 @@ const bench_case bench_cases[] = {
     {"selective_scan fwd", setup_scan_fwd, run_scan_fwd, teardown, scan_fwd_variants},
     {"selective_scan fwd + checkpoint", setup_scan_fwd, run_scan_fwd_ckpt, teardown, NULL},
     {"selective_scan bwd", setup_scan_bwd, run_scan_bwd, teardown, NULL},
+    {"selective_scan bwd, checkpoint rebuilt", setup_scan_bwd_rebuilt, run_scan_bwd_rebuilt, teardown, NULL},
     {"selective_state_update", setup_decode, run_decode, teardown, NULL},
     {"selective_scan fwd 130m", setup_scan_fwd_130m, run_scan_fwd, teardown, scan_fwd_variants},
     {"selective_scan bwd 130m", setup_scan_bwd_130m, run_scan_bwd, teardown, NULL},
