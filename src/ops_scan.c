@@ -219,7 +219,7 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
 int sj_scan_fwd_max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS; }
 
 /* The ROW of the SJ_SCAN_FWD_KERNEL lines (the states-only kernel's,
- * 16 states a thread, is 128 too). */
+ * 8 states a thread, is 128 too). */
 int sj_scan_fwd_max_bd(int ns) { return ns == 4 ? 64 : 128; }
 
 int sj_scan_fwd_min_blocks(int ns) { return ns == 4 ? 3 : ns == 8 ? 2 : 1; }
@@ -291,12 +291,12 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
 }
 
 /* The states-only pass that rebuilds the checkpoint: slices of 16 states,
- * one group each, over grid.z (the states are independent without y);
- * one block an SM (kernels_src/scan_bwd.cu). */
+ * two groups of 8 each, over grid.z (the states are independent without
+ * y); two blocks an SM (kernels_src/scan_bwd.cu). */
 static sj_scan_fwd_shape states_shape_for(const ssmjit_context *ctx)
 {
-    sj_scan_fwd_shape f = {16, 1, sj_scan_fwd_max_bd(16), 0, 0};
-    f.buffers = fwd_buffers(ctx, f, 1);
+    sj_scan_fwd_shape f = {8, 2, sj_scan_fwd_max_bd(8), 0, 0};
+    f.buffers = fwd_buffers(ctx, f, 2);
     return f;
 }
 
