@@ -216,6 +216,11 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
     return (unsigned)((f->buffers * buf + partial + bias_and_d) * sizeof(float));
 }
 
+unsigned sj_scan_bwd_smem_bytes(ssmjit_dtype dtype)
+{
+    return (unsigned)(BWD_SMEM_FLOATS * sizeof(float) + BWD_RAW_ELEMS * ssmjit_dtype_size(dtype));
+}
+
 int sj_scan_fwd_max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS; }
 
 /* The ROW of the SJ_SCAN_FWD_KERNEL lines (the states-only kernel's,
@@ -529,8 +534,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         p.ndblk = w.ndblk;
         CUfunction fn;
         SJ_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(desc->dtype), &fn));
-        const unsigned smem =
-            (unsigned)(BWD_SMEM_FLOATS * sizeof(float) + BWD_RAW_ELEMS * ssmjit_dtype_size(desc->dtype));
+        const unsigned smem = sj_scan_bwd_smem_bytes(desc->dtype);
         sj_dim3 grid = {(unsigned)w.ndblk, (unsigned)sh.B, 1};
         sj_dim3 block = {BWD_THREADS, 1, 1};
         /* The launches of successive state blocks chain through ws_acc in

@@ -32,6 +32,11 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
 /* Dynamic shared memory, in bytes, of a forward block of that shape. */
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);
 
+/* Dynamic shared memory, in bytes, of a backward block
+ * (kernels_src/scan_bwd.cu) whose activations are of that dtype; the
+ * kernel's static part adds 16. */
+unsigned sj_scan_bwd_smem_bytes(ssmjit_dtype dtype);
+
 /* The forward kernels' __launch_bounds__ (kernels_src/scan_fwd.cu): no
  * block may have more threads, 256, and 128 for 4 states a thread; they
  * are compiled for 1 (16 states), 2 (8) or 3 (4) resident blocks an SM. */

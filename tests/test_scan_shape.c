@@ -93,6 +93,18 @@ static void test_shared_memory_cap(void **state)
     assert_true(sj_scan_fwd_smem_bytes(&f) > 64 * 1024);
 }
 
+/* A backward block, with its static part, fits the 99 KB a block of
+ * sm_86 / sm_89 in every dtype (README): its f32 block is within 2 KB of
+ * that. */
+static void test_backward_shared_memory(void **state)
+{
+    (void)state;
+    static const ssmjit_dtype dtypes[] = {SSMJIT_F32, SSMJIT_F16, SSMJIT_BF16};
+    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
+        if (sj_scan_bwd_smem_bytes(dtypes[i]) + 16 > 101376)
+            fail_msg("dtype %d: %u bytes", (int)dtypes[i], sj_scan_bwd_smem_bytes(dtypes[i]));
+}
+
 /* Two stage buffers where the kernel's resident blocks hold them: on an
  * H200 (228 KB an SM) at both measured shapes; on a device of 100 KB an
  * SM (sm_86, sm_89) one at those shapes, where one still lets the
@@ -142,6 +154,7 @@ int main(void)
         cmocka_unit_test(test_every_n),
         cmocka_unit_test(test_measured_choices),
         cmocka_unit_test(test_shared_memory_cap),
+        cmocka_unit_test(test_backward_shared_memory),
         cmocka_unit_test(test_stage_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
