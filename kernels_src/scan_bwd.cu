@@ -15,7 +15,8 @@
  *
  * Design: a block is 64 channels x 16 states, 256 threads: each warp holds
  * 8 channels, each channel 4 lanes (adjacent lanes) of 4 states, so the sums
- * over states of one (token, channel) take two shuffles and no barrier.
+ * over states of one (token, channel) take two levels of shuffles and no
+ * barrier.
  * N > 16 takes ceil(N / 16) launches in stream order, which pass those sums
  * (sum g B, sum A g a h, sum C h) through a workspace accumulator.  The block
  * walks chunks of 16 tokens from last to first.  For each chunk it
@@ -427,32 +428,37 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             };
             auto finish = [&](int i, tok &o) {
                 xl[i * 8 * 32] = o.s;
-                /* Sums over this channel's states (4 lanes); every lane
-                 * gets the same bits. */
-#pragma unroll
-                for (int m = 1; m <= 2; m <<= 1) {
-                    o.sgb += __shfl_xor_sync(0xffffffffu, o.sgb, m);
-                    o.sqa += __shfl_xor_sync(0xffffffffu, o.sqa, m);
-                    o.sch += __shfl_xor_sync(0xffffffffu, o.sch, m);
-                }
+                /* Sums over this channel's states (4 lanes), each only
+                 * where an output needs it: lanes 0 and 1 (du, ddelta)
+                 * get sum g B and lanes 2 and 3 (dz) sum C h, in one
+                 * register; every lane gets sum A2 g a h.  Four shuffles
+                 * instead of six, whose latency sat between a token's
+                 * arithmetic and its outputs (bench/NOTES.md).  Lanes
+                 * that share a sum get the same bits. */
+                const bool gb_lane = grp < 2;
+                float sm = gb_lane ? o.sgb : o.sch;
+                sm += __shfl_xor_sync(0xffffffffu, gb_lane ? o.sch : o.sgb, 2);
+                o.sqa += __shfl_xor_sync(0xffffffffu, o.sqa, 2);
+                sm += __shfl_xor_sync(0xffffffffu, sm, 1);
+                o.sqa += __shfl_xor_sync(0xffffffffu, o.sqa, 1);
                 const float4 pv = o.pv;
                 const sj_i64 t = c * TS + i;
                 const bool out = (plain || t < L) && dok;
-                float s0 = o.sgb, s1 = o.sqa * SJ_LN2, s2 = o.sch;
+                float s1 = o.sqa * SJ_LN2;
                 /* plain implies NB == 1; the constant `!plain` is what
                  * removes this branch from the plain instantiation */
                 if (!plain && p.NB > 1 && out) {
                     float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
                     if (p.nb > 0) {
-                        s0 += acc[0];
+                        sm += acc[gb_lane ? 0 : 2];
                         s1 += acc[1];
-                        s2 += acc[2];
                     }
                     if (!last_nb) {
                         if (grp == 0) {
-                            acc[0] = s0;
+                            acc[0] = sm;
                             acc[1] = s1;
-                            acc[2] = s2;
+                        } else if (grp == 2) {
+                            acc[2] = sm;
                         }
                     }
                 }
@@ -464,8 +470,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                  * then a selection: where the lanes of a channel each took
                  * their own branch, the warp ran all three one after
                  * another. */
-                const float ddl = fmaf(pv.y, s0, s1) * sS[i * BD + ch];
-                const float v0 = fmaf(pv.x, s0, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, s2);
+                const float ddl = fmaf(pv.y, sm, s1) * sS[i * BD + ch];
+                const float v0 = fmaf(pv.x, sm, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, sm);
                 ((float *)&sP[i * BD + ch])[grp] = grp == 0 ? v0 : grp == 1 ? ddl : v2;
                 /* Tokens past L have zeros in P and S, so add nothing;
                  * lanes past D and launches before the last store no
