@@ -436,10 +436,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                  * arithmetic and its outputs (bench/NOTES.md).  Lanes
                  * that share a sum get the same bits. */
                 const bool gb_lane = grp < 2;
-                float sm = gb_lane ? o.sgb : o.sch;
-                sm += __shfl_xor_sync(0xffffffffu, gb_lane ? o.sch : o.sgb, 2);
+                float s_lane = gb_lane ? o.sgb : o.sch;
+                s_lane += __shfl_xor_sync(0xffffffffu, gb_lane ? o.sch : o.sgb, 2);
                 o.sqa += __shfl_xor_sync(0xffffffffu, o.sqa, 2);
-                sm += __shfl_xor_sync(0xffffffffu, sm, 1);
+                s_lane += __shfl_xor_sync(0xffffffffu, s_lane, 1);
                 o.sqa += __shfl_xor_sync(0xffffffffu, o.sqa, 1);
                 const float4 pv = o.pv;
                 const sj_i64 t = c * TS + i;
@@ -450,15 +450,15 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 if (!plain && p.NB > 1 && out) {
                     float *acc = p.ws_acc + ((b * L + t) * D + d) * 3;
                     if (p.nb > 0) {
-                        sm += acc[gb_lane ? 0 : 2];
+                        s_lane += acc[gb_lane ? 0 : 2];
                         s1 += acc[1];
                     }
                     if (!last_nb) {
                         if (grp == 0) {
-                            acc[0] = sm;
+                            acc[0] = s_lane;
                             acc[1] = s1;
                         } else if (grp == 2) {
-                            acc[2] = sm;
+                            acc[2] = s_lane;
                         }
                     }
                 }
@@ -470,8 +470,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                  * then a selection: where the lanes of a channel each took
                  * their own branch, the warp ran all three one after
                  * another. */
-                const float ddl = fmaf(pv.y, sm, s1) * sS[i * BD + ch];
-                const float v0 = fmaf(pv.x, sm, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, sm);
+                const float ddl = fmaf(pv.y, s_lane, s1) * sS[i * BD + ch];
+                const float v0 = fmaf(pv.x, s_lane, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, s_lane);
                 ((float *)&sP[i * BD + ch])[grp] = grp == 0 ? v0 : grp == 1 ? ddl : v2;
                 /* Tokens past L have zeros in P and S, so add nothing;
                  * lanes past D and launches before the last store no
