@@ -85,13 +85,13 @@ __device__ __forceinline__ void sj_bwd_copy_rows(T *raw, const void *const *act,
     constexpr int TS = SJ_SCAN_CHUNK, BD = SJ_BWD_BD, PER_ROW = BD / E, COPIES = TS * PER_ROW,
                   ITEMS = (COPIES + SJ_BWD_THREADS - 1) / SJ_BWD_THREADS, RK = SJ_BWD_THREADS / PER_ROW;
     static_assert(E * sizeof(T) == 4 || E * sizeof(T) == 16, "4- or 16-byte copies");
-    const sj_i64 row = row0 + tid / PER_ROW, col = d0 + (tid % PER_ROW) * E;
+    const int row = tid / PER_ROW, col = (tid % PER_ROW) * E;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
         if (q == 3 && !has_z)
             break;
         if (COPIES == ITEMS * SJ_BWD_THREADS || tid < COPIES) {
-            const T *src = (const T *)act[q] + row * stride[q] + col;
+            const T *src = (const T *)act[q] + (row0 + row) * stride[q] + d0 + col;
 #pragma unroll
             for (int k = 0; k < ITEMS; ++k) {
                 T *dst = raw + q * TS * BD + (tid + k * SJ_BWD_THREADS) * E;
@@ -118,7 +118,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * read where the copies issue: as bools held across the chunk loop they
      * were spilled, and their reload stalled every chunk (bench/NOTES.md). */
     __shared__ unsigned copy_mode;
-    enum { CM_WHOLE = 1, CM_WHOLE_BC = 2, CM_WHOLE16 = 4, CM_BC16 = 8 };
+    enum { CM_WHOLE = 1, CM_WHOLE_BC = 2, CM_WHOLE16 = 4, CM_BC16 = 8, CM_PLAIN = 16 };
     float *smem = (float *)sj_smem4;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2);
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + ch;
@@ -170,9 +170,17 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     for (int q = 0; q < 4; ++q)
         whole16 = whole16 && (!act[q] || sj_group_ok<T, E16>(act[q], act_stride[q]));
     const bool bc16 = whole_bc && sj_group_ok<T, E16>(p.B, p.sB) && sj_group_ok<T, E16>(p.C, p.sC);
+    /* Plain chunks (run_chunk) take blocks inside D, whose stores need no
+     * bounds, where every offset of the block's rows in du, ddelta and dz
+     * is below 2^31: they address an element as a 32-bit offset from the
+     * tensor's start.  The 64-bit address of each had taken about a third
+     * of the instructions of the chunk's stores and cross-warp sums
+     * (bench/NOTES.md). */
+    const sj_i64 smax = max(max(p.sdu, p.sddelta), p.dz ? p.sdz : 0);
+    const bool plain_ok = d0 + BD <= D && (b + 1) * L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
     if (tid == 0)
         copy_mode = (whole ? CM_WHOLE : 0) | (whole_bc ? CM_WHOLE_BC : 0) | (whole16 ? CM_WHOLE16 : 0) |
-                    (bc16 ? CM_BC16 : 0);
+                    (bc16 ? CM_BC16 : 0) | (plain_ok ? CM_PLAIN : 0);
     if (tid < BD) {
         const bool ok = d0 + tid < D;
         sbias[tid] = ok && p.dbias ? p.dbias[d0 + tid] : 0.0f;
@@ -225,21 +233,27 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                         copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
             }
         }
+        /* B and C of the chunk inside L and the block's states inside N:
+         * element (token i, state e) */
+        const sj_i64 row0 = b * L + c * TS;
+        auto bc_at = [&](const void *x, sj_i64 stride, int i, int e) {
+            return (const T *)x + (row0 + i) * stride + nb0 + e;
+        };
         if ((mode & CM_BC16) && (c + 1) * TS <= L) {
             if (tid < 2 * TS * BCPR) {
-                const int r = tid % (TS * BCPR);
-                const sj_i64 t = c * TS + r / BCPR, n = nb0 + (r % BCPR) * E16;
+                const int r = tid % (TS * BCPR), i = r / BCPR, e = (r % BCPR) * E16;
                 if (tid < TS * BCPR)
-                    sj_copy16(rawB + r * E16, (const T *)p.B + (b * L + t) * p.sB + n, 16);
+                    sj_copy16(rawB + r * E16, bc_at(p.B, p.sB, i, e), 16);
                 else
-                    sj_copy16(rawC + r * E16, (const T *)p.C + (b * L + t) * p.sC + n, 16);
+                    sj_copy16(rawC + r * E16, bc_at(p.C, p.sC, i, e), 16);
             }
         } else if (tid < BCW) {
-            const sj_i64 t = c * TS + tid / (NBLK / VE), n = nb0 + (tid % (NBLK / VE)) * VE;
+            const int i = tid / (NBLK / VE), e = (tid % (NBLK / VE)) * VE;
             if ((mode & CM_WHOLE_BC) && (c + 1) * TS <= L) {
-                sj_copy4(rawB + tid * VE, (const T *)p.B + (b * L + t) * p.sB + n, 4);
-                sj_copy4(rawC + tid * VE, (const T *)p.C + (b * L + t) * p.sC + n, 4);
+                sj_copy4(rawB + tid * VE, bc_at(p.B, p.sB, i, e), 4);
+                sj_copy4(rawC + tid * VE, bc_at(p.C, p.sC, i, e), 4);
             } else {
+                const sj_i64 t = c * TS + i, n = nb0 + e;
                 const sj_i64 cnt = t < L ? min((sj_i64)VE, N - n) : 0;
                 copy_word(rawB + tid * VE, p.B, p.sB, b * L + t, n, cnt);
                 copy_word(rawC + tid * VE, p.C, p.sC, b * L + t, n, cnt);
@@ -334,7 +348,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         float4 *const sP = sg.P;
         const float *sS = sg.S, *sB = sg.B, *sC = sg.C;
         const int2 *info = sg.info;
-        const bool chunk_plain = p.NB == 1 && plain_flag[c & 1]; /* read before the copies issue */
+        /* read before the copies issue */
+        const bool chunk_plain = p.NB == 1 && plain_flag[c & 1] && (copy_mode & CM_PLAIN);
         if (c > 0)
             issue(c - 1);
 #pragma unroll
@@ -344,10 +359,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 
         /* The chunk's work, instantiated twice (the lambda is inlined at
          * both calls): for chunks without a segment boundary or the end of
-         * L (all but the first and last without cu_seqlens) and N <= 16
-         * every token check folds away, so no per-token loads of initial
-         * or final states, no accumulator over launches and no branches
-         * remain in the unrolled loops.  (A branch between tokens also
+         * L (all but the first and last without cu_seqlens), N <= 16 and
+         * blocks that CM_PLAIN allows every token check folds away, so no
+         * per-token loads of initial or final states, no accumulator over
+         * launches and no branches remain in the unrolled loops, and the
+         * chunk's stores need no bounds.  (A branch between tokens also
          * keeps the compiler from overlapping their work.) */
         auto run_chunk = [&](const bool plain) {
             /* The chunk's states, recomputed from its checkpoint: 64
@@ -509,8 +525,28 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 #pragma unroll
                 for (int ww = 1; ww < 8; ++ww)
                     s += xw[(i * 8 + ww) * 32 + lane];
-                const int v = lane >> 2;
-                const sj_i64 t = c * TS + i, n = nb0 + grp * NS + (v & 3);
+                const int v = lane >> 2, e = grp * NS + (v & 3);
+                const sj_i64 t = c * TS + i, n = nb0 + e;
+                if (plain) {
+                    /* One launch (nb0 = 0), and du, ddelta always given.
+                     * du, ddelta, dz of the same token: each store of a
+                     * warp covers 32 adjacent channels. */
+                    float *const wbc = p.ws_bc + ((b * p.ndblk + blockIdx.x) * L + c * TS) * 2 * N;
+                    if (e < (int)N)
+                        wbc[i * 2 * (int)N + (v >> 2) * (int)N + e] = s;
+                    const int row = (int)(b * L + c * TS) + i;
+                    auto at = [&](sj_i64 stride, int col) { return row * (int)stride + (int)d0 + col; };
+#pragma unroll
+                    for (int h = 0; h < BD / 32; ++h) {
+                        const int col = h * 32 + lane;
+                        const float4 o = sP[i * BD + col];
+                        sj_st<T>(p.du, at(p.sdu, col), o.x);
+                        sj_st<T>(p.ddelta, at(p.sddelta, col), o.y);
+                        if (p.dz)
+                            sj_st<T>(p.dz, at(p.sdz, col), o.z);
+                    }
+                    continue;
+                }
                 if (t < L && n < N)
                     p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (v >> 2) * N + n] = s;
                 /* du, ddelta, dz of the same token: each store of a
