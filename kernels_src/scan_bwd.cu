@@ -526,11 +526,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 for (int ww = 1; ww < 8; ++ww)
                     s += xw[(i * 8 + ww) * 32 + lane];
                 const int v = lane >> 2, e = grp * NS + (v & 3);
-                const sj_i64 t = c * TS + i, n = nb0 + e;
+                /* Then du, ddelta, dz of the same token: each store of a
+                 * warp covers 32 adjacent channels. */
                 if (plain) {
-                    /* One launch (nb0 = 0), and du, ddelta always given.
-                     * du, ddelta, dz of the same token: each store of a
-                     * warp covers 32 adjacent channels. */
+                    /* one launch (nb0 = 0), and du, ddelta always given */
                     float *const wbc = p.ws_bc + ((b * p.ndblk + blockIdx.x) * L + c * TS) * 2 * N;
                     if (e < (int)N)
                         wbc[i * 2 * (int)N + (v >> 2) * (int)N + e] = s;
@@ -547,10 +546,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     }
                     continue;
                 }
+                const sj_i64 t = c * TS + i, n = nb0 + e;
                 if (t < L && n < N)
                     p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (v >> 2) * N + n] = s;
-                /* du, ddelta, dz of the same token: each store of a
-                 * warp covers 32 adjacent channels. */
                 if (last_nb && t < L) {
                     const sj_i64 row = b * L + t;
 #pragma unroll
