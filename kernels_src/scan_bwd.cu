@@ -51,7 +51,7 @@
  *     B, C [TS][16], info [TS] int2,
  * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP],
  * the cross-warp sums [TS][8][32], the raw copies (in T) u, delta, dy, z
- * [TS][BD] and B, C [TS][16], the checkpoint states [BD][16], and each
+ * [TS][BD] and (16-bit only) B, C [TS][16], the checkpoint states [BD][16], and each
  * thread's sums over chunks [NS + 2][256]. */
 #define SJ_BWD_NBLK 16
 #define SJ_BWD_BD 64
@@ -197,8 +197,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * buffer: P, S at [token][channel] and B, C at [token][state]. */
     constexpr int WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
     T *const raw = (T *)(xw + TS * 8 * 32); /* u, delta, dy, z [TS][BD] */
-    T *const rawB = raw + 4 * TS * BD, *const rawC = rawB + TS * NBLK; /* [TS][16] */
-    float *const sck = (float *)(rawC + TS * NBLK); /* checkpoint [BD][16] */
+    /* B, C [TS][16], 16-bit only: f32's copies land in the stage buffer */
+    T *const rawB = raw + 4 * TS * BD, *const rawC = rawB + TS * NBLK;
+    float *const sck = (float *)(rawB + (sizeof(T) == 4 ? 0 : 2 * TS * NBLK)); /* checkpoint [BD][16] */
     float *const osum = sck + BD * NBLK;            /* [NS + 2][THREADS] */
 #pragma unroll
     for (int k = 0; k < NS + 2; ++k)
@@ -234,8 +235,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             }
         }
         /* B and C of the chunk inside L and the block's states inside N:
-         * element (token i, state e) */
+         * element (token i, state e).  f32 needs no conversion, so its
+         * copies land in the chunk's stage buffer itself (laid out as
+         * rawB, rawC), which chunk c + 2 used last and has left. */
         const sj_i64 row0 = b * L + c * TS;
+        T *const bdst = sizeof(T) == 4 ? (T *)sj_bwd_stage(smem + (c & 1) * SJ_BWD_BUF).B : rawB,
+                *const cdst = bdst + TS * NBLK;
         auto bc_at = [&](const void *x, sj_i64 stride, int i, int e) {
             return (const T *)x + (row0 + i) * stride + nb0 + e;
         };
@@ -243,20 +248,20 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             if (tid < 2 * TS * BCPR) {
                 const int r = tid % (TS * BCPR), i = r / BCPR, e = (r % BCPR) * E16;
                 if (tid < TS * BCPR)
-                    sj_copy16(rawB + r * E16, bc_at(p.B, p.sB, i, e), 16);
+                    sj_copy16(bdst + r * E16, bc_at(p.B, p.sB, i, e), 16);
                 else
-                    sj_copy16(rawC + r * E16, bc_at(p.C, p.sC, i, e), 16);
+                    sj_copy16(cdst + r * E16, bc_at(p.C, p.sC, i, e), 16);
             }
         } else if (tid < BCW) {
             const int i = tid / (NBLK / VE), e = (tid % (NBLK / VE)) * VE;
             if ((mode & CM_WHOLE_BC) && (c + 1) * TS <= L) {
-                sj_copy4(rawB + tid * VE, bc_at(p.B, p.sB, i, e), 4);
-                sj_copy4(rawC + tid * VE, bc_at(p.C, p.sC, i, e), 4);
+                sj_copy4(bdst + tid * VE, bc_at(p.B, p.sB, i, e), 4);
+                sj_copy4(cdst + tid * VE, bc_at(p.C, p.sC, i, e), 4);
             } else {
                 const sj_i64 t = c * TS + i, n = nb0 + e;
                 const sj_i64 cnt = t < L ? min((sj_i64)VE, N - n) : 0;
-                copy_word(rawB + tid * VE, p.B, p.sB, b * L + t, n, cnt);
-                copy_word(rawC + tid * VE, p.C, p.sC, b * L + t, n, cnt);
+                copy_word(bdst + tid * VE, p.B, p.sB, b * L + t, n, cnt);
+                copy_word(cdst + tid * VE, p.C, p.sC, b * L + t, n, cnt);
             }
         }
         /* The state at the chunk's start (checkpoint c - 1), for c >= 1. */
@@ -311,7 +316,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             S[e] = ok ? sp.y : 0.0f;
         }
         *(float4 *)(sg.S + j0) = make_float4(S[0], S[1], S[2], S[3]);
-        if (tid < BCW) {
+        if (sizeof(T) != 4 && tid < BCW) {
 #pragma unroll
             for (int e = 0; e < VE; ++e) {
                 const int j = tid * VE + e;

@@ -20,7 +20,6 @@
 #define BWD_BUF (5 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK + 2 * SCAN_CHUNK)
 #define BWD_SMEM_FLOATS \
     (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + SCAN_CHUNK * 8 * 32 + BWD_BD * BWD_NBLK + 6 * BWD_THREADS)
-#define BWD_RAW_ELEMS (4 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK) /* in the activation dtype */
 
 #define SCAN_MAX_N 256
 #define SCAN_MAX_BATCH 65535 /* gridDim.y */
@@ -218,7 +217,11 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
 
 unsigned sj_scan_bwd_smem_bytes(ssmjit_dtype dtype)
 {
-    return (unsigned)(BWD_SMEM_FLOATS * sizeof(float) + BWD_RAW_ELEMS * ssmjit_dtype_size(dtype));
+    /* the raw copies, in the activation dtype: u, delta, dy, z, and B, C
+     * where they need converting (f32's go straight to the stage buffer) */
+    const size_t size = ssmjit_dtype_size(dtype);
+    const size_t raw = 4 * SCAN_CHUNK * BWD_BD + (size == 4 ? 0 : 2 * SCAN_CHUNK * BWD_NBLK);
+    return (unsigned)(BWD_SMEM_FLOATS * sizeof(float) + raw * size);
 }
 
 int sj_scan_fwd_max_threads(int ns) { return ns == 4 ? SJ_SCAN_FWD4_MAX_THREADS : SJ_SCAN_FWD_MAX_THREADS; }
