@@ -334,6 +334,23 @@ static void test_lengths(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* Fewer than 16 states in whole channel blocks (D a multiple of 64) and
+ * chunks inside L: the backward's plain chunks, whose states past N must
+ * leave dB and dC alone. */
+static void test_few_states_whole_blocks(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    tu_seed();
+    const size_t sizes[] = {1, 4, 5, 15};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (size_t t = 0; t < sizeof dtypes / sizeof *dtypes; t++) {
+            scase c = all_options(dtypes[t], 2, 80, 128, sizes[i]);
+            check_case(ctx, &c);
+        }
+    ssmjit_context_destroy(ctx);
+}
+
 /* Every state size, padded ones included, and every forward variant that
  * can hold it, every other size with one stage buffer. */
 static void test_state_sizes(void **state)
@@ -860,6 +877,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_few_states_whole_blocks),
         cmocka_unit_test(test_state_sizes),
         cmocka_unit_test(test_block_widths),
         cmocka_unit_test(test_strided),
