@@ -532,41 +532,30 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     s += xw[(i * 8 + ww) * 32 + lane];
                 const int v = lane >> 2, e = grp * NS + (v & 3);
                 /* Then du, ddelta, dz of the same token: each store of a
-                 * warp covers 32 adjacent channels. */
-                if (plain) {
-                    /* one launch (nb0 = 0), and du, ddelta always given */
-                    float *const wbc = p.ws_bc + ((b * p.ndblk + blockIdx.x) * L + c * TS) * 2 * N;
-                    if (e < (int)N)
-                        wbc[i * 2 * (int)N + (v >> 2) * (int)N + e] = s;
-                    const int row = (int)(b * L + c * TS) + i;
-                    auto at = [&](sj_i64 stride, int col) { return row * (int)stride + (int)d0 + col; };
-#pragma unroll
-                    for (int h = 0; h < BD / 32; ++h) {
-                        const int col = h * 32 + lane;
-                        const float4 o = sP[i * BD + col];
-                        sj_st<T>(p.du, at(p.sdu, col), o.x);
-                        sj_st<T>(p.ddelta, at(p.sddelta, col), o.y);
-                        if (p.dz)
-                            sj_st<T>(p.dz, at(p.sdz, col), o.z);
-                    }
-                    continue;
-                }
+                 * warp covers 32 adjacent channels.  A plain chunk (one
+                 * launch, so nb0 = 0) has every token inside L, every
+                 * channel inside D and its offsets in 32 bits (CM_PLAIN);
+                 * its states may pass N < 16.  du and ddelta are always
+                 * given. */
                 const sj_i64 t = c * TS + i, n = nb0 + e;
-                if (t < L && n < N)
-                    p.ws_bc[((b * p.ndblk + blockIdx.x) * L + t) * 2 * N + (v >> 2) * N + n] = s;
-                if (last_nb && t < L) {
-                    const sj_i64 row = b * L + t;
+                const int row32 = (int)(b * L + t);
+                auto at = [&](sj_i64 stride, int col) -> sj_i64 {
+                    return plain ? row32 * (int)stride + (int)d0 + col : (b * L + t) * stride + d0 + col;
+                };
+                if (plain ? e < (int)N : t < L && n < N) {
+                    float *const wbc = p.ws_bc + ((b * p.ndblk + blockIdx.x) * L + c * TS) * 2 * N;
+                    wbc[plain ? i * 2 * (int)N + (v >> 2) * (int)N + e : i * 2 * N + (v >> 2) * N + n] = s;
+                }
+                if (plain || (last_nb && t < L)) {
 #pragma unroll
                     for (int h = 0; h < BD / 32; ++h) {
                         const int col = h * 32 + lane;
                         const float4 o = sP[i * BD + col];
-                        if (d0 + col < D) {
-                            if (p.du)
-                                sj_st<T>(p.du, row * p.sdu + d0 + col, o.x);
-                            if (p.ddelta)
-                                sj_st<T>(p.ddelta, row * p.sddelta + d0 + col, o.y);
+                        if (plain || d0 + col < D) {
+                            sj_st<T>(p.du, at(p.sdu, col), o.x);
+                            sj_st<T>(p.ddelta, at(p.sddelta, col), o.y);
                             if (p.dz)
-                                sj_st<T>(p.dz, row * p.sdz + d0 + col, o.z);
+                                sj_st<T>(p.dz, at(p.sdz, col), o.z);
                         }
                     }
                 }
