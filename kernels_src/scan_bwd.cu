@@ -51,8 +51,8 @@
  *     B, C [TS][16], info [TS] int2,
  * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP],
  * the cross-warp sums [TS][8][32], the raw copies (in T) u, delta, dy, z
- * [TS][BD] and (16-bit only) B, C [TS][16], the checkpoint states [BD][16], and each
- * thread's sums over chunks [NS + 2][256]. */
+ * [TS][BD] and, in 16-bit only, B, C [TS][16], the checkpoint states
+ * [BD][16], and each thread's sums over chunks [NS + 2][256]. */
 #define SJ_BWD_NBLK 16
 #define SJ_BWD_BD 64
 #define SJ_BWD_THREADS 256
@@ -200,7 +200,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     /* B, C [TS][16], 16-bit only: f32's copies land in the stage buffer */
     T *const rawB = raw + 4 * TS * BD, *const rawC = rawB + TS * NBLK;
     float *const sck = (float *)(rawB + (sizeof(T) == 4 ? 0 : 2 * TS * NBLK)); /* checkpoint [BD][16] */
-    float *const osum = sck + BD * NBLK;            /* [NS + 2][THREADS] */
+    float *const osum = sck + BD * NBLK; /* [NS + 2][THREADS] */
 #pragma unroll
     for (int k = 0; k < NS + 2; ++k)
         osum[k * SJ_BWD_THREADS + tid] = 0.0f;
