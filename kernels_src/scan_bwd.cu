@@ -197,9 +197,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * buffer: P, S at [token][channel] and B, C at [token][state]. */
     constexpr int WPR = BD / VE, WITEMS = TS * WPR / SJ_BWD_THREADS, BCW = TS * NBLK / VE;
     T *const raw = (T *)(xw + TS * 8 * 32); /* u, delta, dy, z [TS][BD] */
-    /* B, C [TS][16], 16-bit only: f32's copies land in the stage buffer */
+    /* B, C [TS][16] staged raw where they need converting (16-bit); f32's
+     * copies land in the chunk's stage buffer itself */
+    constexpr bool RAW_BC = sizeof(T) != 4;
     T *const rawB = raw + 4 * TS * BD, *const rawC = rawB + TS * NBLK;
-    float *const sck = (float *)(rawB + (sizeof(T) == 4 ? 0 : 2 * TS * NBLK)); /* checkpoint [BD][16] */
+    float *const sck = (float *)(rawB + (RAW_BC ? 2 * TS * NBLK : 0)); /* checkpoint [BD][16] */
     float *const osum = sck + BD * NBLK; /* [NS + 2][THREADS] */
 #pragma unroll
     for (int k = 0; k < NS + 2; ++k)
@@ -235,11 +237,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             }
         }
         /* B and C of the chunk inside L and the block's states inside N:
-         * element (token i, state e).  f32 needs no conversion, so its
-         * copies land in the chunk's stage buffer itself (laid out as
-         * rawB, rawC), which chunk c + 2 used last and has left. */
+         * element (token i, state e).  Without RAW_BC into the chunk's
+         * stage buffer (laid out as rawB, rawC), which chunk c + 2 used
+         * last and has left. */
         const sj_i64 row0 = b * L + c * TS;
-        T *const bdst = sizeof(T) == 4 ? (T *)sj_bwd_stage(smem + (c & 1) * SJ_BWD_BUF).B : rawB,
+        T *const bdst = RAW_BC ? rawB : (T *)sj_bwd_stage(smem + (c & 1) * SJ_BWD_BUF).B,
                 *const cdst = bdst + TS * NBLK;
         auto bc_at = [&](const void *x, sj_i64 stride, int i, int e) {
             return (const T *)x + (row0 + i) * stride + nb0 + e;
@@ -316,7 +318,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             S[e] = ok ? sp.y : 0.0f;
         }
         *(float4 *)(sg.S + j0) = make_float4(S[0], S[1], S[2], S[3]);
-        if (sizeof(T) != 4 && tid < BCW) {
+        if (RAW_BC && tid < BCW) {
 #pragma unroll
             for (int e = 0; e < VE; ++e) {
                 const int j = tid * VE + e;
