@@ -295,7 +295,7 @@ static const ssmjit_dtype dtypes[] = {SSMJIT_F32, SSMJIT_F16, SSMJIT_BF16};
 /* Each dtype with every option, then with none, then each option alone,
  * on a channel count that fills no block evenly; each also with 8 states
  * a thread, which this size would not choose (two groups at N = 16: in
- * bf16 the paired kernel, which stages the gate and D's term apart). */
+ * bf16 the paired kernel, whose even lane alone adds D's term). */
 static void test_options(void **state)
 {
     (void)state;
