@@ -293,9 +293,10 @@ static scase all_options(ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_
 static const ssmjit_dtype dtypes[] = {SSMJIT_F32, SSMJIT_F16, SSMJIT_BF16};
 
 /* Each dtype with every option, then with none, then each option alone,
- * on a channel count that fills no block evenly; each also with 8 states
- * a thread, which this size would not choose (two groups at N = 16: in
- * bf16 the paired kernel, whose even lane alone adds D's term). */
+ * on a channel count that fills no block evenly; the last two also with 8
+ * states a thread, which this size would not choose (two groups at N =
+ * 16: in bf16 the paired kernel, whose even lane alone adds D's term;
+ * test_state_sizes has every option there). */
 static void test_options(void **state)
 {
     (void)state;
