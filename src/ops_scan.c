@@ -250,43 +250,120 @@ static int fwd_buffers(const ssmjit_context *ctx, sj_scan_fwd_shape f, int min_b
     return 2;
 }
 
-/* 8 states per thread (4 for N <= 4, 16 past 128 so that N = 256 fits):
- * at the reference shape that keeps twice as many warps resident as 16
- * states per thread, which hides more of the latency of the recurrence
- * (bench/NOTES.md).  Where 8 states a thread leave fewer than 8 warps an
- * SM (mamba-130m's D = 1536 at B = 8), 4 states a thread (if N <= 32 fits
- * their 128-thread bound at 16 channels a block).  Channels per block, 16
- * to the kernel's widest (128, 64 with 4 states a thread) within that
- * bound: the most of those that leave the busiest SM
- * (ceil(blocks / SMs) blocks) the fewest channels; at D = 1536, B = 8
- * that is 32 (3 blocks on most SMs) rather than 64 (2 on some, 1 on the
- * others).  A forced shape that does not fit is ignored. */
+/* Cycles an SM takes for a chunk of 16 tokens while it runs `warps`
+ * warps of the forward kernel with ns states a thread: a floor (what one
+ * block's chunk takes however few warps it has, their latency bare) plus
+ * each warp's issue.  Fitted on an H200 to the variants' times at shapes
+ * from one sequence of 16384 tokens to 64 of 256 (bench/NOTES.md); at 15
+ * shapes, 10 of them not in the fit, its choice ran within 3.4% of the
+ * fastest variant. */
+static double fwd_chunk_cycles(int ns, int64_t warps)
+{
+    static const double floor_cycles[3] = {1695, 2776, 5628}, per_warp[3] = {166, 311, 418};
+    const int k = ns == 4 ? 0 : ns == 8 ? 1 : 2;
+    return floor_cycles[k] + per_warp[k] * (double)warps;
+}
+
+/* Blocks of shape f that an SM holds at once: bounded by its threads, by
+ * its 64K registers at what the kernel's __launch_bounds__ allow a thread
+ * (a multiple of 8, allocated 256 a warp), by its shared memory (1 KB of it the driver's, a
+ * block) and by 16 blocks.  Unknown device limits bound nothing. */
+static int64_t fwd_resident(const sj_device_props *pr, const sj_scan_fwd_shape *f)
+{
+    const int64_t threads = (int64_t)f->bd * f->groups, warps = ceil_div(threads, 32);
+    const int64_t per_block = 65536 / ((int64_t)sj_scan_fwd_max_threads(f->ns) * sj_scan_fwd_min_blocks(f->ns));
+    const int64_t regs = (per_block < 255 ? per_block : 255) / 8 * 8, warp_regs = ceil_div(regs * 32, 256) * 256;
+    int64_t r = 16;
+    const int64_t by_threads = (pr->max_threads_per_sm > 0 ? pr->max_threads_per_sm : 2048) / threads,
+                  by_regs = 65536 / warp_regs / warps;
+    r = by_threads < r ? by_threads : r;
+    r = by_regs < r ? by_regs : r;
+    if (pr->max_smem_per_sm > 0) {
+        const int64_t by_smem = pr->max_smem_per_sm / ((int64_t)sj_scan_fwd_smem_bytes(f) + 1024);
+        r = by_smem < r ? by_smem : r;
+    }
+    return r;
+}
+
+/* Whether blocks of shape f run the kernel's fast chunks (sj_scan_fwd's
+ * fast_thr): each thread stages at most ns / 4 groups of u, dt and z (16
+ * bytes of f32 each; 16-bit groups hold twice the channels, which only
+ * N <= 8 would notice) and ns / 4 groups of 4 states of B and C.  Blocks
+ * of 16 channels never do; they ran 1.8-2.2 times as long a chunk as the
+ * model's fast ones (bench/NOTES.md). */
+static int fwd_fast(const sj_scan_fwd_shape *f)
+{
+    const int64_t threads = (int64_t)f->bd * f->groups;
+    const int64_t td = ceil_div(SCAN_CHUNK * f->bd / 4, threads),
+                  bc = ceil_div(2 * SCAN_CHUNK * ((int64_t)f->groups * f->ns / 4), threads);
+    return td <= f->ns / 4 && bc <= f->ns / 4;
+}
+
+/* The modelled cycles of the busiest SM a chunk: its ceil(blocks / SMs)
+ * blocks run in waves of fwd_resident() at fwd_chunk_cycles() each (the
+ * last wave as many as are left); -1 where f exceeds the kernel's thread
+ * bound or, when the device says, a block's shared memory. */
+static double fwd_cost(const sj_device_props *pr, const sj_scan_fwd_shape *f, const scan_shape *sh)
+{
+    const int64_t threads = (int64_t)f->bd * f->groups;
+    if (f->bd > sj_scan_fwd_max_bd(f->ns) || threads > sj_scan_fwd_max_threads(f->ns) ||
+        (pr->max_smem_per_block_optin > 0 && sj_scan_fwd_smem_bytes(f) > (unsigned)pr->max_smem_per_block_optin))
+        return -1;
+    const int64_t r = fwd_resident(pr, f), warps = ceil_div(threads, 32);
+    if (r < 1)
+        return -1;
+    const int64_t per_sm = ceil_div(sh->B * ceil_div(sh->D, f->bd), pr->sm_count > 0 ? pr->sm_count : 1);
+    const int64_t full = per_sm / r, rest = per_sm % r;
+    double c = (double)full * fwd_chunk_cycles(f->ns, r * warps) + (rest ? fwd_chunk_cycles(f->ns, rest * warps) : 0);
+    if (!fwd_fast(f))
+        c *= 2;
+    /* one stage buffer: a barrier more a chunk (1% at the reference
+     * shape), so two where they hold as many blocks */
+    return f->buffers == 1 ? c * 1.02 : c;
+}
+
+/* The modelled fastest shape whose states a thread, channels a block and
+ * stage buffers match ns, bd and buffers (0 matching any); false where
+ * none is valid.  Of equal costs the narrowest block: where the same
+ * warps an SM come as more blocks, their barriers fall at different
+ * times (4 x 512 x 4096: 64 channels a block 1-4% faster than 128,
+ * bench/NOTES.md). */
+static int fwd_best(const sj_device_props *pr, const scan_shape *sh, int ns, int bd, int buffers,
+                    sj_scan_fwd_shape *best)
+{
+    double least = -1;
+    for (int n = 4; n <= 16; n *= 2)
+        for (int w = 16; w <= 128; w *= 2)
+            for (int nb = 2; nb >= 1; --nb) {
+                const sj_scan_fwd_shape f = {n, (int)ceil_div(sh->N, n), w, nb, 1};
+                if ((ns && n != ns) || (bd && w != bd) || (buffers && nb != buffers))
+                    continue;
+                const double c = fwd_cost(pr, &f, sh);
+                if (c >= 0 && (least < 0 || c < least))
+                    least = c, *best = f;
+            }
+    return least >= 0;
+}
+
+/* The shape fwd_cost() models fastest on this device (bench/NOTES.md has
+ * the variants it was fitted to: e.g. 8 states a thread and 128 channels a
+ * block at the reference shape, 4 and 32 at mamba-130m's D = 1536, one
+ * stage buffer where it lets an SM hold more blocks).  A forced part that
+ * leaves no valid shape is ignored, the later ones first.  Where no shape
+ * fits a block's shared memory, 16 channels a block and one buffer, the
+ * least there is, for the launch to report. */
 static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_shape *sh)
 {
-    const int64_t n = sh->N;
+    const sj_device_props *pr = sj_context_props(ctx);
     const int ns = atomic_load_explicit(&forced_ns, memory_order_relaxed),
-              bd = atomic_load_explicit(&forced_bd, memory_order_relaxed);
+              bd = atomic_load_explicit(&forced_bd, memory_order_relaxed),
+              nb = atomic_load_explicit(&forced_buffers, memory_order_relaxed);
     sj_scan_fwd_shape f;
-    const int64_t sms = sj_context_props(ctx)->sm_count;
-    f.ns = n <= 4 ? 4 : n <= 128 ? 8 : 16;
-    if (f.ns == 8 && ceil_div(n, 4) * 16 <= sj_scan_fwd_max_threads(4) && sh->B * sh->D * ceil_div(n, 8) < 256 * sms)
-        f.ns = 4;
-    if ((ns == 4 || ns == 8 || ns == 16) && ceil_div(n, ns) * 16 <= sj_scan_fwd_max_threads(ns))
-        f.ns = ns;
-    f.groups = (int)ceil_div(n, f.ns);
-    const int maxt = sj_scan_fwd_max_threads(f.ns), maxbd = sj_scan_fwd_max_bd(f.ns);
-    f.bd = 16;
-    int64_t least = INT64_MAX;
-    for (int w = 16; w <= maxbd && w * f.groups <= maxt; w *= 2) {
-        const int64_t busiest = ceil_div(sh->B * ceil_div(sh->D, w), sms > 0 ? sms : 1) * w;
-        if (busiest <= least)
-            least = busiest, f.bd = w;
-    }
-    if (bd >= 16 && bd <= maxbd && (bd & (bd - 1)) == 0 && f.groups * bd <= maxt)
-        f.bd = bd;
-    f.out = 1;
-    f.buffers = fwd_buffers(ctx, f, sj_scan_fwd_min_blocks(f.ns));
-    return f;
+    if (fwd_best(pr, sh, ns, bd, nb, &f) || fwd_best(pr, sh, ns, bd, 0, &f) || fwd_best(pr, sh, ns, 0, 0, &f) ||
+        fwd_best(pr, sh, 0, 0, 0, &f))
+        return f;
+    const int n = sh->N <= 128 ? 8 : 16;
+    return (sj_scan_fwd_shape){n, (int)ceil_div(sh->N, n), 16, 1, 1};
 }
 
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)

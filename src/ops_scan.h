@@ -19,10 +19,11 @@ void sj_scan_force_shape(int ns, int bd, int buffers);
 /* The launch shape the forward picks for B sequences of D channels and N
  * states on ctx's device (forced parts included): ns states a thread,
  * groups threads a channel (groups * ns >= N), bd channels a block of
- * groups * bd threads; buffers stage buffers (2, or 1 where two would
- * not leave the kernel's resident blocks room: one more barrier a chunk);
- * out 1 for the forward, 0 for the backward's states-only kernel, which
- * keeps no partial outputs. */
+ * groups * bd threads; buffers stage buffers (2, or 1 where that lets an
+ * SM hold more of the grid's blocks: one more barrier a chunk), the
+ * fastest by a model of the kernels' time an SM fitted on an H200; out 1
+ * for the forward, 0 for the backward's states-only kernel, which keeps
+ * no partial outputs. */
 typedef struct sj_scan_fwd_shape {
     int ns, groups, bd, buffers, out;
 } sj_scan_fwd_shape;
