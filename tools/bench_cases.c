@@ -240,15 +240,18 @@ static ssmjit_selective_scan_desc scan_desc(const state *s, void *const *b)
     return d;
 }
 
-/* dim 0: the reference shape's D; else that D (1536: mamba-130m's d_inner).
- * bwd: 0 forward, 1 backward from the forward's checkpoint, 2 backward
- * that rebuilds the checkpoint (its workspace sized for that). */
+/* dim 0: the reference shape's D; else that D (1536: mamba-130m's d_inner);
+ * batch and len likewise for B and L.  bwd: 0 forward, 1 backward from the
+ * forward's checkpoint, 2 backward that rebuilds the checkpoint (its
+ * workspace sized for that). */
 static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int bwd, int64_t dim,
-                                bench_instance *out)
+                                int64_t batch, int64_t len, bench_instance *out)
 {
     state s = big_shape(ctx, dt, quick, 16);
     if (dim && !quick)
         s.d = dim;
+    if (batch && !quick)
+        s.b = batch, s.l = len;
     size_t es = ssmjit_dtype_size(dt), act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * s.n) * es;
     size_t dn = (size_t)(s.d * s.n) * 4, dv = (size_t)s.d * 4, ckpt = 0;
     void *placeholders[MAX_BUFS];
@@ -281,27 +284,39 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
 
 static ssmjit_status setup_scan_fwd(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
-    return setup_scan(ctx, dt, quick, 0, 0, out);
+    return setup_scan(ctx, dt, quick, 0, 0, 0, 0, out);
 }
 
 static ssmjit_status setup_scan_bwd(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
-    return setup_scan(ctx, dt, quick, 1, 0, out);
+    return setup_scan(ctx, dt, quick, 1, 0, 0, 0, out);
 }
 
 static ssmjit_status setup_scan_bwd_rebuilt(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
-    return setup_scan(ctx, dt, quick, 2, 0, out);
+    return setup_scan(ctx, dt, quick, 2, 0, 0, 0, out);
 }
 
 static ssmjit_status setup_scan_fwd_130m(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
-    return setup_scan(ctx, dt, quick, 0, 1536, out);
+    return setup_scan(ctx, dt, quick, 0, 1536, 0, 0, out);
+}
+
+/* mamba-130m's D for one long sequence and for many short ones: where the
+ * grid leaves an SM few warps or many small blocks (bench/NOTES.md). */
+static ssmjit_status setup_scan_fwd_130m_one(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 0, 1536, 1, 16384, out);
+}
+
+static ssmjit_status setup_scan_fwd_130m_short(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 0, 1536, 64, 256, out);
 }
 
 static ssmjit_status setup_scan_bwd_130m(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
-    return setup_scan(ctx, dt, quick, 1, 1536, out);
+    return setup_scan(ctx, dt, quick, 1, 1536, 0, 0, out);
 }
 
 static ssmjit_status run_scan_fwd(void *p, int r, void *stream)
@@ -421,6 +436,8 @@ const bench_case bench_cases[] = {
     {"selective_scan bwd, checkpoint rebuilt", setup_scan_bwd_rebuilt, run_scan_bwd_rebuilt, teardown, NULL},
     {"selective_state_update", setup_decode, run_decode, teardown, NULL},
     {"selective_scan fwd 130m", setup_scan_fwd_130m, run_scan_fwd, teardown, scan_fwd_variants},
+    {"selective_scan fwd 130m, one sequence", setup_scan_fwd_130m_one, run_scan_fwd, teardown, scan_fwd_variants},
+    {"selective_scan fwd 130m, 64 short", setup_scan_fwd_130m_short, run_scan_fwd, teardown, scan_fwd_variants},
     {"selective_scan bwd 130m", setup_scan_bwd_130m, run_scan_bwd, teardown, NULL},
     {"selective_state_update 130m", setup_decode_130m, run_decode, teardown, NULL},
     {NULL, NULL, NULL, NULL, NULL},
