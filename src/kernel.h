@@ -4,6 +4,8 @@
 #ifndef SSMJIT_KERNEL_H
 #define SSMJIT_KERNEL_H
 
+#include <stdint.h>
+
 #include "cuda_api.h"
 #include "kernels_embedded.h"
 #include "ssmjit.h"
@@ -20,6 +22,10 @@ typedef enum sj_kernel_role {
 typedef struct sj_dim3 {
     unsigned x, y, z;
 } sj_dim3;
+
+/* Grid arithmetic of the ops' launch shapes (b > 0). */
+static inline int64_t sj_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t sj_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 typedef struct sj_device_props {
     int cc_major, cc_minor;

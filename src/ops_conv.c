@@ -165,10 +165,6 @@ static int vector_width(int taps, int bwd)
     return bwd && taps == 8 ? 2 : 4;
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 /* VEC > 1 kernels access VEC elements at once: D, every row stride and
  * every base pointer must be multiples of VEC elements. */
 static int rows_aligned(const ssmjit_matrix *const *acts, int n, int64_t dim, int vec, size_t esize)
@@ -191,29 +187,29 @@ static void make_plan(ssmjit_context *ctx, const ssmjit_conv1d_desc *d, int bwd,
     const sj_device_props *props = sj_context_props(ctx);
     const int taps = taps_of(d->width);
     /* At least one vector, so that D = 0 (a workspace query) divides by nothing. */
-    const int64_t nvec = ceil_div(d->dim > 0 ? d->dim : 1, vector_width(taps, bwd));
-    const int64_t bx = nvec >= THREADS ? THREADS : ceil_div(nvec, 32) * 32, by = THREADS / bx;
+    const int64_t nvec = sj_ceil_div(d->dim > 0 ? d->dim : 1, vector_width(taps, bwd));
+    const int64_t bx = nvec >= THREADS ? THREADS : sj_ceil_div(nvec, 32) * 32, by = THREADS / bx;
     const int64_t resident = (int64_t)props->sm_count * props->max_threads_per_sm;
 
     /* Long chunks read fewer halo tokens; short ones make more threads.
      * Halve down to MIN_CHUNK until the threads fill the device once. */
     int64_t chunk = MAX_CHUNK;
-    while (chunk > MIN_CHUNK && nvec * d->batch * ceil_div(d->seqlen, chunk) < resident)
+    while (chunk > MIN_CHUNK && nvec * d->batch * sj_ceil_div(d->seqlen, chunk) < resident)
         chunk /= 2;
-    const int64_t pairs = d->batch * (d->seqlen > 0 ? ceil_div(d->seqlen, chunk) : 1);
-    const int64_t gx = ceil_div(nvec, bx);
-    int64_t gy = ceil_div(pairs, by);
+    const int64_t pairs = d->batch * (d->seqlen > 0 ? sj_ceil_div(d->seqlen, chunk) : 1);
+    const int64_t gx = sj_ceil_div(nvec, bx);
+    int64_t gy = sj_ceil_div(pairs, by);
     /* The backward keeps one partial-sum row per walker: no more walkers
      * than fill the device, each then takes several pairs. */
     if (bwd)
-        gy = min64(gy, ceil_div(resident, gx * bx * by));
-    gy = min64(gy, GRID_Y_MAX);
+        gy = sj_min64(gy, sj_ceil_div(resident, gx * bx * by));
+    gy = sj_min64(gy, GRID_Y_MAX);
 
     /* The element-wise fallback exists at 8 taps only, for every width. */
     snprintf(p->kernel, sizeof p->kernel, "conv_%s_t%d_v%d_%s", bwd ? "bwd" : "fwd",
              vec == 1 ? 8 : taps, vec, sj_dtype_suffix(d->dtype));
     p->block = (sj_dim3){(unsigned)bx, (unsigned)by, 1};
-    p->grid = (sj_dim3){(unsigned)min64(ceil_div(ceil_div(d->dim, vec), bx), INT32_MAX),
+    p->grid = (sj_dim3){(unsigned)sj_min64(sj_ceil_div(sj_ceil_div(d->dim, vec), bx), INT32_MAX),
                         (unsigned)gy, 1};
     p->chunk = chunk;
     p->rows = gy * by;
@@ -371,7 +367,7 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
     const int64_t ncol = dim * (width + 1);
     void *dweight = grads->dweight, *dbias = grads->dbias;
     void *args[] = {&workspace, &rows, &dim, &width, &dweight, &dbias};
-    sj_dim3 grid = {(unsigned)min64(ceil_div(ncol, REDUCE_THREADS), INT32_MAX), 1, 1};
+    sj_dim3 grid = {(unsigned)sj_min64(sj_ceil_div(ncol, REDUCE_THREADS), INT32_MAX), 1, 1};
     sj_dim3 block = {REDUCE_THREADS, 1, 1};
     return launch(ctx, SJ_MODULE_CONV_BWD, SJ_ROLE_BACKWARD, "conv_bwd_reduce", grid, block, args,
                   stream);
@@ -408,8 +404,8 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx,
     conv_update_args a = {x.data, y.data, weight, bias, conv_state, x.stride, y.stride,
                           desc->batch, desc->seqlen, desc->dim, desc->width, desc->silu != 0};
     void *args[] = {&a};
-    sj_dim3 grid = {(unsigned)min64(ceil_div(desc->dim, THREADS), INT32_MAX),
-                    (unsigned)min64(desc->batch, GRID_Y_MAX), 1};
+    sj_dim3 grid = {(unsigned)sj_min64(sj_ceil_div(desc->dim, THREADS), INT32_MAX),
+                    (unsigned)sj_min64(desc->batch, GRID_Y_MAX), 1};
     sj_dim3 block = {THREADS, 1, 1};
     return launch(ctx, SJ_MODULE_CONV_UPDATE, SJ_ROLE_FORWARD, kernel, grid, block, args, stream);
 }

@@ -70,8 +70,6 @@ void sj_scan_force_shape(int ns, int bd, int buffers)
 
 static uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static size_t align_up(size_t v) { return (v + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
 /* ------------------------------------------------------------------------ */
@@ -159,10 +157,10 @@ static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc
      * checkpoint (a state every SCAN_CHUNK tokens) and the backward's
      * dB/dC partials and accumulators.  With B, D and N bounded above,
      * the per-segment parts cannot take the total past 2^63. */
-    const int64_t token_bytes = 4 * (ceil_div(sh->D * sh->N, SCAN_CHUNK) + ceil_div(sh->D, BWD_BD) * 2 * sh->N +
+    const int64_t token_bytes = 4 * (sj_ceil_div(sh->D * sh->N, SCAN_CHUNK) + sj_ceil_div(sh->D, BWD_BD) * 2 * sh->N +
                                      3 * sh->D + 64);
     SJ_TRY(sj_check_size(sh->B, sh->L, token_bytes, op, "the backward workspace"));
-    sh->nch = ceil_div(sh->L, SCAN_CHUNK);
+    sh->nch = sj_ceil_div(sh->L, SCAN_CHUNK);
     return SSMJIT_OK;
 }
 
@@ -266,22 +264,18 @@ static double fwd_chunk_cycles(int ns, int64_t warps)
 
 /* Blocks of shape f that an SM holds at once: bounded by its threads, by
  * its 64K registers at what the kernel's __launch_bounds__ allow a thread
- * (a multiple of 8, allocated 256 a warp), by its shared memory (1 KB of it the driver's, a
- * block) and by 16 blocks.  Unknown device limits bound nothing. */
+ * (a multiple of 8, allocated 256 a warp), by its shared memory (1 KB of
+ * it the driver's, a block) and by 16 blocks.  Unknown device limits
+ * bound nothing. */
 static int64_t fwd_resident(const sj_device_props *pr, const sj_scan_fwd_shape *f)
 {
-    const int64_t threads = (int64_t)f->bd * f->groups, warps = ceil_div(threads, 32);
+    const int64_t threads = (int64_t)f->bd * f->groups, warps = sj_ceil_div(threads, 32);
     const int64_t per_block = 65536 / ((int64_t)sj_scan_fwd_max_threads(f->ns) * sj_scan_fwd_min_blocks(f->ns));
-    const int64_t regs = (per_block < 255 ? per_block : 255) / 8 * 8, warp_regs = ceil_div(regs * 32, 256) * 256;
-    int64_t r = 16;
-    const int64_t by_threads = (pr->max_threads_per_sm > 0 ? pr->max_threads_per_sm : 2048) / threads,
-                  by_regs = 65536 / warp_regs / warps;
-    r = by_threads < r ? by_threads : r;
-    r = by_regs < r ? by_regs : r;
-    if (pr->max_smem_per_sm > 0) {
-        const int64_t by_smem = pr->max_smem_per_sm / ((int64_t)sj_scan_fwd_smem_bytes(f) + 1024);
-        r = by_smem < r ? by_smem : r;
-    }
+    const int64_t regs = sj_min64(per_block, 255) / 8 * 8, warp_regs = sj_ceil_div(regs * 32, 256) * 256;
+    int64_t r = sj_min64(16, (pr->max_threads_per_sm > 0 ? pr->max_threads_per_sm : 2048) / threads);
+    r = sj_min64(r, 65536 / warp_regs / warps);
+    if (pr->max_smem_per_sm > 0)
+        r = sj_min64(r, pr->max_smem_per_sm / ((int64_t)sj_scan_fwd_smem_bytes(f) + 1024));
     return r;
 }
 
@@ -294,8 +288,8 @@ static int64_t fwd_resident(const sj_device_props *pr, const sj_scan_fwd_shape *
 static int fwd_fast(const sj_scan_fwd_shape *f)
 {
     const int64_t threads = (int64_t)f->bd * f->groups;
-    const int64_t td = ceil_div(SCAN_CHUNK * f->bd / 4, threads),
-                  bc = ceil_div(2 * SCAN_CHUNK * ((int64_t)f->groups * f->ns / 4), threads);
+    const int64_t td = sj_ceil_div(SCAN_CHUNK * f->bd / 4, threads),
+                  bc = sj_ceil_div(2 * SCAN_CHUNK * ((int64_t)f->groups * f->ns / 4), threads);
     return td <= f->ns / 4 && bc <= f->ns / 4;
 }
 
@@ -309,10 +303,10 @@ static double fwd_cost(const sj_device_props *pr, const sj_scan_fwd_shape *f, co
     if (f->bd > sj_scan_fwd_max_bd(f->ns) || threads > sj_scan_fwd_max_threads(f->ns) ||
         (pr->max_smem_per_block_optin > 0 && sj_scan_fwd_smem_bytes(f) > (unsigned)pr->max_smem_per_block_optin))
         return -1;
-    const int64_t r = fwd_resident(pr, f), warps = ceil_div(threads, 32);
+    const int64_t r = fwd_resident(pr, f), warps = sj_ceil_div(threads, 32);
     if (r < 1)
         return -1;
-    const int64_t per_sm = ceil_div(sh->B * ceil_div(sh->D, f->bd), pr->sm_count > 0 ? pr->sm_count : 1);
+    const int64_t per_sm = sj_ceil_div(sh->B * sj_ceil_div(sh->D, f->bd), pr->sm_count > 0 ? pr->sm_count : 1);
     const int64_t full = per_sm / r, rest = per_sm % r;
     double c = (double)full * fwd_chunk_cycles(f->ns, r * warps) + (rest ? fwd_chunk_cycles(f->ns, rest * warps) : 0);
     if (!fwd_fast(f))
@@ -335,7 +329,7 @@ static int fwd_best(const sj_device_props *pr, const scan_shape *sh, int ns, int
     for (int n = 4; n <= 16; n *= 2)
         for (int w = 16; w <= 128; w *= 2)
             for (int nb = 2; nb >= 1; --nb) {
-                const sj_scan_fwd_shape f = {n, (int)ceil_div(sh->N, n), w, nb, 1};
+                const sj_scan_fwd_shape f = {n, (int)sj_ceil_div(sh->N, n), w, nb, 1};
                 if ((ns && n != ns) || (bd && w != bd) || (buffers && nb != buffers))
                     continue;
                 const double c = fwd_cost(pr, &f, sh);
@@ -363,7 +357,7 @@ static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_sha
         fwd_best(pr, sh, 0, 0, 0, &f))
         return f;
     const int n = sh->N <= 128 ? 8 : 16;
-    return (sj_scan_fwd_shape){n, (int)ceil_div(sh->N, n), 16, 1, 1};
+    return (sj_scan_fwd_shape){n, (int)sj_ceil_div(sh->N, n), 16, 1, 1};
 }
 
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
@@ -403,8 +397,8 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
     p->G = f.groups;
     p->BD = f.bd;
     p->buffers = f.buffers;
-    sj_dim3 grid = {(unsigned)ceil_div(sh->D, f.bd), (unsigned)sh->B,
-                    (unsigned)ceil_div(sh->N, (int64_t)f.groups * f.ns)};
+    sj_dim3 grid = {(unsigned)sj_ceil_div(sh->D, f.bd), (unsigned)sh->B,
+                    (unsigned)sj_ceil_div(sh->N, (int64_t)f.groups * f.ns)};
     sj_dim3 block = {(unsigned)(f.bd * f.groups), 1, 1};
     void *args[] = {p};
     return sj_launch(ctx, fn, grid, block, sj_scan_fwd_smem_bytes(&f), stream, args);
@@ -454,8 +448,8 @@ typedef struct bwd_layout {
 static bwd_layout bwd_layout_for(const ssmjit_selective_scan_desc *desc, const scan_shape *sh)
 {
     bwd_layout w;
-    w.ndblk = ceil_div(sh->D, BWD_BD);
-    w.nblocks = ceil_div(sh->N, BWD_NBLK);
+    w.ndblk = sj_ceil_div(sh->D, BWD_BD);
+    w.nblocks = sj_ceil_div(sh->N, BWD_NBLK);
     const size_t f = sizeof(float), B = (size_t)sh->B, L = (size_t)sh->L, D = (size_t)sh->D,
                  N = (size_t)sh->N;
     size_t off = 0;
@@ -538,7 +532,7 @@ static ssmjit_status get_bwd_kernel(ssmjit_context *ctx, const char *kernel, con
 
 static sj_dim3 flat_grid(int64_t items)
 {
-    int64_t blocks = ceil_div(items, FLAT_THREADS);
+    int64_t blocks = sj_ceil_div(items, FLAT_THREADS);
     sj_dim3 g = {(unsigned)(blocks < FLAT_MAX_GRID ? blocks : FLAT_MAX_GRID), 1, 1};
     return g;
 }
@@ -683,7 +677,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, cons
     p.log2G = 0;
     while (p.log2G < 5 && ((int64_t)per_lane << p.log2G) < N)
         p.log2G++;
-    const int64_t blocks = ceil_div(D << p.log2G, FLAT_THREADS);
+    const int64_t blocks = sj_ceil_div(D << p.log2G, FLAT_THREADS);
     if (blocks > INT32_MAX)
         return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: dim = %lld is too large", op, (long long)D);
     char name[48];
