@@ -389,22 +389,51 @@ typedef struct ssmjit_selective_scan_desc {
     void *final_state;           /* optional [S, D, N] f32 */
     void *checkpoint;            /* optional: states the backward restarts from, written
                                     by the forward, read by the backward (see below) */
+    void *split_workspace;       /* optional forward scratch: lets a forward with few
+                                    batch rows split L (ssmjit_selective_scan_fwd_split_size) */
+    size_t split_workspace_bytes;
 } ssmjit_selective_scan_desc;
 
 /* Bytes of desc->checkpoint: f32 states every 16 tokens,
- * B * (ceil(L / 16) - 1) * D * N * 4.  The forward needs no other
- * workspace.  Errors: SSMJIT_ERR_INVALID_ARG (desc or bytes NULL, a bad
+ * B * (ceil(L / 16) - 1) * D * N * 4.  (The forward's other, optional
+ * scratch is desc->split_workspace, below.)  Errors: SSMJIT_ERR_INVALID_ARG (desc or bytes NULL, a bad
  * extent); SSMJIT_ERR_UNSUPPORTED as for the forward. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
                                                                   size_t *bytes);
 
+/* Bytes of desc->split_workspace with which the forward on ctx's device
+ * splits L, or 0 where it would not.  A forward's blocks each take
+ * channels of one batch row and walk its L tokens in order, so few rows
+ * of few channels (one sequence at mamba-130m's D = 1536: 48 blocks for
+ * 132 SMs) leave most of the GPU idle.  With the workspace, such a
+ * forward cuts each row into S segments, scans them all from a zero state
+ * at once, carries the states across the segments (each segment's decay
+ * is exp(A sum dt)), then scans them again from the carried states: twice
+ * the work on S times the blocks, where a model of the kernels' time on
+ * this device says that pays (bench/NOTES.md: one sequence of 16384
+ * tokens at D = 1536 about 2.7 times faster).  Never with cu_seqlens or a
+ * checkpoint, nor with several batch rows whose L has no suitable divisor.
+ * The size is B * S * D * (N + 1) * 4 bytes and a little more (S <= 64).
+ * Errors: as ssmjit_selective_scan_fwd_workspace_size, plus
+ * SSMJIT_ERR_INVALID_ARG for a NULL ctx. */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_split_size(ssmjit_context *ctx,
+                                                              const ssmjit_selective_scan_desc *desc,
+                                                              size_t *bytes);
+
 /* Forward.  Writes y, and final_state and checkpoint when their pointers
  * are set.  y must not overlap an input.  D = 0 or B = 0 is a no-op; L = 0
- * writes only final_state (= initial_state or 0).
+ * writes only final_state (= initial_state or 0).  With
+ * desc->split_workspace set (device memory, 4-byte aligned, of
+ * split_workspace_bytes bytes) the forward splits L where
+ * ssmjit_selective_scan_fwd_split_size() gives a nonzero size, which
+ * split_workspace_bytes must then reach; elsewhere the field is ignored.
+ * A split forward writes y twice (its first pass's values are
+ * overwritten) and differs from an unsplit one by rounding only.
  * Errors: SSMJIT_ERR_INVALID_ARG naming the field (NULL required pointer,
  * negative extent, N outside 1..256, stride below the row width, unknown
- * dtype, batch != 1 or num_seqs < 1 with cu_seqlens); SSMJIT_ERR_UNSUPPORTED
- * for batch > 65535, D > 2^31-1, or extents whose activations, states or
+ * dtype, batch != 1 or num_seqs < 1 with cu_seqlens, a split workspace
+ * misaligned or below the size it needs); SSMJIT_ERR_UNSUPPORTED for
+ * batch > 65535, D > 2^31-1, or extents whose activations, states or
  * backward workspace would pass 2^62 elements or bytes. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx,
                                                    const ssmjit_selective_scan_desc *desc,

@@ -27,3 +27,84 @@ SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)
  * some 130 KB to the module, and about 0.25 ms to a warm start that loads
  * every module (bench/NOTES.md). */
 SJ_SCAN_FWD_KERNEL(scan_fwd_pair, true, 8, true, 256, 2, 128, sj_bf16, bf16)
+
+/* ------------------------------------------------------------------------ */
+/* The forward split over L (src/ops_scan.c, split_plan_for)                */
+/* ------------------------------------------------------------------------ */
+/*
+ * Each batch row's tokens as S segments of Ls, the segments of all rows
+ * R = B S rows of a [R, Ls] view: scan_fwd scans them from a zero state
+ * (their final states into st), these kernels carry the states across
+ * the segments, and scan_fwd scans them again from the carried states.
+ * Over a segment the state entering it decays by prod_t exp(dt_t A) =
+ * exp(A sum_t dt_t), so the carry needs only each segment's sum of dt.
+ */
+
+#define SJ_SPLIT_CH 64    /* channels a block of scan_split_dtsum */
+#define SJ_SPLIT_SLICES 4 /* its threads a channel, each summing every 4th token */
+
+/* dtsum[r, d] = sum over the Ls tokens of view row r of dt[d] as the
+ * forward computes it (softplus(delta + delta_bias), or without softplus).
+ * The slices' sums meet in a fixed order: the result is reproducible. */
+template <typename T>
+__device__ __forceinline__ void sj_scan_split_dtsum(const void *delta, sj_i64 sdelta, const float *dbias,
+                                                    sj_i64 softplus, sj_i64 Ls, sj_i64 D, float *dtsum)
+{
+    __shared__ float part[SJ_SPLIT_SLICES][SJ_SPLIT_CH];
+    const int c = threadIdx.x % SJ_SPLIT_CH, k = threadIdx.x / SJ_SPLIT_CH;
+    const sj_i64 r = blockIdx.y, d = (sj_i64)blockIdx.x * SJ_SPLIT_CH + c;
+    float s = 0.0f;
+    if (d < D) {
+        const float bias = dbias ? dbias[d] : 0.0f;
+        const T *x = (const T *)delta + r * Ls * sdelta + d;
+        for (sj_i64 t = k; t < Ls; t += SJ_SPLIT_SLICES) {
+            const float v = sj_to_float(x[t * sdelta]) + bias;
+            s += softplus ? sj_softplus(v) : v;
+        }
+    }
+    part[k][c] = s;
+    __syncthreads();
+    if (k == 0 && d < D) {
+        float sum = part[0][c];
+#pragma unroll
+        for (int q = 1; q < SJ_SPLIT_SLICES; ++q)
+            sum += part[q][c];
+        dtsum[r * D + d] = sum;
+    }
+}
+
+#define SJ_SCAN_SPLIT_KERNEL(T, sfx, unused)                                                                 \
+    extern "C" __global__ void __launch_bounds__(SJ_SPLIT_CH * SJ_SPLIT_SLICES)                               \
+        scan_split_dtsum_##sfx(const void *delta, sj_i64 sdelta, const float *dbias, sj_i64 softplus,         \
+                               sj_i64 Ls, sj_i64 D, float *dtsum)                                             \
+    {                                                                                                         \
+        sj_scan_split_dtsum<T>(delta, sdelta, dbias, softplus, Ls, D, dtsum);                                 \
+    }
+
+SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_KERNEL, 0)
+
+/* For each (batch row b, channel d, state n), segments s = 0 .. S-1 in
+ * order: st[b S + s] holds the segment's final state from a zero start
+ * and is replaced by the state entering it, starting from init[b] (or 0);
+ * last[b] (when given) gets the state after the last segment.  The decay
+ * is the scan's own 2^(dt A log2 e) over the segment's summed dt. */
+extern "C" __global__ void scan_split_carry(const float *A, const float *init, const float *dtsum, float *st,
+                                            float *last, sj_i64 B, sj_i64 S, sj_i64 D, sj_i64 N)
+{
+    const sj_i64 DN = D * N;
+    for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < B * DN;
+         e += (sj_i64)gridDim.x * blockDim.x) {
+        const sj_i64 b = e / DN, dn = e % DN, d = dn / N;
+        const float a2 = A[dn] * SJ_LOG2E;
+        float h = init ? init[e] : 0.0f;
+        for (sj_i64 s = 0; s < S; ++s) {
+            const sj_i64 r = b * S + s;
+            float *at = st + r * DN + dn;
+            const float seg = *at;
+            *at = h;
+            h = fmaf(sj_exp2_ftz(a2 * dtsum[r * D + d]), h, seg);
+        }
+        if (last)
+            last[e] = h;
+    }
+}

@@ -59,7 +59,7 @@ typedef struct sj_update_params {
 } sj_update_params;
 _Static_assert(sizeof(sj_update_params) == 22 * 8, "layout of sj_update_params in state_update.cu");
 
-static atomic_int forced_ns, forced_bd, forced_buffers;
+static atomic_int forced_ns, forced_bd, forced_buffers, forced_split;
 
 void sj_scan_force_shape(int ns, int bd, int buffers)
 {
@@ -68,9 +68,21 @@ void sj_scan_force_shape(int ns, int bd, int buffers)
     atomic_store_explicit(&forced_buffers, buffers, memory_order_relaxed);
 }
 
+void sj_scan_force_split(int segments)
+{
+    atomic_store_explicit(&forced_split, segments, memory_order_relaxed);
+}
+
 static uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
 
 static size_t align_up(size_t v) { return (v + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
+
+static sj_dim3 flat_grid(int64_t items)
+{
+    int64_t blocks = sj_ceil_div(items, FLAT_THREADS);
+    sj_dim3 g = {(unsigned)(blocks < FLAT_MAX_GRID ? blocks : FLAT_MAX_GRID), 1, 1};
+    return g;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Descriptor checks                                                        */
@@ -404,6 +416,214 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
     return sj_launch(ctx, fn, grid, block, sj_scan_fwd_smem_bytes(&f), stream, args);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Forward split over L (kernels_src/scan_fwd.cu says how)                  */
+/* ------------------------------------------------------------------------ */
+
+#define SPLIT_MAX 64        /* segments a row */
+#define SPLIT_MIN_TOKENS 64 /* a segment's least tokens, unless forced */
+#define SPLIT_CH 64         /* SJ_SPLIT_CH, SJ_SPLIT_SLICES of scan_split_dtsum */
+#define SPLIT_SLICES 4
+/* A split must beat the unsplit forward's modelled time by a tenth: the
+ * model was fitted to within 3.4% of the measured variants. */
+#define SPLIT_GAIN 0.9
+
+/* S segments of Ls tokens a row, then (one row only) the last tail
+ * tokens, which run as one more sequence from the carried state; S = 1:
+ * no split.  Byte offsets of the workspace's parts: the segments' states
+ * [B S, D, N], the state entering the tail [D, N], the segments' sums of
+ * dt [B S, D]. */
+typedef struct split_plan {
+    int64_t S, Ls, tail;
+    size_t st, last, dtsum, bytes;
+} split_plan;
+
+static split_plan split_layout(const scan_shape *sh, int64_t S)
+{
+    split_plan w = {S, sh->L / S, sh->B == 1 ? sh->L % S : 0, 0, 0, 0, 0};
+    const size_t R = (size_t)(sh->B * S), DN = (size_t)(sh->D * sh->N), f = sizeof(float);
+    size_t off = align_up(R * DN * f);
+    w.last = off;
+    off += align_up(w.tail ? DN * f : 0);
+    w.dtsum = off;
+    off += align_up(R * (size_t)sh->D * f);
+    w.bytes = off;
+    return w;
+}
+
+/* Whether the rows of sh can be cut into S segments: several rows only
+ * into equal ones (the segments of all rows then form one [B S, L / S]
+ * view of every tensor). */
+static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens)
+{
+    return S >= 2 && S <= SPLIT_MAX && sh->B * S <= SCAN_MAX_BATCH && sh->L / S >= min_tokens &&
+           (sh->B == 1 || sh->L % S == 0);
+}
+
+/* Modelled cycles of the busiest SM for the forward over B rows of L
+ * tokens of sh's channels and states: fwd_cost() a chunk, a partial last
+ * chunk counted twice (it takes the general path, not the fast one). */
+static double fwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_t B, int64_t L)
+{
+    scan_shape v = *sh;
+    v.B = B;
+    v.L = L;
+    sj_scan_fwd_shape f;
+    if (!fwd_best(pr, &v, 0, 0, 0, &f))
+        return -1;
+    return fwd_cost(pr, &f, &v) * (double)(L / SCAN_CHUNK + (L % SCAN_CHUNK ? 2 : 0));
+}
+
+/* The split that the model times fastest, or none: twice the forward
+ * over the segments, the tail, and for the three launches more and the
+ * sums of dt (an element's softplus some 16 instructions, issued a warp a
+ * cycle on each of an SM's 4 schedulers) a rough estimate.  Never with
+ * cu_seqlens (its segments would need carrying across the sequences'
+ * starts) or a checkpoint (the backward's layout of it knows no
+ * segments). */
+static split_plan split_plan_for(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                 const scan_shape *sh)
+{
+    const split_plan none = {1, sh->L, 0, 0, 0, 0, 0};
+    if (desc->cu_seqlens || desc->checkpoint || !sh->active)
+        return none;
+    const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
+    if (forced == 1)
+        return none;
+    if (forced > 1)
+        return split_fits(sh, forced, 1) ? split_layout(sh, forced) : none;
+    const sj_device_props *pr = sj_context_props(ctx);
+    const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
+    const double overhead = 3 * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+    double cost[SPLIT_MAX + 1], least = -1;
+    for (int64_t S = 2; S <= SPLIT_MAX; S++) {
+        cost[S] = -1;
+        if (!split_fits(sh, S, SPLIT_MIN_TOKENS))
+            continue;
+        const int64_t tail = sh->B == 1 ? sh->L % S : 0;
+        const double seg = fwd_cycles(pr, sh, sh->B * S, sh->L / S), rest = tail ? fwd_cycles(pr, sh, 1, tail) : 0;
+        if (seg > 0 && rest >= 0)
+            cost[S] = 2 * seg + rest + overhead;
+        if (cost[S] > 0 && (least < 0 || cost[S] < least))
+            least = cost[S];
+    }
+    const double unsplit = fwd_cycles(pr, sh, sh->B, sh->L);
+    if (least < 0 || unsplit < 0 || least >= unsplit * SPLIT_GAIN)
+        return none;
+    /* Once the segments fill every SM more of them cost the same work in
+     * smaller waves: the fewest segments within 3% of the least time (a
+     * smaller workspace, longer segments). */
+    int64_t S = 2;
+    while (!(cost[S] > 0 && cost[S] <= least * 1.03))
+        S++;
+    return split_layout(sh, S);
+}
+
+int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N)
+{
+    scan_shape sh = {0};
+    sh.B = sh.S = B;
+    sh.L = L;
+    sh.D = D;
+    sh.N = N;
+    sh.active = B > 0 && L > 0 && D > 0;
+    const ssmjit_selective_scan_desc desc = {0};
+    return split_plan_for(ctx, &desc, &sh).S;
+}
+
+/* Element `row` (a token) of x's rows, as a device address (0 for NULL). */
+static uint64_t row_at(const void *x, int64_t row, int64_t stride, size_t elem)
+{
+    return x ? dptr(x) + (uint64_t)(row * stride) * elem : 0;
+}
+
+static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                        const scan_shape *v, float *dtsum, void *stream)
+{
+    char name[48];
+    snprintf(name, sizeof name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
+    CUfunction fn;
+    SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, name, &fn));
+    uint64_t delta = dptr(desc->delta.data), dbias = dptr(desc->delta_bias), out = dptr(dtsum);
+    int64_t sdelta = v->sdelta, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
+    void *args[] = {&delta, &sdelta, &dbias, &softplus, &Ls, &D, &out};
+    sj_dim3 grid = {(unsigned)sj_ceil_div(D, SPLIT_CH), (unsigned)v->B, 1};
+    sj_dim3 block = {SPLIT_CH * SPLIT_SLICES, 1, 1};
+    return sj_launch(ctx, fn, grid, block, 0, stream, args);
+}
+
+static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                        const scan_shape *sh, int64_t S, float *st, float *dtsum, void *last,
+                                        void *stream)
+{
+    CUfunction fn;
+    SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_split_carry", &fn));
+    uint64_t A = dptr(desc->A), init = dptr(desc->initial_state), sums = dptr(dtsum), states = dptr(st),
+             out = dptr(last);
+    int64_t B = sh->B, D = sh->D, N = sh->N;
+    void *args[] = {&A, &init, &sums, &states, &out, &B, &S, &D, &N};
+    sj_dim3 block = {FLAT_THREADS, 1, 1};
+    return sj_launch(ctx, fn, flat_grid(B * D * N), block, 0, stream, args);
+}
+
+/* The forward over the segments of plan sp (see split_plan_for). */
+static ssmjit_status fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+                               const split_plan *sp, void *stream)
+{
+    char *ws = desc->split_workspace;
+    float *st = (float *)(ws + sp->st), *last = (float *)(ws + sp->last), *dtsum = (float *)(ws + sp->dtsum);
+    scan_shape v = *sh;
+    v.B = v.S = sh->B * sp->S;
+    v.L = sp->Ls;
+    v.nch = sj_ceil_div(v.L, SCAN_CHUNK);
+    const sj_scan_fwd_shape f = fwd_shape_for(ctx, &v);
+    sj_scan_params p = scan_params(desc, &v);
+    p.y = dptr(desc->y.data);
+    p.sy = sh->sy;
+    p.init = 0;
+    p.final_state = dptr(st);
+    SJ_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", f, desc->dtype, &v, &p, stream));
+    SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, stream));
+    SJ_TRY(launch_split_carry(ctx, desc, sh, sp->S, st, dtsum, sp->tail ? last : desc->final_state, stream));
+    p.init = dptr(st);
+    p.final_state = 0;
+    SJ_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", f, desc->dtype, &v, &p, stream));
+    if (!sp->tail)
+        return SSMJIT_OK;
+    /* The one row's last tokens, from the state the carry left them. */
+    scan_shape t = *sh;
+    t.L = sp->tail;
+    t.nch = sj_ceil_div(t.L, SCAN_CHUNK);
+    const int64_t r0 = sp->S * sp->Ls;
+    const size_t es = ssmjit_dtype_size(desc->dtype);
+    sj_scan_params q = scan_params(desc, &t);
+    q.u = row_at(desc->u.data, r0, sh->su, es);
+    q.delta = row_at(desc->delta.data, r0, sh->sdelta, es);
+    q.z = row_at(desc->z.data, r0, sh->sz, es);
+    q.B = row_at(desc->B.data, r0, sh->sB, es);
+    q.C = row_at(desc->C.data, r0, sh->sC, es);
+    q.y = row_at(desc->y.data, r0, sh->sy, es);
+    q.sy = sh->sy;
+    q.init = dptr(last);
+    q.final_state = dptr(desc->final_state);
+    return launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", fwd_shape_for(ctx, &t), desc->dtype, &t,
+                      &q, stream);
+}
+
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_split_size(ssmjit_context *ctx,
+                                                              const ssmjit_selective_scan_desc *desc,
+                                                              size_t *bytes)
+{
+    const char *op = "ssmjit_selective_scan_fwd_split_size";
+    scan_shape sh;
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
+    SJ_TRY(check_scan(op, desc, 0, &sh));
+    const split_plan sp = split_plan_for(ctx, desc, &sh);
+    *bytes = sp.S > 1 ? sp.bytes : 0;
+    return SSMJIT_OK;
+}
+
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
                                                                   size_t *bytes)
 {
@@ -425,6 +645,18 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
     /* Without tokens only the final states (= initial states) remain. */
     if (sh.D == 0 || sh.B == 0 || (!sh.active && !desc->final_state))
         return SSMJIT_OK;
+    if (desc->split_workspace) {
+        const split_plan sp = split_plan_for(ctx, desc, &sh);
+        if (sp.S > 1) {
+            if ((uintptr_t)desc->split_workspace % sizeof(float))
+                return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->split_workspace is not 4-byte aligned", op);
+            if (desc->split_workspace_bytes < sp.bytes)
+                return sj_error(SSMJIT_ERR_INVALID_ARG,
+                                "%s: desc->split_workspace_bytes = %zu is below the %zu bytes the split needs", op,
+                                desc->split_workspace_bytes, sp.bytes);
+            return fwd_split(ctx, desc, &sh, &sp, stream);
+        }
+    }
     sj_scan_params p = scan_params(desc, &sh);
     p.y = dptr(desc->y.data);
     p.sy = sh.sy;
@@ -528,13 +760,6 @@ static ssmjit_status get_bwd_kernel(ssmjit_context *ctx, const char *kernel, con
     char name[48];
     snprintf(name, sizeof name, suffix ? "%s_%s" : "%s", kernel, suffix);
     return sj_kernel_get(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, name, fn);
-}
-
-static sj_dim3 flat_grid(int64_t items)
-{
-    int64_t blocks = sj_ceil_div(items, FLAT_THREADS);
-    sj_dim3 g = {(unsigned)(blocks < FLAT_MAX_GRID ? blocks : FLAT_MAX_GRID), 1, 1};
-    return g;
 }
 
 /* dA, dD, ddelta_bias from the per-row partials (zeros when B = 0). */

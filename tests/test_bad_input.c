@@ -271,6 +271,29 @@ static ssmjit_status scan_fwd_ws(args *a)
     return ssmjit_selective_scan_fwd_workspace_size(&a->scan, &a->out->bytes);
 }
 
+static ssmjit_status scan_split_size(args *a)
+{
+    return ssmjit_selective_scan_fwd_split_size(a->ctx, &a->scan, &a->out->bytes);
+}
+
+/* One sequence of 16384 tokens of 8 channels, without a checkpoint: a
+ * forward the split serves on the stand-in's H100. */
+static ssmjit_status scan_fwd_split(args *a)
+{
+    a->scan.batch = 1;
+    a->scan.seqlen = 16384;
+    a->scan.checkpoint = NULL;
+    return scan_fwd(a);
+}
+
+/* The same with room for its split: as far as the kernels. */
+static ssmjit_status scan_fwd_split_room(args *a)
+{
+    a->scan.split_workspace = DEV;
+    a->scan.split_workspace_bytes = (size_t)P(40);
+    return scan_fwd_split(a);
+}
+
 static ssmjit_status scan_bwd_ws(args *a)
 {
     return ssmjit_selective_scan_bwd_workspace_size(&a->scan, &a->out->bytes);
@@ -796,6 +819,22 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(scan_fwd_ws_workspace_overflow, UNSUPPORTED, "the backward workspace is too large",                 \
       a->scan.batch = 1; a->scan.seqlen = 113025454; a->scan.dim = INT32_MAX; a->scan.dstate = 256;       \
       return scan_fwd_ws(a))                                                                              \
+    X(scan_split_size_ctx_null, INVALID_ARG, "ssmjit_selective_scan_fwd_split_size: ctx is NULL",         \
+      a->ctx = NULL; return scan_split_size(a))                                                           \
+    X(scan_split_size_desc_null, INVALID_ARG, "ssmjit_selective_scan_fwd_split_size: desc is NULL",       \
+      return ssmjit_selective_scan_fwd_split_size(a->ctx, NULL, &a->out->bytes))                          \
+    X(scan_split_size_bytes_null, INVALID_ARG, "ssmjit_selective_scan_fwd_split_size: bytes is NULL",     \
+      return ssmjit_selective_scan_fwd_split_size(a->ctx, &a->scan, NULL))                                \
+    X(scan_split_size_dim_negative, INVALID_ARG,                                                          \
+      "ssmjit_selective_scan_fwd_split_size: desc->dim = -1 is negative", a->scan.dim = -1;               \
+      return scan_split_size(a))                                                                          \
+    X(scan_fwd_split_workspace_small, INVALID_ARG,                                                        \
+      "ssmjit_selective_scan_fwd: desc->split_workspace_bytes = 16 is below the * bytes the split needs", \
+      a->scan.split_workspace = DEV; a->scan.split_workspace_bytes = 16; return scan_fwd_split(a))        \
+    X(scan_fwd_split_workspace_misaligned, INVALID_ARG,                                                   \
+      "ssmjit_selective_scan_fwd: desc->split_workspace is not 4-byte aligned",                           \
+      a->scan.split_workspace = MISALIGNED; a->scan.split_workspace_bytes = (size_t)P(40);                \
+      return scan_fwd_split(a))                                                                           \
     X(scan_bwd_grads_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads is NULL",                       \
       return ssmjit_selective_scan_bwd(a->ctx, &a->scan, NULL, a->workspace, a->workspace_bytes, NULL))   \
     X(scan_bwd_dy_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads->dy.data is NULL",                 \
@@ -1264,6 +1303,7 @@ static void test_valid_base_arguments(void **state)
         {"state_update", state_update, 0}, {"embed_fwd", embed_fwd, 0},     {"embed_bwd", embed_bwd, 0},
         {"xent", xent, 0},               {"argmax", argmax, 0},           {"neg_exp", neg_exp, 0},
         {"mul", mul, 0},                 {"conv_state_fill", conv_state4, 0},
+        {"scan_split_size", scan_split_size, 1}, {"scan_fwd_split_room", scan_fwd_split_room, 0},
     };
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         outputs out;

@@ -72,6 +72,7 @@ typedef struct scase {
     int ns; /* forced states per thread of the forward, 0 = automatic */
     int bd; /* forced channels per block of the forward, 0 = automatic */
     int buffers; /* forced stage buffers of the forward kernels, 0 = automatic */
+    int split; /* forced segments of the forward's split over L, with a split workspace; 0 = none */
 } scase;
 
 /* Everything the GPU computed, widened to double (NULL where not asked). */
@@ -169,9 +170,23 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(&desc, &ck_bytes), SSMJIT_OK);
     if (c->checkpoint)
         desc.checkpoint = CK = poisoned_workspace(ck_bytes);
+    void *SW = NULL;
+    if (c->split) {
+        /* where the split can be made it must be, into poisoned scratch */
+        const int can = (o->B == 1 || o->L % (size_t)c->split == 0) && o->L >= (size_t)c->split &&
+                        !c->checkpoint && !o->cu_seqlens;
+        sj_scan_force_split(c->split);
+        size_t bytes;
+        assert_int_equal(ssmjit_selective_scan_fwd_split_size(ctx, &desc, &bytes), SSMJIT_OK);
+        if ((bytes > 0) != can)
+            fail_msg("split into %d: %zu bytes of workspace, expected %s", c->split, bytes, can ? "some" : "none");
+        desc.split_workspace = SW = bytes ? poisoned_workspace(bytes) : NULL;
+        desc.split_workspace_bytes = bytes;
+    }
     sj_scan_force_shape(c->ns, c->bd, c->buffers);
     ssmjit_status st = ssmjit_selective_scan_fwd(ctx, &desc, NULL);
     sj_scan_force_shape(0, 0, 0);
+    sj_scan_force_split(0);
     if (st != SSMJIT_OK)
         fail_msg("forward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
 
@@ -209,7 +224,7 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     gu_view *v[] = {&Y, &DU, &DDL, &DB, &DC, &DZ};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         gu_view_free(v[i]);
-    void *p[] = {FIN, CK, WS, gr.dA, gr.dD, gr.ddelta_bias, gr.d_initial_state};
+    void *p[] = {FIN, CK, WS, SW, gr.dA, gr.dD, gr.ddelta_bias, gr.d_initial_state};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         gu_free(p[i]);
     free_inputs(&d);
@@ -282,7 +297,7 @@ static void check_case(ssmjit_context *ctx, const scase *c)
 
 static scase all_options(ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N)
 {
-    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0, 0, 0};
     return c;
 }
 
@@ -309,7 +324,7 @@ static void test_options(void **state)
             scase e = {dtypes[t],
                        {2, 37, 70, 16, opt == 1, opt == 2, opt == 3 || opt == 4, opt == 4 || opt == 5,
                         opt == 6, opt == 7, NULL, 0},
-                       opt == 7 || opt == 8, opt == 8, 0, 0, 0, 0};
+                       opt == 7 || opt == 8, opt == 8, 0, 0, 0, 0, 0};
             check_case(ctx, &e);
             e.ns = 8;
             check_case(ctx, &e);
@@ -394,6 +409,40 @@ static void test_block_widths(void **state)
                 c.ns = variants[(t + w) % 3];
                 c.bd = widths[w];
                 c.buffers = 1 + (int)((i + w) % 2);
+                check_case(ctx, &c);
+            }
+    ssmjit_context_destroy(ctx);
+}
+
+/* The forward split over L, forced (the automatic choice splits only
+ * long sequences of few channels, test_scan_shape): one row with tokens
+ * left after its segments, several rows cut evenly, segments shorter than
+ * a chunk, more states than one group holds, strided views; every dtype
+ * with every option and with none.  Rows that the segments do not divide
+ * evenly are not split, and still right. */
+static void test_split(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    tu_seed();
+    static const struct {
+        size_t B, L, D, N;
+        int S, strided;
+    } cases[] = {
+        {1, 1000, 70, 16, 3, 0}, {1, 2049, 45, 4, 16, 0}, {2, 96, 70, 16, 4, 0}, {3, 640, 33, 17, 64, 0},
+        {1, 5000, 33, 16, 64, 0}, {1, 300, 200, 16, 5, 1}, {2, 97, 40, 16, 4, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (size_t t = 0; t < 3; t++)
+            for (int none = 0; none < 2; none++) {
+                scase c = all_options(dtypes[t], cases[i].B, cases[i].L, cases[i].D, cases[i].N);
+                if (none)
+                    c.o = (ref_scan_options){cases[i].B, cases[i].L, cases[i].D, cases[i].N, 0, 0, 0, 0, 0, 0,
+                                             NULL, 0};
+                c.checkpoint = 0;
+                c.final_state = !none;
+                c.strided = cases[i].strided;
+                c.split = cases[i].S;
                 check_case(ctx, &c);
             }
     ssmjit_context_destroy(ctx);
@@ -523,7 +572,7 @@ static void test_deterministic(void **state)
 static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N,
                                int opts)
 {
-    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0, 0, 0};
     ref_scan_inputs in = ref_scan_random(&c.o);
     dinputs d = upload_inputs(&c, &in);
     ssmjit_selective_scan_desc desc = make_desc(&c, &d);
@@ -886,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_state_sizes),
         cmocka_unit_test(test_block_widths),
         cmocka_unit_test(test_strided),
+        cmocka_unit_test(test_split),
         cmocka_unit_test(test_packed),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_decode),

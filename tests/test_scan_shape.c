@@ -157,6 +157,43 @@ static void test_stage_buffers(void **state)
             }
 }
 
+/* The forward's split over L on an H200: where one or two sequences of
+ * few channels leave SMs idle, and nowhere the grid already fills the
+ * GPU, nor on a GPU of one SM, nor in segments shorter than 64 tokens or
+ * (several rows) uneven ones; a forced split wherever it can be made. */
+static void test_split_choices(void **state)
+{
+    (void)state;
+    ssmjit_context ctx;
+    h200(&ctx);
+    static const struct {
+        int64_t B, L, D;
+        int split;
+    } shapes[] = {
+        {1, 16384, 1536, 1}, {1, 2048, 1536, 1}, {1, 512, 1536, 1},  {1, 16384, 4096, 1}, {2, 2048, 1536, 1},
+        {1, 5000, 1536, 1},  {8, 2048, 4096, 0}, {8, 2048, 1536, 0}, {64, 256, 1536, 0},  {16, 1024, 1536, 0},
+        {1, 100, 1536, 0},   {3, 4099, 64, 0},   {1, 0, 1536, 0},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int64_t S = sj_scan_split_segments(&ctx, shapes[i].B, shapes[i].L, shapes[i].D, 16);
+        if ((S > 1) != shapes[i].split || S < 1 || S > 64 || (S > 1 && shapes[i].L / S < 64) ||
+            (S > 1 && shapes[i].B > 1 && shapes[i].L % S))
+            fail_msg("B=%lld L=%lld D=%lld: %lld segments", (long long)shapes[i].B, (long long)shapes[i].L,
+                     (long long)shapes[i].D, (long long)S);
+    }
+    ctx.props.sm_count = 1;
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16), 1);
+    h200(&ctx);
+    sj_scan_force_split(5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 12, 1536, 16), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 15, 8, 16), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 12, 8, 16), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 4, 8, 16), 1);
+    sj_scan_force_split(1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16), 1);
+    sj_scan_force_split(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_shared_memory_cap),
         cmocka_unit_test(test_backward_shared_memory),
         cmocka_unit_test(test_stage_buffers),
+        cmocka_unit_test(test_split_choices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
