@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gpu_util.h"
+#include "ops_scan.h"
 #include "ref_model.h"
 #include "st_util.h"
 #include "test_util.h"
@@ -138,6 +139,23 @@ static void check_forward(int tied)
                   tu_rel_err(gc, wc, nconv), tu_rel_err(gsm, wsm, nssm));
     assert_true(e <= F32_TOL);
     assert_true(tu_rel_err(gc, wc, nconv) <= F32_TOL);
+    assert_true(tu_rel_err(gsm, wsm, nssm) <= F32_TOL);
+
+    /* every layer's scan split over L (forced: 37 segments of one token
+     * each; the model splits where few long prompts leave SMs idle), in
+     * a workspace that grew by the split's */
+    size_t plain_bytes, split_bytes;
+    assert_int_equal(ssmjit_model_workspace_size(f.model, (int64_t)B, (int64_t)L, SSMJIT_MODEL_INFERENCE,
+                                                 &plain_bytes), SSMJIT_OK);
+    sj_scan_force_split((int)L);
+    assert_int_equal(ssmjit_model_workspace_size(f.model, (int64_t)B, (int64_t)L, SSMJIT_MODEL_INFERENCE,
+                                                 &split_bytes), SSMJIT_OK);
+    assert_true(split_bytes > plain_bytes);
+    forward(&f, B, L, ids, SSMJIT_MODEL_INFERENCE, 0, got, gc, gsm, NULL);
+    sj_scan_force_split(0);
+    print_message("split: logits %.2e, ssm_state %.2e\n", tu_rel_err(got, want, B * L * V),
+                  tu_rel_err(gsm, wsm, nssm));
+    assert_true(tu_rel_err(got, want, B * L * V) <= F32_TOL);
     assert_true(tu_rel_err(gsm, wsm, nssm) <= F32_TOL);
 
     /* the last position only */
