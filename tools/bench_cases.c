@@ -17,6 +17,8 @@ typedef struct {
     size_t ws;  /* workspace bytes, the last buffer */
     void *bufs[MAX_ROT][MAX_BUFS];
     int nbufs;
+    void *split; /* the scan forward's split workspace (scratch: one for all rotations) */
+    size_t split_bytes;
 } state;
 
 static void teardown(void *p)
@@ -25,6 +27,7 @@ static void teardown(void *p)
     for (int r = 0; r < MAX_ROT; r++)
         for (int i = 0; i < s->nbufs; i++)
             bench_free(s->bufs[r][i]);
+    bench_free(s->split);
     free(s);
 }
 
@@ -60,7 +63,7 @@ static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0}; }
 /* The reference shape B=8, L=2048, D=4096 (quick: 1, 512, 1536). */
 static state big_shape(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t n)
 {
-    return (state){ctx, dt, quick ? 1 : 8, quick ? 512 : 2048, quick ? 1536 : 4096, n, 0, {{0}}, 0};
+    return (state){ctx, dt, quick ? 1 : 8, quick ? 512 : 2048, quick ? 1536 : 4096, n, 0, {{0}}, 0, NULL, 0};
 }
 
 /* ---- elementwise over [B*L, D] ------------------------------------------ */
@@ -237,7 +240,27 @@ static ssmjit_selective_scan_desc scan_desc(const state *s, void *const *b)
     d.delta_softplus = 1;
     d.y = mat(b[8]);
     d.checkpoint = b[9];
+    d.split_workspace = s->split;
+    d.split_workspace_bytes = s->split_bytes;
     return d;
+}
+
+/* The split workspace of a forward without checkpoint: room for the
+ * automatic split and for the variants' forced ones (up to 64 segments). */
+static ssmjit_status alloc_split(ssmjit_context *ctx, ssmjit_selective_scan_desc desc, state *s)
+{
+    desc.checkpoint = NULL;
+    size_t most = 0, bytes;
+    for (int forced = 0; forced <= 64; forced += 64) {
+        sj_scan_force_split(forced);
+        ssmjit_status st = ssmjit_selective_scan_fwd_split_size(ctx, &desc, &bytes);
+        sj_scan_force_split(0);
+        if (st != SSMJIT_OK)
+            return st;
+        most = bytes > most ? bytes : most;
+    }
+    s->split_bytes = most;
+    return most ? bench_alloc(most, &s->split) : SSMJIT_OK;
 }
 
 /* dim 0: the reference shape's D; else that D (1536: mamba-130m's d_inner);
@@ -270,6 +293,8 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
     snprintf(out->shape, sizeof out->shape, "B=%lld L=%lld D=%lld N=%lld", (long long)s.b, (long long)s.l,
              (long long)s.d, (long long)s.n);
     st = alloc_state(&s, sizes, bwd ? 20 : 10, out);
+    if (st == SSMJIT_OK && !bwd)
+        st = alloc_split(ctx, desc, out->state);
     /* A < 0 as in a real model (A = -exp(A_log)): the states stay bounded. */
     for (int r = 0; st == SSMJIT_OK && r < out->rotations; r++)
         st = bench_fill_f32(((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
@@ -307,6 +332,12 @@ static ssmjit_status setup_scan_fwd_130m(ssmjit_context *ctx, ssmjit_dtype dt, i
 static ssmjit_status setup_scan_fwd_130m_one(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
     return setup_scan(ctx, dt, quick, 0, 1536, 1, 16384, out);
+}
+
+/* ... and one prompt of 2048 tokens, a prefill at batch 1 */
+static ssmjit_status setup_scan_fwd_130m_prompt(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 0, 1536, 1, 2048, out);
 }
 
 static ssmjit_status setup_scan_fwd_130m_short(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
@@ -362,7 +393,7 @@ static ssmjit_status run_scan_bwd_rebuilt(void *p, int r, void *stream) { return
 static ssmjit_status setup_decode_dim(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t dim,
                                       bench_instance *out)
 {
-    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0};
+    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0, NULL, 0};
     size_t es = ssmjit_dtype_size(dt), row = (size_t)(s.b * s.d) * es, bn = (size_t)(s.b * s.n) * es;
     size_t st_bytes = (size_t)(s.b * s.d * s.n) * 4;
     /* x dt A B C D z dt_bias state out */
@@ -422,6 +453,24 @@ static const bench_variant scan_fwd_variants[] = {
     {NULL, NULL, 0, 0, 0},
 };
 
+static void force_split(int segments, int unused_b, int unused_c)
+{
+    (void)unused_b;
+    (void)unused_c;
+    sj_scan_force_split(segments);
+}
+
+/* The forward's split over L where it serves: unsplit, and into as many
+ * segments as each variant says. */
+static const bench_variant scan_split_variants[] = {
+    {"  variant: not split", force_split, 1, 0, 0},
+    {"  variant: split into 8", force_split, 8, 0, 0},
+    {"  variant: split into 16", force_split, 16, 0, 0},
+    {"  variant: split into 32", force_split, 32, 0, 0},
+    {"  variant: split into 64", force_split, 64, 0, 0},
+    {NULL, NULL, 0, 0, 0},
+};
+
 const bench_case bench_cases[] = {
     {"silu fwd", setup_two, run_silu_fwd, teardown, NULL},
     {"gate y*silu(z) fwd", setup_three, run_gate_fwd, teardown, NULL},
@@ -436,7 +485,8 @@ const bench_case bench_cases[] = {
     {"selective_scan bwd, checkpoint rebuilt", setup_scan_bwd_rebuilt, run_scan_bwd_rebuilt, teardown, NULL},
     {"selective_state_update", setup_decode, run_decode, teardown, NULL},
     {"selective_scan fwd 130m", setup_scan_fwd_130m, run_scan_fwd, teardown, scan_fwd_variants},
-    {"selective_scan fwd 130m, one sequence", setup_scan_fwd_130m_one, run_scan_fwd, teardown, scan_fwd_variants},
+    {"selective_scan fwd 130m, one sequence", setup_scan_fwd_130m_one, run_scan_fwd, teardown, scan_split_variants},
+    {"selective_scan fwd 130m, one prompt", setup_scan_fwd_130m_prompt, run_scan_fwd, teardown, scan_split_variants},
     {"selective_scan fwd 130m, 64 short", setup_scan_fwd_130m_short, run_scan_fwd, teardown, scan_fwd_variants},
     {"selective_scan bwd 130m", setup_scan_bwd_130m, run_scan_bwd, teardown, NULL},
     {"selective_state_update 130m", setup_decode_130m, run_decode, teardown, NULL},

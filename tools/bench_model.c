@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "context.h"
 #include "model.h"
+#include "ops_scan.h"
 
 typedef struct model_bench {
     ssmjit_context *ctx;
@@ -153,6 +154,19 @@ int bench_model(ssmjit_context *ctx, int quick)
     if (st == SSMJIT_OK)
         printf("model   mamba-130m shape, bf16: prefill %lld x %lld with all logits: %.2f ms (%.0f tokens/s)\n",
                (long long)B, (long long)L, ms, (double)(B * L) / ms * 1e3);
+    /* one prompt: the scan splits its tokens over the GPU (the second
+     * time forced not to, for the comparison) */
+    double one = 0, one_unsplit = 0, events[3] = {0, 0, 0};
+    if (st == SSMJIT_OK)
+        st = time_forward(&b, 1, L, SSMJIT_MODEL_INFERENCE, 7, &one, events);
+    sj_scan_force_split(1);
+    if (st == SSMJIT_OK)
+        st = time_forward(&b, 1, L, SSMJIT_MODEL_INFERENCE, 7, &one_unsplit, NULL);
+    sj_scan_force_split(0);
+    if (st == SSMJIT_OK)
+        printf("model   prefill 1 x %lld: %.2f ms (%.0f tokens/s), scans %.2f ms of one run by events; "
+               "with the scan not split %.2f ms\n",
+               (long long)L, one, (double)L / one * 1e3, events[1], one_unsplit);
     if (st == SSMJIT_OK)
         st = time_decode(&b, 1, quick ? 50 : 500, &tps1);
     if (st == SSMJIT_OK)
