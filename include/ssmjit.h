@@ -394,8 +394,8 @@ typedef struct ssmjit_selective_scan_desc {
     size_t split_workspace_bytes;
 } ssmjit_selective_scan_desc;
 
-/* Bytes of desc->checkpoint: f32 states every 16 tokens,
- * B * (ceil(L / 16) - 1) * D * N * 4.  (The forward's other, optional
+/* Bytes of desc->checkpoint: the f32 state after every 16 tokens (and
+ * after the last), B * ceil(L / 16) * D * N * 4.  (The forward's other, optional
  * scratch is desc->split_workspace, below.)  Errors: SSMJIT_ERR_INVALID_ARG (desc or bytes NULL, a bad
  * extent); SSMJIT_ERR_UNSUPPORTED as for the forward. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
@@ -411,9 +411,11 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_s
  * is exp(A sum dt)), then scans them again from the carried states: twice
  * the work on S times the blocks, where a model of the kernels' time on
  * this device says that pays (bench/NOTES.md: one sequence of 16384
- * tokens at D = 1536 about 2.7 times faster).  Never with cu_seqlens or a
- * checkpoint, nor with several batch rows whose L has no suitable divisor.
- * The size is B * S * D * (N + 1) * 4 bytes and a little more (S <= 64).
+ * tokens at D = 1536 about 2.6 times faster).  With a checkpoint the
+ * segments are whole 16-token chunks (the checkpoint is written as
+ * unsplit).  Never with cu_seqlens, nor with several batch rows that the
+ * segments would not cover evenly.  The size is B * S * D * (N + 1) * 4
+ * bytes and a little more (S <= 64).
  * Errors: as ssmjit_selective_scan_fwd_workspace_size, plus
  * SSMJIT_ERR_INVALID_ARG for a NULL ctx. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_split_size(ssmjit_context *ctx,

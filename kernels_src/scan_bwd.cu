@@ -267,7 +267,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             }
         }
         /* The state at the chunk's start (checkpoint c - 1), for c >= 1. */
-        const float *ck = p.ckpt + ((b * (nch - 1) + c - 1) * D + d) * N + n0;
+        const float *ck = p.ckpt + ((b * nch + c - 1) * D + d) * N + n0;
         if (ck16) {
             const bool ok = c >= 1 && dok;
             sj_copy16(sck + ch * NBLK + grp * NS, ok ? ck : p.ckpt, ok ? 16 : 0);

@@ -5,7 +5,9 @@
  *
  * Layout: activations are [B, L, X] with a row stride per tensor (elements
  * between consecutive tokens); A [D, N], D, delta_bias [D], states
- * [S, D, N] and the checkpoint [B, nchunks - 1, D, N] are contiguous f32.
+ * [S, D, N] and the checkpoint [B, nchunks, D, N] (the state after each
+ * chunk, the last one's too, so that a row's segments are rows of a view
+ * with the same layout) are contiguous f32.
  * A "segment" is one independent sequence: a batch row, or with cu_seqlens
  * one packed sequence of the single batch row.  The state starts from
  * initial_state[seg] (or 0) at each segment's first token. */
@@ -567,10 +569,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             }
         }
 
-        if (p.ckpt && c + 1 < nch && dok) {
+        if (p.ckpt && dok) {
             /* a thread's states are adjacent: 16-byte stores where aligned
              * (one 4-byte store a state wrote a sector each) */
-            float *ck = p.ckpt + ((b * (nch - 1) + c) * p.D + d) * N;
+            float *ck = p.ckpt + ((b * nch + c) * p.D + d) * N;
 #pragma unroll
             for (int q = 0; q < NS / 4; ++q)
                 sj_store_group<float, 4>(ck, n0 + 4 * q, N - n0 - 4 * q, ck4, h + 4 * q);

@@ -130,8 +130,8 @@ typedef struct sj_model_ws {
     size_t g, dx, dnormed, dys, dxz, dxc, ddt, ddbl, dA, targets, row_loss, order, seg_start, seg_id;
     size_t scan_ws, conv_ws, norm_ws;
     size_t scan_ws_bytes, conv_ws_bytes, norm_ws_bytes;
-    /* inference only: the scan forward's split workspace (0 bytes where
-     * the scan does not split), shared by the layers */
+    /* the scan forward's split workspace (0 bytes where the scan does
+     * not split), shared by the layers */
     size_t split, split_bytes;
 } sj_model_ws;
 

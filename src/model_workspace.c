@@ -55,7 +55,7 @@ ssmjit_selective_scan_desc sj_model_scan_desc(const ssmjit_model *m, const sj_mo
     d.y = (ssmjit_matrix){sj_ws(base, ws->y + xo), 0};
     if (ws->mode != SSMJIT_MODEL_INFERENCE)
         d.checkpoint = sj_ws(base, ws->ckpt + xo);
-    else if (ws->split_bytes) {
+    if (ws->split_bytes) {
         d.split_workspace = sj_ws(base, ws->split);
         d.split_workspace_bytes = ws->split_bytes;
     }
@@ -72,7 +72,7 @@ static ssmjit_status op_workspaces(const ssmjit_model *m, sj_model_ws *ws, int64
     void *stand_in = (void *)(uintptr_t)ALIGN;
     ssmjit_selective_scan_desc sd = sj_model_scan_desc(m, ws, stand_in, 0, B, L);
     ssmjit_status st = ssmjit_selective_scan_fwd_workspace_size(&sd, ckpt);
-    if (st == SSMJIT_OK && ws->mode == SSMJIT_MODEL_INFERENCE)
+    if (st == SSMJIT_OK)
         st = ssmjit_selective_scan_fwd_split_size(m->ctx, &sd, &ws->split_bytes);
     sd.checkpoint = stand_in;
     if (st == SSMJIT_OK && ws->mode != SSMJIT_MODEL_INFERENCE)
@@ -114,8 +114,6 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
     }
     if (mode == SSMJIT_MODEL_TRAIN)
         ws->ckpt = take(&cur, (int64_t)ckpt_bytes, 1, 1);
-    if (mode == SSMJIT_MODEL_INFERENCE)
-        ws->split = take(&cur, (int64_t)ws->split_bytes, 1, 1);
     if (train) {
         /* every layer keeps its own set */
         ws->layer_stride = cur.off;
@@ -132,6 +130,7 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
     ws->normed_f = take(&cur, bl, dm, es);
     ws->ids = take(&cur, bl, 1, 4);
     ws->x = take(&cur, bl, dm, es);
+    ws->split = take(&cur, (int64_t)ws->split_bytes, 1, 1);
     if (train) {
         ws->g = take(&cur, bl, dm, rs);
         ws->dx = take(&cur, bl, dm, es);

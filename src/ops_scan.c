@@ -178,8 +178,7 @@ static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc
 
 static size_t checkpoint_bytes(const scan_shape *sh)
 {
-    int64_t ends = sh->nch > 1 ? sh->nch - 1 : 0;
-    return (size_t)sh->B * (size_t)ends * (size_t)sh->D * (size_t)sh->N * sizeof(float);
+    return (size_t)sh->B * (size_t)sh->nch * (size_t)sh->D * (size_t)sh->N * sizeof(float);
 }
 
 /* Kernel arguments of the forward inputs (shared by forward and backward). */
@@ -438,9 +437,17 @@ typedef struct split_plan {
     size_t st, last, dtsum, bytes;
 } split_plan;
 
-static split_plan split_layout(const scan_shape *sh, int64_t S)
+/* Segments of Ls = L / S tokens, rounded down to whole chunks where the
+ * forward writes a checkpoint (the view's rows then keep its layout). */
+static int64_t split_tokens(const scan_shape *sh, int64_t S, int ckpt)
 {
-    split_plan w = {S, sh->L / S, sh->B == 1 ? sh->L % S : 0, 0, 0, 0, 0};
+    return ckpt ? sh->L / S / SCAN_CHUNK * SCAN_CHUNK : sh->L / S;
+}
+
+static split_plan split_layout(const scan_shape *sh, int64_t S, int ckpt)
+{
+    const int64_t Ls = split_tokens(sh, S, ckpt);
+    split_plan w = {S, Ls, sh->L - S * Ls, 0, 0, 0, 0};
     const size_t R = (size_t)(sh->B * S), DN = (size_t)(sh->D * sh->N), f = sizeof(float);
     size_t off = align_up(R * DN * f);
     w.last = off;
@@ -452,12 +459,13 @@ static split_plan split_layout(const scan_shape *sh, int64_t S)
 }
 
 /* Whether the rows of sh can be cut into S segments: several rows only
- * into equal ones (the segments of all rows then form one [B S, L / S]
- * view of every tensor). */
-static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens)
+ * into equal ones, no tokens left (the segments of all rows then form one
+ * [B S, L / S] view of every tensor). */
+static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens, int ckpt)
 {
-    return S >= 2 && S <= SPLIT_MAX && sh->B * S <= SCAN_MAX_BATCH && sh->L / S >= min_tokens &&
-           (sh->B == 1 || sh->L % S == 0);
+    const int64_t Ls = split_tokens(sh, S, ckpt);
+    return S >= 2 && S <= SPLIT_MAX && sh->B * S <= SCAN_MAX_BATCH && Ls >= min_tokens &&
+           (sh->B == 1 || S * Ls == sh->L);
 }
 
 /* Modelled cycles of the busiest SM for the forward over B rows of L
@@ -479,29 +487,29 @@ static double fwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_
  * sums of dt (an element's softplus some 16 instructions, issued a warp a
  * cycle on each of an SM's 4 schedulers) a rough estimate.  Never with
  * cu_seqlens (its segments would need carrying across the sequences'
- * starts) or a checkpoint (the backward's layout of it knows no
- * segments). */
+ * starts). */
 static split_plan split_plan_for(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                  const scan_shape *sh)
 {
     const split_plan none = {1, sh->L, 0, 0, 0, 0, 0};
-    if (desc->cu_seqlens || desc->checkpoint || !sh->active)
+    const int ckpt = desc->checkpoint != NULL;
+    if (desc->cu_seqlens || !sh->active)
         return none;
     const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
     if (forced == 1)
         return none;
     if (forced > 1)
-        return split_fits(sh, forced, 1) ? split_layout(sh, forced) : none;
+        return split_fits(sh, forced, 1, ckpt) ? split_layout(sh, forced, ckpt) : none;
     const sj_device_props *pr = sj_context_props(ctx);
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
     const double overhead = 3 * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
         cost[S] = -1;
-        if (!split_fits(sh, S, SPLIT_MIN_TOKENS))
+        if (!split_fits(sh, S, SPLIT_MIN_TOKENS, ckpt))
             continue;
-        const int64_t tail = sh->B == 1 ? sh->L % S : 0;
-        const double seg = fwd_cycles(pr, sh, sh->B * S, sh->L / S), rest = tail ? fwd_cycles(pr, sh, 1, tail) : 0;
+        const int64_t Ls = split_tokens(sh, S, ckpt), tail = sh->L - S * Ls;
+        const double seg = fwd_cycles(pr, sh, sh->B * S, Ls), rest = tail ? fwd_cycles(pr, sh, 1, tail) : 0;
         if (seg > 0 && rest >= 0)
             cost[S] = 2 * seg + rest + overhead;
         if (cost[S] > 0 && (least < 0 || cost[S] < least))
@@ -516,10 +524,11 @@ static split_plan split_plan_for(const ssmjit_context *ctx, const ssmjit_selecti
     int64_t S = 2;
     while (!(cost[S] > 0 && cost[S] <= least * 1.03))
         S++;
-    return split_layout(sh, S);
+    return split_layout(sh, S, ckpt);
 }
 
-int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N)
+int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
+                               int checkpoint)
 {
     scan_shape sh = {0};
     sh.B = sh.S = B;
@@ -527,7 +536,8 @@ int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, 
     sh.D = D;
     sh.N = N;
     sh.active = B > 0 && L > 0 && D > 0;
-    const ssmjit_selective_scan_desc desc = {0};
+    ssmjit_selective_scan_desc desc = {0};
+    desc.checkpoint = checkpoint ? (void *)&desc : NULL; /* only whether there is one */
     return split_plan_for(ctx, &desc, &sh).S;
 }
 
@@ -582,11 +592,15 @@ static ssmjit_status fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_
     p.sy = sh->sy;
     p.init = 0;
     p.final_state = dptr(st);
+    p.ckpt = 0;
     SJ_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", f, desc->dtype, &v, &p, stream));
     SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, stream));
     SJ_TRY(launch_split_carry(ctx, desc, sh, sp->S, st, dtsum, sp->tail ? last : desc->final_state, stream));
     p.init = dptr(st);
     p.final_state = 0;
+    /* the segments' chunks are the rows' (whole chunks a segment), so the
+     * view's checkpoint is the rows' */
+    p.ckpt = dptr(desc->checkpoint);
     SJ_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", f, desc->dtype, &v, &p, stream));
     if (!sp->tail)
         return SSMJIT_OK;
@@ -606,6 +620,7 @@ static ssmjit_status fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_
     q.sy = sh->sy;
     q.init = dptr(last);
     q.final_state = dptr(desc->final_state);
+    q.ckpt = row_at(desc->checkpoint, sp->S * (sp->Ls / SCAN_CHUNK), sh->D * sh->N, sizeof(float));
     return launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", fwd_shape_for(ctx, &t), desc->dtype, &t,
                       &q, stream);
 }

@@ -173,8 +173,8 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     void *SW = NULL;
     if (c->split) {
         /* where the split can be made it must be, into poisoned scratch */
-        const int can = (o->B == 1 || o->L % (size_t)c->split == 0) && o->L >= (size_t)c->split &&
-                        !c->checkpoint && !o->cu_seqlens;
+        const size_t S = (size_t)c->split, Ls = c->checkpoint ? o->L / S / 16 * 16 : o->L / S;
+        const int can = (o->B == 1 || S * Ls == o->L) && Ls >= 1 && !o->cu_seqlens;
         sj_scan_force_split(c->split);
         size_t bytes;
         assert_int_equal(ssmjit_selective_scan_fwd_split_size(ctx, &desc, &bytes), SSMJIT_OK);
@@ -417,9 +417,11 @@ static void test_block_widths(void **state)
 /* The forward split over L, forced (the automatic choice splits only
  * long sequences of few channels, test_scan_shape): one row with tokens
  * left after its segments, several rows cut evenly, segments shorter than
- * a chunk, more states than one group holds, strided views; every dtype
- * with every option and with none.  Rows that the segments do not divide
- * evenly are not split, and still right. */
+ * a chunk, more states than one group holds, strided views, with a
+ * checkpoint (whole chunks a segment; the backward restarts from what the
+ * split forward wrote); every dtype with every option and with none.
+ * Rows that the segments do not divide evenly are not split, and still
+ * right. */
 static void test_split(void **state)
 {
     (void)state;
@@ -427,10 +429,12 @@ static void test_split(void **state)
     tu_seed();
     static const struct {
         size_t B, L, D, N;
-        int S, strided;
+        int S, strided, checkpoint;
     } cases[] = {
-        {1, 1000, 70, 16, 3, 0}, {1, 2049, 45, 4, 16, 0}, {2, 96, 70, 16, 4, 0}, {3, 640, 33, 17, 64, 0},
-        {1, 5000, 33, 16, 64, 0}, {1, 300, 200, 16, 5, 1}, {2, 97, 40, 16, 4, 0},
+        {1, 1000, 70, 16, 3, 0, 0},   {1, 2049, 45, 4, 16, 0, 0}, {2, 96, 70, 16, 4, 0, 0},
+        {3, 640, 33, 17, 64, 0, 0},   {1, 5000, 33, 16, 64, 0, 0}, {1, 300, 200, 16, 5, 1, 0},
+        {2, 97, 40, 16, 4, 0, 0},     {1, 1000, 70, 16, 3, 0, 1}, {1, 2049, 45, 4, 16, 0, 1},
+        {2, 128, 70, 17, 4, 1, 1},    {2, 96, 70, 16, 4, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (size_t t = 0; t < 3; t++)
@@ -439,7 +443,7 @@ static void test_split(void **state)
                 if (none)
                     c.o = (ref_scan_options){cases[i].B, cases[i].L, cases[i].D, cases[i].N, 0, 0, 0, 0, 0, 0,
                                              NULL, 0};
-                c.checkpoint = 0;
+                c.checkpoint = cases[i].checkpoint;
                 c.final_state = !none;
                 c.strided = cases[i].strided;
                 c.split = cases[i].S;

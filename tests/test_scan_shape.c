@@ -174,23 +174,30 @@ static void test_split_choices(void **state)
         {1, 5000, 1536, 1},  {8, 2048, 4096, 0}, {8, 2048, 1536, 0}, {64, 256, 1536, 0},  {16, 1024, 1536, 0},
         {1, 100, 1536, 0},   {3, 4099, 64, 0},   {1, 0, 1536, 0},
     };
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        const int64_t S = sj_scan_split_segments(&ctx, shapes[i].B, shapes[i].L, shapes[i].D, 16);
-        if ((S > 1) != shapes[i].split || S < 1 || S > 64 || (S > 1 && shapes[i].L / S < 64) ||
-            (S > 1 && shapes[i].B > 1 && shapes[i].L % S))
-            fail_msg("B=%lld L=%lld D=%lld: %lld segments", (long long)shapes[i].B, (long long)shapes[i].L,
-                     (long long)shapes[i].D, (long long)S);
-    }
+    for (int ck = 0; ck < 2; ck++)
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            const int64_t B = shapes[i].B, L = shapes[i].L;
+            const int64_t S = sj_scan_split_segments(&ctx, B, L, shapes[i].D, 16, ck);
+            const int64_t Ls = S > 1 ? (ck ? L / S / 16 * 16 : L / S) : L;
+            if ((S > 1) != shapes[i].split || S < 1 || S > 64 || (S > 1 && (Ls < 64 || (B > 1 && S * Ls != L))))
+                fail_msg("B=%lld L=%lld D=%lld, checkpoint %d: %lld segments", (long long)B, (long long)L,
+                         (long long)shapes[i].D, ck, (long long)S);
+        }
     ctx.props.sm_count = 1;
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16, 0), 1);
     h200(&ctx);
     sj_scan_force_split(5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 12, 1536, 16), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 15, 8, 16), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 12, 8, 16), 1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 4, 8, 16), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 12, 1536, 16, 0), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 15, 8, 16, 0), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 12, 8, 16, 0), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 4, 8, 16, 0), 1);
+    /* with a checkpoint: segments of whole chunks */
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 80, 8, 16, 1), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 79, 8, 16, 1), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 160, 8, 16, 1), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 150, 8, 16, 1), 1);
     sj_scan_force_split(1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16, 0), 1);
     sj_scan_force_split(0);
 }
 
