@@ -389,45 +389,50 @@ typedef struct ssmjit_selective_scan_desc {
     void *final_state;           /* optional [S, D, N] f32 */
     void *checkpoint;            /* optional: states the backward restarts from, written
                                     by the forward, read by the backward (see below) */
-    void *split_workspace;       /* optional forward scratch: lets a forward with few
-                                    batch rows split L (ssmjit_selective_scan_fwd_split_size) */
+    void *split_workspace;       /* optional scratch of the forward and backward: lets
+                                    them split L over the GPU where there are few batch
+                                    rows (ssmjit_selective_scan_split_size) */
     size_t split_workspace_bytes;
 } ssmjit_selective_scan_desc;
 
 /* Bytes of desc->checkpoint: the f32 state after every 16 tokens (and
- * after the last), B * ceil(L / 16) * D * N * 4.  (The forward's other, optional
- * scratch is desc->split_workspace, below.)  Errors: SSMJIT_ERR_INVALID_ARG (desc or bytes NULL, a bad
- * extent); SSMJIT_ERR_UNSUPPORTED as for the forward. */
+ * after the last), B * ceil(L / 16) * D * N * 4.  (The forward's other,
+ * optional scratch is desc->split_workspace, below.)  Errors:
+ * SSMJIT_ERR_INVALID_ARG (desc or bytes NULL, a bad extent);
+ * SSMJIT_ERR_UNSUPPORTED as for the forward. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
                                                                   size_t *bytes);
 
-/* Bytes of desc->split_workspace with which the forward on ctx's device
- * splits L, or 0 where it would not.  A forward's blocks each take
- * channels of one batch row and walk its L tokens in order, so few rows
- * of few channels (one sequence at mamba-130m's D = 1536: 48 blocks for
- * 132 SMs) leave most of the GPU idle.  With the workspace, such a
- * forward cuts each row into S segments, scans them all from a zero state
- * at once, carries the states across the segments (each segment's decay
- * is exp(A sum dt)), then scans them again from the carried states: twice
- * the work on S times the blocks, where a model of the kernels' time on
- * this device says that pays (bench/NOTES.md: one sequence of 16384
- * tokens at D = 1536 about 2.6 times faster).  With a checkpoint the
- * segments are whole 16-token chunks (the checkpoint is written as
- * unsplit).  Never with cu_seqlens, nor with several batch rows that the
- * segments would not cover evenly.  The size is B * S * D * (N + 1) * 4
- * bytes and a little more (S <= 64).
+/* Bytes of desc->split_workspace with which the forward and the
+ * backward on ctx's device split L, or 0 where neither would.  Their
+ * blocks each take channels of one batch row and walk its L tokens in
+ * order, so few rows of few channels (one sequence at mamba-130m's
+ * D = 1536: 48 forward blocks, 24 backward ones, for 132 SMs) leave most
+ * of the GPU idle.  With the workspace, such an op cuts each row into S
+ * segments and runs over all of them at once twice: the forward from a
+ * zero state, then from the states carried across the segments (each
+ * segment's decay is exp(A sum dt)); the backward with no adjoint
+ * entering the segments' ends, then with the adjoints carried back
+ * across them.  Twice the work on S times the blocks, taken where a model
+ * of the kernels' time on this device says it pays (bench/NOTES.md: one
+ * sequence of 16384 tokens at D = 1536, forward about 2.6 times faster).
+ * Segments are whole 16-token chunks in the backward and where the
+ * forward writes a checkpoint (which it writes as unsplit).  Never with
+ * cu_seqlens, nor with several batch rows that the segments would not
+ * cover evenly.  The size is at most B * S * D * (3 N + 2) * 4 bytes and
+ * a little more (S <= 64).
  * Errors: as ssmjit_selective_scan_fwd_workspace_size, plus
  * SSMJIT_ERR_INVALID_ARG for a NULL ctx. */
-SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_split_size(ssmjit_context *ctx,
-                                                              const ssmjit_selective_scan_desc *desc,
-                                                              size_t *bytes);
+SSMJIT_API ssmjit_status ssmjit_selective_scan_split_size(ssmjit_context *ctx,
+                                                          const ssmjit_selective_scan_desc *desc,
+                                                          size_t *bytes);
 
 /* Forward.  Writes y, and final_state and checkpoint when their pointers
  * are set.  y must not overlap an input.  D = 0 or B = 0 is a no-op; L = 0
  * writes only final_state (= initial_state or 0).  With
  * desc->split_workspace set (device memory, 4-byte aligned, of
  * split_workspace_bytes bytes) the forward splits L where
- * ssmjit_selective_scan_fwd_split_size() gives a nonzero size, which
+ * ssmjit_selective_scan_split_size() gives a nonzero size, which
  * split_workspace_bytes must then reach; elsewhere the field is ignored.
  * A split forward writes y twice (its first pass's values are
  * overwritten) and differs from an unsplit one by rounding only.
@@ -475,6 +480,9 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(const ssmjit_s
  * order), so the context's deterministic option changes nothing here.
  * The exponentials are recomputed from the checkpoint, and the backward
  * kernels build without fast math by default (see ssmjit_fast_math).
+ * With desc->split_workspace set it splits L as the forward does (see
+ * ssmjit_selective_scan_split_size; the same conditions on the
+ * workspace); its outputs are then written twice.
  * D = 0 is a no-op; B = 0 or L = 0 writes dA, dD, ddelta_bias = 0 and
  * d_initial_state = d_final_state (or 0).  Outputs must not overlap inputs
  * or each other.

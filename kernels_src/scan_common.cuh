@@ -659,3 +659,56 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     {                                                                                                  \
         sj_scan_fwd<T, NS, OUT, MAXT, ROW, PAIR>(p);                                                   \
     }
+
+/* ------------------------------------------------------------------------ */
+/* Split over L (src/ops_scan.c: split_plan_for, bwd_split)                 */
+/* ------------------------------------------------------------------------ */
+/*
+ * A row's L tokens as S segments of Ls, the segments of all rows the
+ * R = B S rows of a [R, Ls] view of every tensor.  Over a segment the
+ * state entering it decays by prod_t exp(dt_t A) = exp(A sum_t dt_t), and
+ * the adjoint leaving it backwards likewise, so carrying states (forward)
+ * or adjoints (backward) across the segments needs only each segment's
+ * sum of dt.
+ */
+
+#define SJ_SPLIT_CH 64    /* channels a block of scan_split_dtsum */
+#define SJ_SPLIT_SLICES 4 /* its threads a channel, each summing every 4th token */
+
+/* dtsum[r, d] = sum over the Ls tokens of view row r of dt[d] as the
+ * forward computes it (softplus(delta + delta_bias), or without softplus).
+ * The slices' sums meet in a fixed order: the result is reproducible. */
+template <typename T>
+__device__ __forceinline__ void sj_scan_split_dtsum(const void *delta, sj_i64 sdelta, const float *dbias,
+                                                    sj_i64 softplus, sj_i64 Ls, sj_i64 D, float *dtsum)
+{
+    __shared__ float part[SJ_SPLIT_SLICES][SJ_SPLIT_CH];
+    const int c = threadIdx.x % SJ_SPLIT_CH, k = threadIdx.x / SJ_SPLIT_CH;
+    const sj_i64 r = blockIdx.y, d = (sj_i64)blockIdx.x * SJ_SPLIT_CH + c;
+    float s = 0.0f;
+    if (d < D) {
+        const float bias = dbias ? dbias[d] : 0.0f;
+        const T *x = (const T *)delta + r * Ls * sdelta + d;
+        for (sj_i64 t = k; t < Ls; t += SJ_SPLIT_SLICES) {
+            const float v = sj_to_float(x[t * sdelta]) + bias;
+            s += softplus ? sj_softplus(v) : v;
+        }
+    }
+    part[k][c] = s;
+    __syncthreads();
+    if (k == 0 && d < D) {
+        float sum = part[0][c];
+#pragma unroll
+        for (int q = 1; q < SJ_SPLIT_SLICES; ++q)
+            sum += part[q][c];
+        dtsum[r * D + d] = sum;
+    }
+}
+
+#define SJ_SCAN_SPLIT_DTSUM_KERNEL(T, sfx, unused)                                                           \
+    extern "C" __global__ void __launch_bounds__(SJ_SPLIT_CH * SJ_SPLIT_SLICES)                               \
+        scan_split_dtsum_##sfx(const void *delta, sj_i64 sdelta, const float *dbias, sj_i64 softplus,         \
+                               sj_i64 Ls, sj_i64 D, float *dtsum)                                             \
+    {                                                                                                         \
+        sj_scan_split_dtsum<T>(delta, sdelta, dbias, softplus, Ls, D, dtsum);                                 \
+    }

@@ -34,54 +34,12 @@ SJ_SCAN_FWD_KERNEL(scan_fwd_pair, true, 8, true, 256, 2, 128, sj_bf16, bf16)
 /*
  * Each batch row's tokens as S segments of Ls, the segments of all rows
  * R = B S rows of a [R, Ls] view: scan_fwd scans them from a zero state
- * (their final states into st), these kernels carry the states across
- * the segments, and scan_fwd scans them again from the carried states.
- * Over a segment the state entering it decays by prod_t exp(dt_t A) =
- * exp(A sum_t dt_t), so the carry needs only each segment's sum of dt.
+ * (their final states into st), scan_split_carry carries the states
+ * across the segments, and scan_fwd scans them again from the carried
+ * states (scan_common.cuh has the sums of dt the carry needs).
  */
 
-#define SJ_SPLIT_CH 64    /* channels a block of scan_split_dtsum */
-#define SJ_SPLIT_SLICES 4 /* its threads a channel, each summing every 4th token */
-
-/* dtsum[r, d] = sum over the Ls tokens of view row r of dt[d] as the
- * forward computes it (softplus(delta + delta_bias), or without softplus).
- * The slices' sums meet in a fixed order: the result is reproducible. */
-template <typename T>
-__device__ __forceinline__ void sj_scan_split_dtsum(const void *delta, sj_i64 sdelta, const float *dbias,
-                                                    sj_i64 softplus, sj_i64 Ls, sj_i64 D, float *dtsum)
-{
-    __shared__ float part[SJ_SPLIT_SLICES][SJ_SPLIT_CH];
-    const int c = threadIdx.x % SJ_SPLIT_CH, k = threadIdx.x / SJ_SPLIT_CH;
-    const sj_i64 r = blockIdx.y, d = (sj_i64)blockIdx.x * SJ_SPLIT_CH + c;
-    float s = 0.0f;
-    if (d < D) {
-        const float bias = dbias ? dbias[d] : 0.0f;
-        const T *x = (const T *)delta + r * Ls * sdelta + d;
-        for (sj_i64 t = k; t < Ls; t += SJ_SPLIT_SLICES) {
-            const float v = sj_to_float(x[t * sdelta]) + bias;
-            s += softplus ? sj_softplus(v) : v;
-        }
-    }
-    part[k][c] = s;
-    __syncthreads();
-    if (k == 0 && d < D) {
-        float sum = part[0][c];
-#pragma unroll
-        for (int q = 1; q < SJ_SPLIT_SLICES; ++q)
-            sum += part[q][c];
-        dtsum[r * D + d] = sum;
-    }
-}
-
-#define SJ_SCAN_SPLIT_KERNEL(T, sfx, unused)                                                                 \
-    extern "C" __global__ void __launch_bounds__(SJ_SPLIT_CH * SJ_SPLIT_SLICES)                               \
-        scan_split_dtsum_##sfx(const void *delta, sj_i64 sdelta, const float *dbias, sj_i64 softplus,         \
-                               sj_i64 Ls, sj_i64 D, float *dtsum)                                             \
-    {                                                                                                         \
-        sj_scan_split_dtsum<T>(delta, sdelta, dbias, softplus, Ls, D, dtsum);                                 \
-    }
-
-SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_KERNEL, 0)
+SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_DTSUM_KERNEL, 0)
 
 /* For each (batch row b, channel d, state n), segments s = 0 .. S-1 in
  * order: st[b S + s] holds the segment's final state from a zero start

@@ -73,7 +73,7 @@ static ssmjit_status op_workspaces(const ssmjit_model *m, sj_model_ws *ws, int64
     ssmjit_selective_scan_desc sd = sj_model_scan_desc(m, ws, stand_in, 0, B, L);
     ssmjit_status st = ssmjit_selective_scan_fwd_workspace_size(&sd, ckpt);
     if (st == SSMJIT_OK)
-        st = ssmjit_selective_scan_fwd_split_size(m->ctx, &sd, &ws->split_bytes);
+        st = ssmjit_selective_scan_split_size(m->ctx, &sd, &ws->split_bytes);
     sd.checkpoint = stand_in;
     if (st == SSMJIT_OK && ws->mode != SSMJIT_MODEL_INFERENCE)
         st = ssmjit_selective_scan_bwd_workspace_size(&sd, &ws->scan_ws_bytes);

@@ -416,11 +416,16 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
 }
 
 /* ------------------------------------------------------------------------ */
-/* Forward split over L (kernels_src/scan_fwd.cu says how)                  */
+/* Split over L (kernels_src/scan_common.cuh says how)                      */
 /* ------------------------------------------------------------------------ */
 
 #define SPLIT_MAX 64        /* segments a row */
-#define SPLIT_MIN_TOKENS 64 /* a segment's least tokens, unless forced */
+/* A segment's least tokens, unless forced: the forward's 64; the
+ * backward's 256, since its launches' fixed costs weigh on short
+ * segments more than bwd_cycles says (at 1 x 2048 x 1536 segments of 64
+ * tokens ran f32 0.426 ms, of 256 0.385; bench/NOTES.md). */
+#define SPLIT_MIN_TOKENS 64
+#define SPLIT_MIN_TOKENS_BWD 256
 #define SPLIT_CH 64         /* SJ_SPLIT_CH, SJ_SPLIT_SLICES of scan_split_dtsum */
 #define SPLIT_SLICES 4
 /* A split must beat the unsplit forward's modelled time by a tenth: the
@@ -429,41 +434,51 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
 
 /* S segments of Ls tokens a row, then (one row only) the last tail
  * tokens, which run as one more sequence from the carried state; S = 1:
- * no split.  Byte offsets of the workspace's parts: the segments' states
- * [B S, D, N], the state entering the tail [D, N], the segments' sums of
- * dt [B S, D]. */
+ * no split.  part[] are the byte offsets of the workspace's parts (R =
+ * B S view rows).  Forward: the segments' states [R, D, N], the state
+ * entering the tail [D, N], the sums of dt [R, D].  Backward: the states
+ * entering the segments [R, D, N], the gradients of those states with no
+ * adjoint entering the segments' ends [R, D, N], the adjoints entering
+ * their ends [R, D, N], the sums of dt [R, D], the gradient of the tail's
+ * start state [D, N], and per-row sums of dA [R + 1, D, N], dD and
+ * ddelta_bias [R + 1, D] (the view's rows, then the tail's). */
+enum { SP_ST, SP_LAST, SP_FWD_DT, SP_FWD_PARTS };
+enum { SP_STARTS, SP_LOCAL, SP_ENTER, SP_BWD_DT, SP_TAIL, SP_DA, SP_DD, SP_DB, SP_BWD_PARTS };
 typedef struct split_plan {
     int64_t S, Ls, tail;
-    size_t st, last, dtsum, bytes;
+    size_t part[SP_BWD_PARTS], bytes;
 } split_plan;
 
 /* Segments of Ls = L / S tokens, rounded down to whole chunks where the
- * forward writes a checkpoint (the view's rows then keep its layout). */
-static int64_t split_tokens(const scan_shape *sh, int64_t S, int ckpt)
+ * split keeps a checkpoint's layout (the view's rows are then the rows'
+ * chunks). */
+static int64_t split_tokens(const scan_shape *sh, int64_t S, int whole)
 {
-    return ckpt ? sh->L / S / SCAN_CHUNK * SCAN_CHUNK : sh->L / S;
+    return whole ? sh->L / S / SCAN_CHUNK * SCAN_CHUNK : sh->L / S;
 }
 
-static split_plan split_layout(const scan_shape *sh, int64_t S, int ckpt)
+static split_plan split_layout(const scan_shape *sh, int64_t S, int whole, int bwd)
 {
-    const int64_t Ls = split_tokens(sh, S, ckpt);
-    split_plan w = {S, Ls, sh->L - S * Ls, 0, 0, 0, 0};
-    const size_t R = (size_t)(sh->B * S), DN = (size_t)(sh->D * sh->N), f = sizeof(float);
-    size_t off = align_up(R * DN * f);
-    w.last = off;
-    off += align_up(w.tail ? DN * f : 0);
-    w.dtsum = off;
-    off += align_up(R * (size_t)sh->D * f);
-    w.bytes = off;
+    const int64_t Ls = split_tokens(sh, S, whole);
+    split_plan w = {S, Ls, sh->L - S * Ls, {0}, 0};
+    const size_t R = (size_t)(sh->B * S), D = (size_t)sh->D, DN = D * (size_t)sh->N, f = sizeof(float);
+    const size_t fwd[SP_FWD_PARTS] = {R * DN * f, w.tail ? DN * f : 0, R * D * f};
+    const size_t back[SP_BWD_PARTS] = {R * DN * f, R * DN * f,      R * DN * f,      R * D * f,
+                                       DN * f,     (R + 1) * DN * f, (R + 1) * D * f, (R + 1) * D * f};
+    const size_t *sizes = bwd ? back : fwd;
+    for (int i = 0; i < (bwd ? SP_BWD_PARTS : SP_FWD_PARTS); i++) {
+        w.part[i] = w.bytes;
+        w.bytes += align_up(sizes[i]);
+    }
     return w;
 }
 
 /* Whether the rows of sh can be cut into S segments: several rows only
  * into equal ones, no tokens left (the segments of all rows then form one
  * [B S, L / S] view of every tensor). */
-static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens, int ckpt)
+static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens, int whole)
 {
-    const int64_t Ls = split_tokens(sh, S, ckpt);
+    const int64_t Ls = split_tokens(sh, S, whole);
     return S >= 2 && S <= SPLIT_MAX && sh->B * S <= SCAN_MAX_BATCH && Ls >= min_tokens &&
            (sh->B == 1 || S * Ls == sh->L);
 }
@@ -482,40 +497,55 @@ static double fwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_
     return fwd_cost(pr, &f, &v) * (double)(L / SCAN_CHUNK + (L % SCAN_CHUNK ? 2 : 0));
 }
 
-/* The split that the model times fastest, or none: twice the forward
- * over the segments, the tail, and for the three launches more and the
- * sums of dt (an element's softplus some 16 instructions, issued a warp a
- * cycle on each of an SM's 4 schedulers) a rough estimate.  Never with
- * cu_seqlens (its segments would need carrying across the sequences'
- * starts). */
-static split_plan split_plan_for(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                 const scan_shape *sh)
+/* The same for the backward: blocks of BWD_BD channels, two an SM at
+ * most (registers and shared memory), a chunk about 16000 cycles a block
+ * with two on the SM and two thirds of that alone (on an H100 and H200:
+ * about 8 us a chunk at the reference shape, where every SM holds two;
+ * bench/NOTES.md has the split's variants this was checked against). */
+static double bwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_t B, int64_t L)
 {
-    const split_plan none = {1, sh->L, 0, 0, 0, 0, 0};
-    const int ckpt = desc->checkpoint != NULL;
+    const int64_t sms = pr->sm_count > 0 ? pr->sm_count : 1;
+    const int64_t per_sm = sj_ceil_div(B * sj_ceil_div(sh->D, BWD_BD), sms);
+    return (double)sj_ceil_div(L, SCAN_CHUNK) * (16000.0 * (double)(per_sm / 2) + 10700.0 * (double)(per_sm % 2));
+}
+
+/* The split of the forward (bwd = 0) or backward that the model times
+ * fastest, or none: twice the op over the segments, the tail, and for the
+ * launches more and the sums of dt (an element's softplus some 16
+ * instructions, issued a warp a cycle on each of an SM's 4 schedulers) a
+ * rough estimate.  The backward's segments are whole chunks (it reads the
+ * checkpoint through the view), as the forward's where it writes one.
+ * Never with cu_seqlens (the segments would need carrying across the
+ * sequences' starts). */
+static split_plan split_plan_for(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                 const scan_shape *sh, int bwd)
+{
+    const split_plan none = {1, sh->L, 0, {0}, 0};
+    const int whole = bwd || desc->checkpoint != NULL;
     if (desc->cu_seqlens || !sh->active)
         return none;
     const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
     if (forced == 1)
         return none;
     if (forced > 1)
-        return split_fits(sh, forced, 1, ckpt) ? split_layout(sh, forced, ckpt) : none;
+        return split_fits(sh, forced, 1, whole) ? split_layout(sh, forced, whole, bwd) : none;
     const sj_device_props *pr = sj_context_props(ctx);
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
-    const double overhead = 3 * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+    const double overhead = (bwd ? 6 : 3) * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+    double (*cycles)(const sj_device_props *, const scan_shape *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
         cost[S] = -1;
-        if (!split_fits(sh, S, SPLIT_MIN_TOKENS, ckpt))
+        if (!split_fits(sh, S, bwd ? SPLIT_MIN_TOKENS_BWD : SPLIT_MIN_TOKENS, whole))
             continue;
-        const int64_t Ls = split_tokens(sh, S, ckpt), tail = sh->L - S * Ls;
-        const double seg = fwd_cycles(pr, sh, sh->B * S, Ls), rest = tail ? fwd_cycles(pr, sh, 1, tail) : 0;
+        const int64_t Ls = split_tokens(sh, S, whole), tail = sh->L - S * Ls;
+        const double seg = cycles(pr, sh, sh->B * S, Ls), rest = tail ? cycles(pr, sh, 1, tail) : 0;
         if (seg > 0 && rest >= 0)
             cost[S] = 2 * seg + rest + overhead;
         if (cost[S] > 0 && (least < 0 || cost[S] < least))
             least = cost[S];
     }
-    const double unsplit = fwd_cycles(pr, sh, sh->B, sh->L);
+    const double unsplit = cycles(pr, sh, sh->B, sh->L);
     if (least < 0 || unsplit < 0 || least >= unsplit * SPLIT_GAIN)
         return none;
     /* Once the segments fill every SM more of them cost the same work in
@@ -524,11 +554,11 @@ static split_plan split_plan_for(const ssmjit_context *ctx, const ssmjit_selecti
     int64_t S = 2;
     while (!(cost[S] > 0 && cost[S] <= least * 1.03))
         S++;
-    return split_layout(sh, S, ckpt);
+    return split_layout(sh, S, whole, bwd);
 }
 
 int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
-                               int checkpoint)
+                               int checkpoint, int backward)
 {
     scan_shape sh = {0};
     sh.B = sh.S = B;
@@ -538,7 +568,48 @@ int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, 
     sh.active = B > 0 && L > 0 && D > 0;
     ssmjit_selective_scan_desc desc = {0};
     desc.checkpoint = checkpoint ? (void *)&desc : NULL; /* only whether there is one */
-    return split_plan_for(ctx, &desc, &sh).S;
+    return split_plan_for(ctx, &desc, &sh, backward).S;
+}
+
+/* The split plan of an op (bwd: the backward) whose caller gave a split
+ * workspace, S = 1 without one; an error where it does not hold the
+ * plan's. */
+static ssmjit_status split_plan_given(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                      const scan_shape *sh, int bwd, const char *op, split_plan *sp)
+{
+    *sp = (split_plan){1, sh->L, 0, {0}, 0};
+    if (!desc->split_workspace)
+        return SSMJIT_OK;
+    const split_plan plan = split_plan_for(ctx, desc, sh, bwd);
+    if (plan.S == 1)
+        return SSMJIT_OK;
+    if ((uintptr_t)desc->split_workspace % sizeof(float))
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->split_workspace is not 4-byte aligned", op);
+    if (desc->split_workspace_bytes < plan.bytes)
+        return sj_error(SSMJIT_ERR_INVALID_ARG,
+                        "%s: desc->split_workspace_bytes = %zu is below the %zu bytes the split needs", op,
+                        desc->split_workspace_bytes, plan.bytes);
+    *sp = plan;
+    return SSMJIT_OK;
+}
+
+/* The view of sh's rows as plan sp's segments. */
+static scan_shape split_view(const scan_shape *sh, const split_plan *sp)
+{
+    scan_shape v = *sh;
+    v.B = v.S = sh->B * sp->S;
+    v.L = sp->Ls;
+    v.nch = sj_ceil_div(v.L, SCAN_CHUNK);
+    return v;
+}
+
+/* sh's one row's tail after plan sp's segments. */
+static scan_shape split_tail(const scan_shape *sh, const split_plan *sp)
+{
+    scan_shape t = *sh;
+    t.L = sp->tail;
+    t.nch = sj_ceil_div(t.L, SCAN_CHUNK);
+    return t;
 }
 
 /* Element `row` (a token) of x's rows, as a device address (0 for NULL). */
@@ -547,13 +618,16 @@ static uint64_t row_at(const void *x, int64_t row, int64_t stride, size_t elem)
     return x ? dptr(x) + (uint64_t)(row * stride) * elem : 0;
 }
 
+/* The segments' sums of dt, by the forward's module (bwd = 0) or the
+ * backward's, each computing dt as its scan does. */
 static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                        const scan_shape *v, float *dtsum, void *stream)
+                                        const scan_shape *v, float *dtsum, int bwd, void *stream)
 {
     char name[48];
     snprintf(name, sizeof name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
     CUfunction fn;
-    SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, name, &fn));
+    SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
+                         name, &fn));
     uint64_t delta = dptr(desc->delta.data), dbias = dptr(desc->delta_bias), out = dptr(dtsum);
     int64_t sdelta = v->sdelta, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
     void *args[] = {&delta, &sdelta, &dbias, &softplus, &Ls, &D, &out};
@@ -581,11 +655,9 @@ static ssmjit_status fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_
                                const split_plan *sp, void *stream)
 {
     char *ws = desc->split_workspace;
-    float *st = (float *)(ws + sp->st), *last = (float *)(ws + sp->last), *dtsum = (float *)(ws + sp->dtsum);
-    scan_shape v = *sh;
-    v.B = v.S = sh->B * sp->S;
-    v.L = sp->Ls;
-    v.nch = sj_ceil_div(v.L, SCAN_CHUNK);
+    float *st = (float *)(ws + sp->part[SP_ST]), *last = (float *)(ws + sp->part[SP_LAST]),
+          *dtsum = (float *)(ws + sp->part[SP_FWD_DT]);
+    const scan_shape v = split_view(sh, sp);
     const sj_scan_fwd_shape f = fwd_shape_for(ctx, &v);
     sj_scan_params p = scan_params(desc, &v);
     p.y = dptr(desc->y.data);
@@ -594,7 +666,7 @@ static ssmjit_status fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_
     p.final_state = dptr(st);
     p.ckpt = 0;
     SJ_TRY(launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", f, desc->dtype, &v, &p, stream));
-    SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, stream));
+    SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 0, stream));
     SJ_TRY(launch_split_carry(ctx, desc, sh, sp->S, st, dtsum, sp->tail ? last : desc->final_state, stream));
     p.init = dptr(st);
     p.final_state = 0;
@@ -605,9 +677,7 @@ static ssmjit_status fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_
     if (!sp->tail)
         return SSMJIT_OK;
     /* The one row's last tokens, from the state the carry left them. */
-    scan_shape t = *sh;
-    t.L = sp->tail;
-    t.nch = sj_ceil_div(t.L, SCAN_CHUNK);
+    const scan_shape t = split_tail(sh, sp);
     const int64_t r0 = sp->S * sp->Ls;
     const size_t es = ssmjit_dtype_size(desc->dtype);
     sj_scan_params q = scan_params(desc, &t);
@@ -625,17 +695,17 @@ static ssmjit_status fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_
                       &q, stream);
 }
 
-SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_split_size(ssmjit_context *ctx,
-                                                              const ssmjit_selective_scan_desc *desc,
-                                                              size_t *bytes)
+SSMJIT_API ssmjit_status ssmjit_selective_scan_split_size(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                                          size_t *bytes)
 {
-    const char *op = "ssmjit_selective_scan_fwd_split_size";
+    const char *op = "ssmjit_selective_scan_split_size";
     scan_shape sh;
     SJ_TRY(sj_check_context(ctx, op));
     SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
     SJ_TRY(check_scan(op, desc, 0, &sh));
-    const split_plan sp = split_plan_for(ctx, desc, &sh);
-    *bytes = sp.S > 1 ? sp.bytes : 0;
+    const split_plan fwd = split_plan_for(ctx, desc, &sh, 0), bwd = split_plan_for(ctx, desc, &sh, 1);
+    const size_t f = fwd.S > 1 ? fwd.bytes : 0, b = bwd.S > 1 ? bwd.bytes : 0;
+    *bytes = f > b ? f : b;
     return SSMJIT_OK;
 }
 
@@ -660,18 +730,10 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
     /* Without tokens only the final states (= initial states) remain. */
     if (sh.D == 0 || sh.B == 0 || (!sh.active && !desc->final_state))
         return SSMJIT_OK;
-    if (desc->split_workspace) {
-        const split_plan sp = split_plan_for(ctx, desc, &sh);
-        if (sp.S > 1) {
-            if ((uintptr_t)desc->split_workspace % sizeof(float))
-                return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->split_workspace is not 4-byte aligned", op);
-            if (desc->split_workspace_bytes < sp.bytes)
-                return sj_error(SSMJIT_ERR_INVALID_ARG,
-                                "%s: desc->split_workspace_bytes = %zu is below the %zu bytes the split needs", op,
-                                desc->split_workspace_bytes, sp.bytes);
-            return fwd_split(ctx, desc, &sh, &sp, stream);
-        }
-    }
+    split_plan sp;
+    SJ_TRY(split_plan_given(ctx, desc, &sh, 0, op, &sp));
+    if (sp.S > 1)
+        return fwd_split(ctx, desc, &sh, &sp, stream);
     sj_scan_params p = scan_params(desc, &sh);
     p.y = dptr(desc->y.data);
     p.sy = sh.sy;
@@ -777,31 +839,143 @@ static ssmjit_status get_bwd_kernel(ssmjit_context *ctx, const char *kernel, con
     return sj_kernel_get(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, name, fn);
 }
 
-/* dA, dD, ddelta_bias from the per-row partials (zeros when B = 0). */
+/* dA, dD, ddelta_bias from `rows` rows of per-row partials (zeros when
+ * there are none). */
 static ssmjit_status launch_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_grads *gr,
-                                          const scan_shape *sh, char *ws, const bwd_layout *w, void *stream)
+                                          const scan_shape *sh, int64_t rows, const char *pdA, const char *pdD,
+                                          const char *pdb, void *stream)
 {
     CUfunction fn;
     SJ_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_params", NULL, &fn));
-    uint64_t wdA = dptr(ws + w->dA), wdD = dptr(ws + w->dD), wdb = dptr(ws + w->db);
+    uint64_t wdA = dptr(pdA), wdD = dptr(pdD), wdb = dptr(pdb);
     uint64_t dA = dptr(gr->dA), dD = dptr(gr->dD), db = dptr(gr->ddelta_bias);
-    int64_t B = sh->B, D = sh->D, N = sh->N;
-    void *args[] = {&wdA, &wdD, &wdb, &B, &D, &N, &dA, &dD, &db};
+    int64_t D = sh->D, N = sh->N;
+    void *args[] = {&wdA, &wdD, &wdb, &rows, &D, &N, &dA, &dD, &db};
     sj_dim3 block = {FLAT_THREADS, 1, 1};
     return sj_launch(ctx, fn, flat_grid(D * N), block, 0, stream, args);
 }
 
-static ssmjit_status launch_reduce_bc(ssmjit_context *ctx, ssmjit_dtype dtype, const ssmjit_selective_scan_grads *gr,
-                                      const scan_shape *sh, const int64_t s[6], char *ws, const bwd_layout *w,
-                                      void *stream)
+/* The backward over the rows of sh (the op's, or a split's view or
+ * tail): the scan kernels over p (inputs, gradients, states and the
+ * per-row partials set), then dB and dC (at dB, dC) from their per-block
+ * partials in ws. */
+static ssmjit_status bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const scan_shape *sh, sj_scan_params *p,
+                              char *ws, const bwd_layout *w, uint64_t dB, int64_t sdB, uint64_t dC, int64_t sdC,
+                              void *stream)
+{
+    p->ws_bc = dptr(ws + w->bc);
+    p->ws_acc = dptr(ws + w->acc);
+    p->NB = w->nblocks;
+    p->ndblk = w->ndblk;
+    CUfunction fn;
+    SJ_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(dtype), &fn));
+    const unsigned smem = sj_scan_bwd_smem_bytes(dtype);
+    sj_dim3 grid = {(unsigned)w->ndblk, (unsigned)sh->B, 1};
+    sj_dim3 block = {BWD_THREADS, 1, 1};
+    /* The launches of successive state blocks chain through ws_acc in
+     * stream order. */
+    for (int64_t nb = 0; nb < w->nblocks; nb++) {
+        p->nb = nb;
+        void *args[] = {p};
+        SJ_TRY(sj_launch(ctx, fn, grid, block, smem, stream, args));
+    }
+    if (sh->L == 0)
+        return SSMJIT_OK;
+    CUfunction red;
+    SJ_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_bc", sj_dtype_suffix(dtype), &red));
+    uint64_t wbc = p->ws_bc;
+    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, N = sh->N;
+    void *args[] = {&wbc, &ndblk, &B, &L, &N, &dB, &sdB, &dC, &sdC};
+    sj_dim3 flat = {FLAT_THREADS, 1, 1};
+    return sj_launch(ctx, red, flat_grid(B * L * 2 * N), flat, 0, stream, args);
+}
+
+/* A flat kernel of module scan_bwd over `items` items. */
+static ssmjit_status launch_bwd_flat(ssmjit_context *ctx, const char *kernel, int64_t items, void **args,
+                                     void *stream)
 {
     CUfunction fn;
-    SJ_TRY(get_bwd_kernel(ctx, "scan_bwd_reduce_bc", sj_dtype_suffix(dtype), &fn));
-    uint64_t wbc = dptr(ws + w->bc), dB = dptr(gr->dB.data), dC = dptr(gr->dC.data);
-    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, N = sh->N, sdB = s[3], sdC = s[4];
-    void *args[] = {&wbc, &ndblk, &B, &L, &N, &dB, &sdB, &dC, &sdC};
+    SJ_TRY(get_bwd_kernel(ctx, kernel, NULL, &fn));
     sj_dim3 block = {FLAT_THREADS, 1, 1};
-    return sj_launch(ctx, fn, flat_grid(B * L * 2 * N), block, 0, stream, args);
+    return sj_launch(ctx, fn, flat_grid(items), block, 0, stream, args);
+}
+
+/* The backward over plan sp's segments (kernels_src/scan_bwd.cu says how):
+ * p holds the op's inputs, gradients, checkpoint and d_final_state; the
+ * per-row partials go to the split workspace, then into dA, dD and
+ * ddelta_bias. */
+static ssmjit_status bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                               const ssmjit_selective_scan_grads *gr, const scan_shape *sh, const int64_t s[6],
+                               const sj_scan_params *op, char *ws, const bwd_layout *w, const split_plan *sp,
+                               void *stream)
+{
+    char *sw = desc->split_workspace;
+    float *starts = (float *)(sw + sp->part[SP_STARTS]), *local = (float *)(sw + sp->part[SP_LOCAL]),
+          *enter = (float *)(sw + sp->part[SP_ENTER]), *dtsum = (float *)(sw + sp->part[SP_BWD_DT]),
+          *tail_dinit = (float *)(sw + sp->part[SP_TAIL]);
+    const scan_shape v = split_view(sh, sp);
+    const int64_t R = v.B, nchv = v.nch, DN = sh->D * sh->N, S = sp->S;
+    int64_t B = sh->B, D = sh->D, N = sh->N; /* kernel arguments */
+    {
+        uint64_t ck = op->ckpt, init = op->init, out = dptr(starts);
+        int64_t Sv = S, nch = nchv;
+        void *args[] = {&ck, &init, &out, &B, &Sv, &nch, &D, &N};
+        SJ_TRY(launch_bwd_flat(ctx, "scan_split_starts", R * DN, args, stream));
+    }
+    SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 1, stream));
+    /* The tail (one row) first: what enters its end is the op's, and what
+     * leaves its start enters the segments. */
+    const uint64_t dB = dptr(gr->dB.data), dC = dptr(gr->dC.data);
+    if (sp->tail) {
+        const scan_shape t = split_tail(sh, sp);
+        const int64_t r0 = S * sp->Ls;
+        const size_t es = ssmjit_dtype_size(desc->dtype);
+        sj_scan_params q = *op;
+        q.L = t.L;
+        q.nseq = 1;
+        q.u = row_at(desc->u.data, r0, sh->su, es);
+        q.delta = row_at(desc->delta.data, r0, sh->sdelta, es);
+        q.z = row_at(desc->z.data, r0, sh->sz, es);
+        q.B = row_at(desc->B.data, r0, sh->sB, es);
+        q.C = row_at(desc->C.data, r0, sh->sC, es);
+        q.dy = row_at(gr->dy.data, r0, s[0], es);
+        q.du = row_at(gr->du.data, r0, s[1], es);
+        q.ddelta = row_at(gr->ddelta.data, r0, s[2], es);
+        q.dz = row_at(gr->dz.data, r0, s[5], es);
+        q.ckpt = op->ckpt + (uint64_t)(S * nchv * DN) * sizeof(float);
+        q.init = op->ckpt + (uint64_t)((S * nchv - 1) * DN) * sizeof(float);
+        q.dinit = dptr(tail_dinit);
+        q.ws_dA = dptr(sw + sp->part[SP_DA]) + (uint64_t)(R * DN) * sizeof(float);
+        q.ws_dD = dptr(sw + sp->part[SP_DD]) + (uint64_t)(R * D) * sizeof(float);
+        q.ws_db = dptr(sw + sp->part[SP_DB]) + (uint64_t)(R * D) * sizeof(float);
+        SJ_TRY(bwd_rows(ctx, desc->dtype, &t, &q, ws, w, row_at(gr->dB.data, r0, s[3], es), s[3],
+                        row_at(gr->dC.data, r0, s[4], es), s[4], stream));
+    }
+    /* The segments with no adjoint entering their ends: the gradients of
+     * their start states alone (the other outputs are overwritten). */
+    sj_scan_params p = *op;
+    p.L = v.L;
+    p.nseq = R;
+    p.init = dptr(starts);
+    p.dfinal = 0;
+    p.dinit = dptr(local);
+    p.ws_dA = dptr(sw + sp->part[SP_DA]);
+    p.ws_dD = dptr(sw + sp->part[SP_DD]);
+    p.ws_db = dptr(sw + sp->part[SP_DB]);
+    SJ_TRY(bwd_rows(ctx, desc->dtype, &v, &p, ws, w, dB, s[3], dC, s[4], stream));
+    {
+        uint64_t A = dptr(desc->A), from = sp->tail ? dptr(tail_dinit) : op->dfinal, sums = dptr(dtsum),
+                 loc = dptr(local), G = dptr(enter), dinit = op->dinit;
+        int64_t Sv = S;
+        void *args[] = {&A, &from, &sums, &loc, &G, &dinit, &B, &Sv, &D, &N};
+        SJ_TRY(launch_bwd_flat(ctx, "scan_split_carry_back", B * DN, args, stream));
+    }
+    /* Again, with the carried adjoints entering the segments' ends. */
+    p.dfinal = dptr(enter);
+    p.dinit = 0;
+    SJ_TRY(bwd_rows(ctx, desc->dtype, &v, &p, ws, w, dB, s[3], dC, s[4], stream));
+    return launch_reduce_params(ctx, gr, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SP_DA], sw + sp->part[SP_DD],
+                                sw + sp->part[SP_DB], stream);
 }
 
 SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
@@ -821,6 +995,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
     if (workspace_bytes < w.total)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: workspace_bytes = %zu is below the %zu bytes required",
                         op, workspace_bytes, w.total);
+    split_plan sp;
+    SJ_TRY(split_plan_given(ctx, desc, &sh, 1, op, &sp));
     char *ws = workspace;
 
     if (sh.B > 0) {
@@ -839,29 +1015,15 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         p.dz = dptr(grads->dz.data);
         p.sdz = s[5];
         p.dinit = dptr(grads->d_initial_state);
-        p.ws_bc = dptr(ws + w.bc);
-        p.ws_acc = dptr(ws + w.acc);
+        if (sp.S > 1)
+            return bwd_split(ctx, desc, grads, &sh, s, &p, ws, &w, &sp, stream);
         p.ws_dA = dptr(ws + w.dA);
         p.ws_dD = dptr(ws + w.dD);
         p.ws_db = dptr(ws + w.db);
-        p.NB = w.nblocks;
-        p.ndblk = w.ndblk;
-        CUfunction fn;
-        SJ_TRY(get_bwd_kernel(ctx, "scan_bwd", sj_dtype_suffix(desc->dtype), &fn));
-        const unsigned smem = sj_scan_bwd_smem_bytes(desc->dtype);
-        sj_dim3 grid = {(unsigned)w.ndblk, (unsigned)sh.B, 1};
-        sj_dim3 block = {BWD_THREADS, 1, 1};
-        /* The launches of successive state blocks chain through ws_acc in
-         * stream order. */
-        for (int64_t nb = 0; nb < w.nblocks; nb++) {
-            p.nb = nb;
-            void *args[] = {&p};
-            SJ_TRY(sj_launch(ctx, fn, grid, block, smem, stream, args));
-        }
-        if (sh.L > 0)
-            SJ_TRY(launch_reduce_bc(ctx, desc->dtype, grads, &sh, s, ws, &w, stream));
+        SJ_TRY(bwd_rows(ctx, desc->dtype, &sh, &p, ws, &w, dptr(grads->dB.data), s[3], dptr(grads->dC.data), s[4],
+                        stream));
     }
-    return launch_reduce_params(ctx, grads, &sh, ws, &w, stream);
+    return launch_reduce_params(ctx, grads, &sh, sh.B, ws + w.dA, ws + w.dD, ws + w.db, stream);
 }
 
 /* ------------------------------------------------------------------------ */

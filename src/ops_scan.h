@@ -16,20 +16,22 @@
  * Not thread-safe: for tests and the benchmark only. */
 void sj_scan_force_shape(int ns, int bd, int buffers);
 
-/* Forces the forward's split over L (ssmjit_selective_scan_fwd_split_size):
+/* Forces the split over L of the forward and backward
+ * (ssmjit_selective_scan_split_size):
  * 0 restores the automatic choice, 1 never splits, S >= 2 splits into S
  * segments a row wherever a split can be made (S <= 64, segments of at
- * least one token, whole chunks with a checkpoint, several rows only
- * where the segments cover L) and the forward has a split workspace.  Not thread-safe: for tests and the benchmark
+ * least one token, whole chunks with a checkpoint and in the backward,
+ * several rows only where the segments cover L) and the op has a split
+ * workspace.  Not thread-safe: for tests and the benchmark
  * only. */
 void sj_scan_force_split(int segments);
 
-/* Segments a row that the forward over B rows of L tokens, D channels and
- * N states, with or without a checkpoint, splits into on ctx's device
- * (forced splits included), without cu_seqlens; 1 where it does not
- * split. */
+/* Segments a row that the forward (backward = 0) or the backward over B
+ * rows of L tokens, D channels and N states, with or without a
+ * checkpoint, splits into on ctx's device (forced splits included),
+ * without cu_seqlens; 1 where it does not split. */
 int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
-                               int checkpoint);
+                               int checkpoint, int backward);
 
 /* The launch shape the forward picks for B sequences of D channels and N
  * states on ctx's device (forced parts included): ns states a thread,

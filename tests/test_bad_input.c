@@ -273,7 +273,7 @@ static ssmjit_status scan_fwd_ws(args *a)
 
 static ssmjit_status scan_split_size(args *a)
 {
-    return ssmjit_selective_scan_fwd_split_size(a->ctx, &a->scan, &a->out->bytes);
+    return ssmjit_selective_scan_split_size(a->ctx, &a->scan, &a->out->bytes);
 }
 
 /* One sequence of 16384 tokens of 8 channels, without a checkpoint: a
@@ -303,6 +303,21 @@ static ssmjit_status scan_bwd(args *a)
 {
     return ssmjit_selective_scan_bwd(a->ctx, &a->scan, &a->sgrads, a->workspace, a->workspace_bytes,
                                      NULL);
+}
+
+/* Its backward likewise. */
+static ssmjit_status scan_bwd_split(args *a)
+{
+    a->scan.batch = 1;
+    a->scan.seqlen = 16384;
+    return scan_bwd(a);
+}
+
+static ssmjit_status scan_bwd_split_room(args *a)
+{
+    a->scan.split_workspace = DEV;
+    a->scan.split_workspace_bytes = (size_t)P(40);
+    return scan_bwd_split(a);
 }
 
 static ssmjit_status state_update(args *a) { return ssmjit_selective_state_update(a->ctx, &a->upd, NULL); }
@@ -819,14 +834,14 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(scan_fwd_ws_workspace_overflow, UNSUPPORTED, "the backward workspace is too large",                 \
       a->scan.batch = 1; a->scan.seqlen = 113025454; a->scan.dim = INT32_MAX; a->scan.dstate = 256;       \
       return scan_fwd_ws(a))                                                                              \
-    X(scan_split_size_ctx_null, INVALID_ARG, "ssmjit_selective_scan_fwd_split_size: ctx is NULL",         \
+    X(scan_split_size_ctx_null, INVALID_ARG, "ssmjit_selective_scan_split_size: ctx is NULL",         \
       a->ctx = NULL; return scan_split_size(a))                                                           \
-    X(scan_split_size_desc_null, INVALID_ARG, "ssmjit_selective_scan_fwd_split_size: desc is NULL",       \
-      return ssmjit_selective_scan_fwd_split_size(a->ctx, NULL, &a->out->bytes))                          \
-    X(scan_split_size_bytes_null, INVALID_ARG, "ssmjit_selective_scan_fwd_split_size: bytes is NULL",     \
-      return ssmjit_selective_scan_fwd_split_size(a->ctx, &a->scan, NULL))                                \
+    X(scan_split_size_desc_null, INVALID_ARG, "ssmjit_selective_scan_split_size: desc is NULL",       \
+      return ssmjit_selective_scan_split_size(a->ctx, NULL, &a->out->bytes))                          \
+    X(scan_split_size_bytes_null, INVALID_ARG, "ssmjit_selective_scan_split_size: bytes is NULL",     \
+      return ssmjit_selective_scan_split_size(a->ctx, &a->scan, NULL))                                \
     X(scan_split_size_dim_negative, INVALID_ARG,                                                          \
-      "ssmjit_selective_scan_fwd_split_size: desc->dim = -1 is negative", a->scan.dim = -1;               \
+      "ssmjit_selective_scan_split_size: desc->dim = -1 is negative", a->scan.dim = -1;               \
       return scan_split_size(a))                                                                          \
     X(scan_fwd_split_workspace_small, INVALID_ARG,                                                        \
       "ssmjit_selective_scan_fwd: desc->split_workspace_bytes = 16 is below the * bytes the split needs", \
@@ -835,6 +850,9 @@ static ssmjit_status model_calls_null(args *a, int which)
       "ssmjit_selective_scan_fwd: desc->split_workspace is not 4-byte aligned",                           \
       a->scan.split_workspace = MISALIGNED; a->scan.split_workspace_bytes = (size_t)P(40);                \
       return scan_fwd_split(a))                                                                           \
+    X(scan_bwd_split_workspace_small, INVALID_ARG,                                                        \
+      "ssmjit_selective_scan_bwd: desc->split_workspace_bytes = 16 is below the * bytes the split needs", \
+      a->scan.split_workspace = DEV; a->scan.split_workspace_bytes = 16; return scan_bwd_split(a))        \
     X(scan_bwd_grads_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads is NULL",                       \
       return ssmjit_selective_scan_bwd(a->ctx, &a->scan, NULL, a->workspace, a->workspace_bytes, NULL))   \
     X(scan_bwd_dy_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads->dy.data is NULL",                 \
@@ -1304,6 +1322,7 @@ static void test_valid_base_arguments(void **state)
         {"xent", xent, 0},               {"argmax", argmax, 0},           {"neg_exp", neg_exp, 0},
         {"mul", mul, 0},                 {"conv_state_fill", conv_state4, 0},
         {"scan_split_size", scan_split_size, 1}, {"scan_fwd_split_room", scan_fwd_split_room, 0},
+        {"scan_bwd_split_room", scan_bwd_split_room, 0},
     };
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         outputs out;

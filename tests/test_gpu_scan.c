@@ -172,12 +172,15 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
         desc.checkpoint = CK = poisoned_workspace(ck_bytes);
     void *SW = NULL;
     if (c->split) {
-        /* where the split can be made it must be, into poisoned scratch */
-        const size_t S = (size_t)c->split, Ls = c->checkpoint ? o->L / S / 16 * 16 : o->L / S;
-        const int can = (o->B == 1 || S * Ls == o->L) && Ls >= 1 && !o->cu_seqlens;
+        /* where the split can be made it must be (the forward's
+         * segments whole chunks with a checkpoint, the backward's always),
+         * into poisoned scratch */
+        const size_t S = (size_t)c->split, Lf = c->checkpoint ? o->L / S / 16 * 16 : o->L / S,
+                     Lb = o->L / S / 16 * 16;
+        const int can = ((o->B == 1 || S * Lf == o->L) && Lf >= 1) || ((o->B == 1 || S * Lb == o->L) && Lb >= 1);
         sj_scan_force_split(c->split);
         size_t bytes;
-        assert_int_equal(ssmjit_selective_scan_fwd_split_size(ctx, &desc, &bytes), SSMJIT_OK);
+        assert_int_equal(ssmjit_selective_scan_split_size(ctx, &desc, &bytes), SSMJIT_OK);
         if ((bytes > 0) != can)
             fail_msg("split into %d: %zu bytes of workspace, expected %s", c->split, bytes, can ? "some" : "none");
         desc.split_workspace = SW = bytes ? poisoned_workspace(bytes) : NULL;
@@ -186,7 +189,6 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     sj_scan_force_shape(c->ns, c->bd, c->buffers);
     ssmjit_status st = ssmjit_selective_scan_fwd(ctx, &desc, NULL);
     sj_scan_force_shape(0, 0, 0);
-    sj_scan_force_split(0);
     if (st != SSMJIT_OK)
         fail_msg("forward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
 
@@ -213,6 +215,7 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     sj_scan_force_shape(0, 0, c->buffers); /* the backward's states-only pass */
     st = ssmjit_selective_scan_bwd(ctx, &desc, &gr, WS, ws_bytes, NULL);
     sj_scan_force_shape(0, 0, 0);
+    sj_scan_force_split(0); /* the backward splits as the forward, into as many segments */
     if (st != SSMJIT_OK)
         fail_msg("backward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
     gu_sync();
@@ -414,14 +417,15 @@ static void test_block_widths(void **state)
     ssmjit_context_destroy(ctx);
 }
 
-/* The forward split over L, forced (the automatic choice splits only
- * long sequences of few channels, test_scan_shape): one row with tokens
- * left after its segments, several rows cut evenly, segments shorter than
- * a chunk, more states than one group holds, strided views, with a
- * checkpoint (whole chunks a segment; the backward restarts from what the
- * split forward wrote); every dtype with every option and with none.
- * Rows that the segments do not divide evenly are not split, and still
- * right. */
+/* The split over L of the forward and backward, forced (the automatic
+ * choice splits only long sequences of few channels, test_scan_shape):
+ * one row with tokens left after its segments, several rows cut evenly,
+ * segments shorter than a chunk, more states than one group holds (two
+ * backward launches), strided views, with a checkpoint (whole chunks a
+ * segment; the backward restarts from what the split forward wrote) and
+ * with the backward rebuilding it; every dtype with every option and with
+ * none.  Rows that the segments do not cover evenly are not split, and
+ * still right. */
 static void test_split(void **state)
 {
     (void)state;

@@ -157,10 +157,11 @@ static void test_stage_buffers(void **state)
             }
 }
 
-/* The forward's split over L on an H200: where one or two sequences of
- * few channels leave SMs idle, and nowhere the grid already fills the
- * GPU, nor on a GPU of one SM, nor in segments shorter than 64 tokens or
- * (several rows) uneven ones; a forced split wherever it can be made. */
+/* The split over L of the forward and backward on an H200: where one or
+ * two sequences of few channels leave SMs idle, and nowhere the grid
+ * already fills the GPU, nor on a GPU of one SM, nor in segments shorter
+ * than 64 tokens or (several rows) uneven ones; a forced split wherever
+ * it can be made. */
 static void test_split_choices(void **state)
 {
     (void)state;
@@ -168,36 +169,45 @@ static void test_split_choices(void **state)
     h200(&ctx);
     static const struct {
         int64_t B, L, D;
-        int split;
+        int split, bwd_split;
     } shapes[] = {
-        {1, 16384, 1536, 1}, {1, 2048, 1536, 1}, {1, 512, 1536, 1},  {1, 16384, 4096, 1}, {2, 2048, 1536, 1},
-        {1, 5000, 1536, 1},  {8, 2048, 4096, 0}, {8, 2048, 1536, 0}, {64, 256, 1536, 0},  {16, 1024, 1536, 0},
-        {1, 100, 1536, 0},   {3, 4099, 64, 0},   {1, 0, 1536, 0},
+        {1, 16384, 1536, 1, 1}, {1, 2048, 1536, 1, 1}, {1, 512, 1536, 1, 0},  {1, 16384, 4096, 1, 1},
+        {2, 2048, 1536, 1, 1},  {1, 5000, 1536, 1, 1}, {8, 2048, 4096, 0, 0}, {8, 2048, 1536, 0, 0},
+        {64, 256, 1536, 0, 0},  {16, 1024, 1536, 0, 0}, {1, 100, 1536, 0, 0},  {3, 4099, 64, 0, 0},
+        {1, 0, 1536, 0, 0},
     };
-    for (int ck = 0; ck < 2; ck++)
+    /* the forward without and with a checkpoint (segments of at least 64
+     * tokens), then the backward (256) */
+    for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             const int64_t B = shapes[i].B, L = shapes[i].L;
-            const int64_t S = sj_scan_split_segments(&ctx, B, L, shapes[i].D, 16, ck);
-            const int64_t Ls = S > 1 ? (ck ? L / S / 16 * 16 : L / S) : L;
-            if ((S > 1) != shapes[i].split || S < 1 || S > 64 || (S > 1 && (Ls < 64 || (B > 1 && S * Ls != L))))
-                fail_msg("B=%lld L=%lld D=%lld, checkpoint %d: %lld segments", (long long)B, (long long)L,
-                         (long long)shapes[i].D, ck, (long long)S);
+            const int64_t S = sj_scan_split_segments(&ctx, B, L, shapes[i].D, 16, k > 0, k == 2);
+            const int64_t Ls = S > 1 ? (k ? L / S / 16 * 16 : L / S) : L;
+            if ((S > 1) != (k == 2 ? shapes[i].bwd_split : shapes[i].split) || S < 1 || S > 64 ||
+                (S > 1 && (Ls < (k == 2 ? 256 : 64) || (B > 1 && S * Ls != L))))
+                fail_msg("B=%lld L=%lld D=%lld, %s: %lld segments", (long long)B, (long long)L,
+                         (long long)shapes[i].D, k == 2 ? "backward" : k ? "forward with checkpoint" : "forward",
+                         (long long)S);
         }
     ctx.props.sm_count = 1;
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16, 0), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16, 0, 0), 1);
     h200(&ctx);
     sj_scan_force_split(5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 12, 1536, 16, 0), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 15, 8, 16, 0), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 12, 8, 16, 0), 1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 4, 8, 16, 0), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 12, 1536, 16, 0, 0), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 15, 8, 16, 0, 0), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 12, 8, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 4, 8, 16, 0, 0), 1);
     /* with a checkpoint: segments of whole chunks */
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 80, 8, 16, 1), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 79, 8, 16, 1), 1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 160, 8, 16, 1), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 150, 8, 16, 1), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 80, 8, 16, 1, 0), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 79, 8, 16, 1, 0), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 160, 8, 16, 1, 0), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 150, 8, 16, 1, 0), 1);
+    /* the backward: whole chunks, with or without a checkpoint */
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 80, 8, 16, 0, 1), 5);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 79, 8, 16, 0, 1), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 2, 150, 8, 16, 1, 1), 1);
     sj_scan_force_split(1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16, 0), 1);
+    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16, 0, 0), 1);
     sj_scan_force_split(0);
 }
 

@@ -245,15 +245,17 @@ static ssmjit_selective_scan_desc scan_desc(const state *s, void *const *b)
     return d;
 }
 
-/* The split workspace of a forward without checkpoint: room for the
- * automatic split and for the variants' forced ones (up to 64 segments). */
+/* The split workspace of the scan's forward (with or without a
+ * checkpoint) and backward: room for the automatic split and for the
+ * variants' forced ones (up to 64 segments). */
 static ssmjit_status alloc_split(ssmjit_context *ctx, ssmjit_selective_scan_desc desc, state *s)
 {
-    desc.checkpoint = NULL;
+    void *const ckpt = desc.checkpoint;
     size_t most = 0, bytes;
-    for (int forced = 0; forced <= 64; forced += 64) {
-        sj_scan_force_split(forced);
-        ssmjit_status st = ssmjit_selective_scan_fwd_split_size(ctx, &desc, &bytes);
+    for (int k = 0; k < 4; k++) {
+        desc.checkpoint = k % 2 ? ckpt : NULL;
+        sj_scan_force_split(k < 2 ? 0 : 64);
+        ssmjit_status st = ssmjit_selective_scan_split_size(ctx, &desc, &bytes);
         sj_scan_force_split(0);
         if (st != SSMJIT_OK)
             return st;
@@ -293,7 +295,7 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
     snprintf(out->shape, sizeof out->shape, "B=%lld L=%lld D=%lld N=%lld", (long long)s.b, (long long)s.l,
              (long long)s.d, (long long)s.n);
     st = alloc_state(&s, sizes, bwd ? 20 : 10, out);
-    if (st == SSMJIT_OK && !bwd)
+    if (st == SSMJIT_OK)
         st = alloc_split(ctx, desc, out->state);
     /* A < 0 as in a real model (A = -exp(A_log)): the states stay bounded. */
     for (int r = 0; st == SSMJIT_OK && r < out->rotations; r++)
@@ -348,6 +350,17 @@ static ssmjit_status setup_scan_fwd_130m_short(ssmjit_context *ctx, ssmjit_dtype
 static ssmjit_status setup_scan_bwd_130m(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
 {
     return setup_scan(ctx, dt, quick, 1, 1536, 0, 0, out);
+}
+
+static ssmjit_status setup_scan_bwd_130m_one(ssmjit_context *ctx, ssmjit_dtype dt, int quick, bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 1, 1536, 1, 16384, out);
+}
+
+static ssmjit_status setup_scan_bwd_130m_prompt(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
+                                                bench_instance *out)
+{
+    return setup_scan(ctx, dt, quick, 1, 1536, 1, 2048, out);
 }
 
 static ssmjit_status run_scan_fwd(void *p, int r, void *stream)
@@ -460,8 +473,8 @@ static void force_split(int segments, int unused_b, int unused_c)
     sj_scan_force_split(segments);
 }
 
-/* The forward's split over L where it serves: unsplit, and into as many
- * segments as each variant says. */
+/* The split over L where it serves: unsplit, and into as many segments
+ * as each variant says. */
 static const bench_variant scan_split_variants[] = {
     {"  variant: not split", force_split, 1, 0, 0},
     {"  variant: split into 8", force_split, 8, 0, 0},
@@ -489,6 +502,8 @@ const bench_case bench_cases[] = {
     {"selective_scan fwd 130m, one prompt", setup_scan_fwd_130m_prompt, run_scan_fwd, teardown, scan_split_variants},
     {"selective_scan fwd 130m, 64 short", setup_scan_fwd_130m_short, run_scan_fwd, teardown, scan_fwd_variants},
     {"selective_scan bwd 130m", setup_scan_bwd_130m, run_scan_bwd, teardown, NULL},
+    {"selective_scan bwd 130m, one sequence", setup_scan_bwd_130m_one, run_scan_bwd, teardown, scan_split_variants},
+    {"selective_scan bwd 130m, one prompt", setup_scan_bwd_130m_prompt, run_scan_bwd, teardown, scan_split_variants},
     {"selective_state_update 130m", setup_decode_130m, run_decode, teardown, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

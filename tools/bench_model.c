@@ -178,6 +178,18 @@ int bench_model(ssmjit_context *ctx, int quick)
         st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train, split);
     if (st == SSMJIT_OK)
         st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN_RECOMPUTE, 5, &recompute, NULL);
+    /* one sequence: the scans split their tokens over the GPU (the second
+     * time forced not to) */
+    double train_one = 0, train_one_unsplit = 0;
+    if (st == SSMJIT_OK)
+        st = time_forward(&b, 1, L, SSMJIT_MODEL_TRAIN, 5, &train_one, NULL);
+    sj_scan_force_split(1);
+    if (st == SSMJIT_OK)
+        st = time_forward(&b, 1, L, SSMJIT_MODEL_TRAIN, 5, &train_one_unsplit, NULL);
+    sj_scan_force_split(0);
+    if (st == SSMJIT_OK)
+        printf("model   training step 1 x %lld: %.2f ms, with the scans not split %.2f ms\n", (long long)L,
+               train_one, train_one_unsplit);
     if (st == SSMJIT_OK) {
         printf("model   training step %lld x %lld (forward, cross-entropy, backward): %.2f ms, "
                "recomputing conv and scan: %.2f ms\n", (long long)B, (long long)L, train, recompute);
