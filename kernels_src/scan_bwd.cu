@@ -656,18 +656,18 @@ extern "C" __global__ void scan_bwd_reduce_params(const float *ws_dA, const floa
 }
 
 /* ------------------------------------------------------------------------ */
-/* The backward split over L (src/ops_scan.c, bwd_split)                    */
+/* The backward split over L (src/scan_split.c)                             */
 /* ------------------------------------------------------------------------ */
 /*
  * The segments of whole chunks (scan_common.cuh) are the rows of a view
  * whose checkpoint is the rows': the backward runs over them once with no
  * adjoint entering their ends, which gives each segment's gradient of its
- * start state alone; scan_split_carry_back carries the adjoints from the
- * last segment to the first; the backward runs again with the carried
+ * start state alone; scan_split_carry carries the adjoints from the last
+ * segment to the first; the backward runs again with the carried
  * adjoints entering the segments' ends.
  */
 
-SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_DTSUM_KERNEL, 0)
+SJ_SCAN_SPLIT_KERNELS
 
 /* The state entering each view row r = b S + s: init[b] (or 0) for s = 0,
  * else the checkpoint's state after the row's previous chunk (r nch - 1,
@@ -680,31 +680,5 @@ extern "C" __global__ void scan_split_starts(const float *ckpt, const float *ini
          e += (sj_i64)gridDim.x * blockDim.x) {
         const sj_i64 r = e / DN, dn = e % DN, b = r / S;
         starts[e] = r % S ? ckpt[(r * nch - 1) * DN + dn] : init ? init[b * DN + dn] : 0.0f;
-    }
-}
-
-/* For each (batch row b, channel d, state n), segments s = S-1 .. 0: the
- * adjoint entering segment s's end, g (first enter[b] or 0: the gradient
- * of the state after the row's segments), goes to G[b S + s], and
- * becomes local[b S + s] (the gradient of the segment's start state with
- * none entering its end) plus g decayed over the segment; dinit[b] (when
- * given) gets what leaves the first segment. */
-extern "C" __global__ void scan_split_carry_back(const float *A, const float *enter, const float *dtsum,
-                                                 const float *local, float *G, float *dinit, sj_i64 B, sj_i64 S,
-                                                 sj_i64 D, sj_i64 N)
-{
-    const sj_i64 DN = D * N;
-    for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < B * DN;
-         e += (sj_i64)gridDim.x * blockDim.x) {
-        const sj_i64 b = e / DN, dn = e % DN, d = dn / N;
-        const float a2 = A[dn] * SJ_LOG2E;
-        float g = enter ? enter[e] : 0.0f;
-        for (sj_i64 s = S - 1; s >= 0; --s) {
-            const sj_i64 r = b * S + s;
-            G[r * DN + dn] = g;
-            g = fmaf(sj_exp2_ftz(a2 * dtsum[r * D + d]), g, local[r * DN + dn]);
-        }
-        if (dinit)
-            dinit[e] = g;
     }
 }

@@ -661,7 +661,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     }
 
 /* ------------------------------------------------------------------------ */
-/* Split over L (src/ops_scan.c: split_plan_for, bwd_split)                 */
+/* Split over L (src/scan_split.c)                                          */
 /* ------------------------------------------------------------------------ */
 /*
  * A row's L tokens as S segments of Ls, the segments of all rows the
@@ -705,10 +705,51 @@ __device__ __forceinline__ void sj_scan_split_dtsum(const void *delta, sj_i64 sd
     }
 }
 
+/* For each (batch row b, channel d, state n), its S segments in order
+ * (reverse: last first): the value carried into a segment, v (first
+ * from[b], or 0), goes to out[b S + s] and becomes the segment's own part
+ * own[b S + s] plus v decayed over the segment, the scan's own
+ * 2^(dt A log2 e) over its summed dt; last[b] (when given) gets what
+ * leaves the last segment taken.  The forward carries states (from the
+ * initial state, own = out: each segment's final state from zero), the
+ * backward adjoints (from d_final_state; own: each segment's gradient of
+ * its start state with none entering its end). */
+__device__ __forceinline__ void sj_scan_split_carry(const float *A, const float *from, const float *dtsum,
+                                                    const float *own, float *out, float *last, sj_i64 B, sj_i64 S,
+                                                    sj_i64 D, sj_i64 N, bool reverse)
+{
+    const sj_i64 DN = D * N;
+    for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < B * DN;
+         e += (sj_i64)gridDim.x * blockDim.x) {
+        const sj_i64 b = e / DN, dn = e % DN, d = dn / N;
+        const float a2 = A[dn] * SJ_LOG2E;
+        float v = from ? from[e] : 0.0f;
+        for (sj_i64 k = 0; k < S; ++k) {
+            const sj_i64 r = b * S + (reverse ? S - 1 - k : k);
+            const float part = own[r * DN + dn];
+            out[r * DN + dn] = v;
+            v = fmaf(sj_exp2_ftz(a2 * dtsum[r * D + d]), v, part);
+        }
+        if (last)
+            last[e] = v;
+    }
+}
+
 #define SJ_SCAN_SPLIT_DTSUM_KERNEL(T, sfx, unused)                                                           \
     extern "C" __global__ void __launch_bounds__(SJ_SPLIT_CH * SJ_SPLIT_SLICES)                               \
         scan_split_dtsum_##sfx(const void *delta, sj_i64 sdelta, const float *dbias, sj_i64 softplus,         \
                                sj_i64 Ls, sj_i64 D, float *dtsum)                                             \
     {                                                                                                         \
         sj_scan_split_dtsum<T>(delta, sdelta, dbias, softplus, Ls, D, dtsum);                                 \
+    }
+
+/* The split's kernels, in the forward's module and the backward's (each
+ * with its own math: dt as its scan computes it). */
+#define SJ_SCAN_SPLIT_KERNELS                                                                               \
+    SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_DTSUM_KERNEL, 0)                                                         \
+    extern "C" __global__ void scan_split_carry(const float *A, const float *from, const float *dtsum,        \
+                                                const float *own, float *out, float *last, sj_i64 B, sj_i64 S, \
+                                                sj_i64 D, sj_i64 N, sj_i64 reverse)                           \
+    {                                                                                                         \
+        sj_scan_split_carry(A, from, dtsum, own, out, last, B, S, D, N, reverse != 0);                       \
     }

@@ -29,40 +29,14 @@ SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)
 SJ_SCAN_FWD_KERNEL(scan_fwd_pair, true, 8, true, 256, 2, 128, sj_bf16, bf16)
 
 /* ------------------------------------------------------------------------ */
-/* The forward split over L (src/ops_scan.c, split_plan_for)                */
+/* The forward split over L (src/scan_split.c)                              */
 /* ------------------------------------------------------------------------ */
 /*
  * Each batch row's tokens as S segments of Ls, the segments of all rows
  * R = B S rows of a [R, Ls] view: scan_fwd scans them from a zero state
  * (their final states into st), scan_split_carry carries the states
  * across the segments, and scan_fwd scans them again from the carried
- * states (scan_common.cuh has the sums of dt the carry needs).
+ * states (scan_common.cuh has the split's kernels).
  */
 
-SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_DTSUM_KERNEL, 0)
-
-/* For each (batch row b, channel d, state n), segments s = 0 .. S-1 in
- * order: st[b S + s] holds the segment's final state from a zero start
- * and is replaced by the state entering it, starting from init[b] (or 0);
- * last[b] (when given) gets the state after the last segment.  The decay
- * is the scan's own 2^(dt A log2 e) over the segment's summed dt. */
-extern "C" __global__ void scan_split_carry(const float *A, const float *init, const float *dtsum, float *st,
-                                            float *last, sj_i64 B, sj_i64 S, sj_i64 D, sj_i64 N)
-{
-    const sj_i64 DN = D * N;
-    for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < B * DN;
-         e += (sj_i64)gridDim.x * blockDim.x) {
-        const sj_i64 b = e / DN, dn = e % DN, d = dn / N;
-        const float a2 = A[dn] * SJ_LOG2E;
-        float h = init ? init[e] : 0.0f;
-        for (sj_i64 s = 0; s < S; ++s) {
-            const sj_i64 r = b * S + s;
-            float *at = st + r * DN + dn;
-            const float seg = *at;
-            *at = h;
-            h = fmaf(sj_exp2_ftz(a2 * dtsum[r * D + d]), h, seg);
-        }
-        if (last)
-            last[e] = h;
-    }
-}
+SJ_SCAN_SPLIT_KERNELS
