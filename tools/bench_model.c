@@ -94,6 +94,19 @@ static ssmjit_status time_forward(model_bench *b, int64_t B, int64_t L, ssmjit_m
     return st;
 }
 
+/* time_forward of one sequence, where the scans split its tokens over
+ * the GPU, then (unsplit) with the split forced off, for the comparison. */
+static ssmjit_status time_one_sequence(model_bench *b, int64_t L, ssmjit_model_mode mode, int reps, double *ms,
+                                       double *unsplit, double *split)
+{
+    ssmjit_status st = time_forward(b, 1, L, mode, reps, ms, split);
+    sj_scan_force_split(1);
+    if (st == SSMJIT_OK)
+        st = time_forward(b, 1, L, mode, reps, unsplit, NULL);
+    sj_scan_force_split(0);
+    return st;
+}
+
 /* Tokens per second of greedy decoding for B sequences, each step fed
  * the previous step's ids on the device (one graph launch a token). */
 static ssmjit_status time_decode(model_bench *b, int64_t B, int steps, double *tps)
@@ -154,15 +167,9 @@ int bench_model(ssmjit_context *ctx, int quick)
     if (st == SSMJIT_OK)
         printf("model   mamba-130m shape, bf16: prefill %lld x %lld with all logits: %.2f ms (%.0f tokens/s)\n",
                (long long)B, (long long)L, ms, (double)(B * L) / ms * 1e3);
-    /* one prompt: the scan splits its tokens over the GPU (the second
-     * time forced not to, for the comparison) */
     double one = 0, one_unsplit = 0, events[3] = {0, 0, 0};
     if (st == SSMJIT_OK)
-        st = time_forward(&b, 1, L, SSMJIT_MODEL_INFERENCE, 7, &one, events);
-    sj_scan_force_split(1);
-    if (st == SSMJIT_OK)
-        st = time_forward(&b, 1, L, SSMJIT_MODEL_INFERENCE, 7, &one_unsplit, NULL);
-    sj_scan_force_split(0);
+        st = time_one_sequence(&b, L, SSMJIT_MODEL_INFERENCE, 7, &one, &one_unsplit, events);
     if (st == SSMJIT_OK)
         printf("model   prefill 1 x %lld: %.2f ms (%.0f tokens/s), scans %.2f ms of one run by events; "
                "with the scan not split %.2f ms\n",
@@ -178,15 +185,9 @@ int bench_model(ssmjit_context *ctx, int quick)
         st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train, split);
     if (st == SSMJIT_OK)
         st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN_RECOMPUTE, 5, &recompute, NULL);
-    /* one sequence: the scans split their tokens over the GPU (the second
-     * time forced not to) */
     double train_one = 0, train_one_unsplit = 0;
     if (st == SSMJIT_OK)
-        st = time_forward(&b, 1, L, SSMJIT_MODEL_TRAIN, 5, &train_one, NULL);
-    sj_scan_force_split(1);
-    if (st == SSMJIT_OK)
-        st = time_forward(&b, 1, L, SSMJIT_MODEL_TRAIN, 5, &train_one_unsplit, NULL);
-    sj_scan_force_split(0);
+        st = time_one_sequence(&b, L, SSMJIT_MODEL_TRAIN, 5, &train_one, &train_one_unsplit, NULL);
     if (st == SSMJIT_OK)
         printf("model   training step 1 x %lld: %.2f ms, with the scans not split %.2f ms\n", (long long)L,
                train_one, train_one_unsplit);
