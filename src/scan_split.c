@@ -17,11 +17,12 @@ void sj_scan_force_split(int segments)
 }
 
 #define SPLIT_MAX 64        /* segments a row */
-/* A segment's least tokens, unless forced: the forward's 64; the
- * backward's 256, since its launches' fixed costs weigh on short
- * segments more than bwd_cycles says (at 1 x 2048 x 1536 segments of 64
- * tokens ran f32 0.426 ms, of 256 0.385; bench/NOTES.md). */
-#define SPLIT_MIN_TOKENS 64
+/* A segment's least tokens, unless forced: the forward's 128, the
+ * backward's 256.  Their launches' and blocks' fixed costs weigh on short
+ * segments more than the models say (bench/NOTES.md: the backward at
+ * 1 x 2048 x 1536 in segments of 64 tokens ran f32 0.426 ms, of 256
+ * 0.385; the forward at 1 x 2048 x 1536 best at 128). */
+#define SPLIT_MIN_TOKENS 128
 #define SPLIT_MIN_TOKENS_BWD 256
 #define SPLIT_CH 64         /* SJ_SPLIT_CH, SJ_SPLIT_SLICES of scan_split_dtsum */
 #define SPLIT_SLICES 4
@@ -109,6 +110,15 @@ split_plan sj_scan_split_plan(const ssmjit_context *ctx, const ssmjit_selective_
         return split_fits(sh, forced, 1, whole) ? split_layout(sh, forced, whole, bwd) : none;
     const sj_device_props *pr = sj_context_props(ctx);
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
+    /* The forward's model rates many short rows too well (bench/NOTES.md:
+     * 2 x 4096 x 2560 in 16 segments, modelled 14% faster, ran 0.46 ms
+     * against 0.37 unsplit): it splits only where its unsplit grid leaves
+     * SMs without a block, where the split measured faster everywhere. */
+    if (!bwd) {
+        const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, sh->B, sh->D, sh->N);
+        if ((double)(sh->B * sj_ceil_div(sh->D, f.bd)) >= sms)
+            return none;
+    }
     const double overhead = (bwd ? 6 : 3) * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
     double (*cycles)(const sj_device_props *, const scan_shape *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
