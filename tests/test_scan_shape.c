@@ -159,9 +159,11 @@ static void test_stage_buffers(void **state)
 
 /* The split over L of the forward and backward on an H200: where one or
  * two sequences of few channels leave SMs idle, and nowhere the grid
- * already fills the GPU, nor on a GPU of one SM, nor in segments shorter
- * than 64 tokens or (several rows) uneven ones; a forced split wherever
- * it can be made. */
+ * already fills the GPU (the forward: nowhere its unsplit grid gives
+ * every SM a block, as at 1 x 2048 x 5120 and 2 x 4096 x 2560, where the
+ * split measured slower), nor on a GPU of one SM, nor in segments
+ * shorter than 128 tokens (256 in the backward) or (several rows) uneven
+ * ones; a forced split wherever it can be made. */
 static void test_split_choices(void **state)
 {
     (void)state;
@@ -174,17 +176,17 @@ static void test_split_choices(void **state)
         {1, 16384, 1536, 1, 1}, {1, 2048, 1536, 1, 1}, {1, 512, 1536, 1, 0},  {1, 16384, 4096, 1, 1},
         {2, 2048, 1536, 1, 1},  {1, 5000, 1536, 1, 1}, {8, 2048, 4096, 0, 0}, {8, 2048, 1536, 0, 0},
         {64, 256, 1536, 0, 0},  {16, 1024, 1536, 0, 0}, {1, 100, 1536, 0, 0},  {3, 4099, 64, 0, 0},
-        {1, 0, 1536, 0, 0},
+        {1, 0, 1536, 0, 0},     {1, 4096, 2560, 1, 1}, {1, 16384, 768, 1, 1}, {1, 2048, 5120, 0, 0},
+        {2, 4096, 2560, 0, 0},
     };
-    /* the forward without and with a checkpoint (segments of at least 64
-     * tokens), then the backward (256) */
+    /* the forward without and with a checkpoint, then the backward */
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             const int64_t B = shapes[i].B, L = shapes[i].L;
             const int64_t S = sj_scan_split_segments(&ctx, B, L, shapes[i].D, 16, k > 0, k == 2);
             const int64_t Ls = S > 1 ? (k ? L / S / 16 * 16 : L / S) : L;
             if ((S > 1) != (k == 2 ? shapes[i].bwd_split : shapes[i].split) || S < 1 || S > 64 ||
-                (S > 1 && (Ls < (k == 2 ? 256 : 64) || (B > 1 && S * Ls != L))))
+                (S > 1 && (Ls < (k == 2 ? 256 : 128) || (B > 1 && S * Ls != L))))
                 fail_msg("B=%lld L=%lld D=%lld, %s: %lld segments", (long long)B, (long long)L,
                          (long long)shapes[i].D, k == 2 ? "backward" : k ? "forward with checkpoint" : "forward",
                          (long long)S);
