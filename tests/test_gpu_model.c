@@ -359,12 +359,16 @@ static void compare_grad(const char *name, double *w, size_t n, void *user)
     free(got);
 }
 
-static void check_backward(int tied, ssmjit_model_mode mode, int use_dlogits)
+/* Training gradients of B sequences of L tokens against the reference,
+ * and twice the same bytes; split > 1 forces every scan's split over L
+ * into that many segments (0: the automatic choice). */
+static void check_backward_shape(int tied, ssmjit_model_mode mode, int use_dlogits, size_t B, size_t L, int split)
 {
     fixture f;
     open_fixture(&f, tied, SSMJIT_F32);
+    sj_scan_force_split(split);
     const ref_mamba_cfg *rc = &f.ref.cfg;
-    size_t B = 2, L = 23, V = rc->vocab, n = B * L;
+    size_t V = rc->vocab, n = B * L;
     int *ids = random_ids(n, V), *targets = random_ids(n, V);
     targets[3] = targets[n - 1] = REF_MAMBA_IGNORE;
     ref_mamba want = ref_mamba_alloc(rc);
@@ -432,7 +436,23 @@ static void check_backward(int tied, ssmjit_model_mode mode, int use_dlogits)
     free(ids);
     free(targets);
     ref_mamba_free(&want);
+    sj_scan_force_split(0);
     close_fixture(&f);
+}
+
+static void check_backward(int tied, ssmjit_model_mode mode, int use_dlogits)
+{
+    check_backward_shape(tied, mode, use_dlogits, 2, 23, 0);
+}
+
+/* One sequence with every layer's scan split into 4 segments of one
+ * chunk, forward (which writes the checkpoint through the split) and
+ * backward, keeping the checkpoint and recomputing it. */
+static void test_backward_split(void **state)
+{
+    (void)state;
+    check_backward_shape(0, SSMJIT_MODEL_TRAIN, 0, 1, 64, 4);
+    check_backward_shape(1, SSMJIT_MODEL_TRAIN_RECOMPUTE, 0, 1, 64, 4);
 }
 
 static void test_backward_tied(void **state)
@@ -725,6 +745,7 @@ int main(void)
         cmocka_unit_test(test_decode_continues_prefill),
         cmocka_unit_test(test_greedy_graph),
         cmocka_unit_test(test_backward_tied),
+        cmocka_unit_test(test_backward_split),
         cmocka_unit_test(test_backward_untied_recompute),
         cmocka_unit_test(test_backward_dlogits),
         cmocka_unit_test(test_load_checkpoint),
