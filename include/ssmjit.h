@@ -419,8 +419,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_s
  * Segments are whole 16-token chunks in the backward and where the
  * forward writes a checkpoint (which it writes as unsplit).  Never with
  * cu_seqlens, nor with several batch rows that the segments would not
- * cover evenly.  The size is at most B * S * D * (3 N + 2) * 4 bytes and
- * a little more (S <= 64).
+ * cover evenly.  The size is about B * S * D * (4 N + 3) * 4 bytes
+ * (S <= 64).
  * Errors: as ssmjit_selective_scan_fwd_workspace_size, plus
  * SSMJIT_ERR_INVALID_ARG for a NULL ctx. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_split_size(ssmjit_context *ctx,
@@ -482,7 +482,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(const ssmjit_s
  * kernels build without fast math by default (see ssmjit_fast_math).
  * With desc->split_workspace set it splits L as the forward does (see
  * ssmjit_selective_scan_split_size; the same conditions on the
- * workspace); its outputs are then written twice.
+ * workspace); its outputs are then written twice, and differ from an
+ * unsplit backward's by rounding only (still the same bytes run to run).
  * D = 0 is a no-op; B = 0 or L = 0 writes dA, dD, ddelta_bias = 0 and
  * d_initial_state = d_final_state (or 0).  Outputs must not overlap inputs
  * or each other.
@@ -849,8 +850,10 @@ typedef enum ssmjit_model_mode {
 
 /* Bytes of device workspace ssmjit_model_forward (and, in a training mode,
  * the backward that follows it) needs for `batch` sequences of `seqlen`
- * tokens.  Errors: SSMJIT_ERR_INVALID_ARG for NULL, negative extents or an
- * unknown mode; SSMJIT_ERR_UNSUPPORTED for sizes past 2^62. */
+ * tokens on the model's device: where few long sequences leave SMs idle
+ * it holds the scans' split workspace (ssmjit_selective_scan_split_size).
+ * Errors: SSMJIT_ERR_INVALID_ARG for NULL, negative extents or an unknown
+ * mode; SSMJIT_ERR_UNSUPPORTED for sizes past 2^62. */
 SSMJIT_API ssmjit_status ssmjit_model_workspace_size(const ssmjit_model *model, int64_t batch,
                                                      int64_t seqlen, ssmjit_model_mode mode,
                                                      size_t *bytes);
