@@ -65,8 +65,9 @@ static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens, int w
 }
 
 /* Modelled cycles of the busiest SM for the forward over B rows of L
- * tokens of sh's channels and states: sj_scan_fwd_chunk_cycles() a chunk, a partial last
- * chunk counted twice (it takes the general path, not the fast one). */
+ * tokens of sh's channels and states: sj_scan_fwd_chunk_cycles() a
+ * chunk, a partial last chunk counted twice (it takes the general path,
+ * not the fast one). */
 static double fwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_t B, int64_t L)
 {
     scan_shape v = *sh;
