@@ -131,6 +131,7 @@ SSMJIT_API ssmjit_status ssmjit_context_create(const ssmjit_context_options *opt
     if (!ctx)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory for a context");
     pthread_mutex_init(&ctx->target_lock, NULL);
+    pthread_mutex_init(&ctx->split_lock, NULL);
     for (int m = 0; m < SJ_MODULE_COUNT; m++)
         for (int f = 0; f < 2; f++)
             pthread_mutex_init(&ctx->modules[m][f].lock, NULL);
@@ -167,6 +168,7 @@ SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx)
     if (ctx->owns_primary)
         (void)SJ_CU(ctx->drv, DevicePrimaryCtxRelease, ctx->device);
     pthread_mutex_destroy(&ctx->target_lock);
+    pthread_mutex_destroy(&ctx->split_lock);
     free(ctx->defines);
     free(ctx);
 }

@@ -50,6 +50,11 @@ struct ssmjit_context {
     int target_arch, target_ptx;
 
     sj_module modules[SJ_MODULE_COUNT][2]; /* [module][fast_math] */
+
+    /* the scan's split over L, each direction's last choice
+     * (scan_split.c: its key, then the segments; 0 none yet) */
+    pthread_mutex_t split_lock;
+    int64_t split_memo[2][6];
 };
 
 /* Makes ctx->cu current on this thread if it is not; *pushed says whether

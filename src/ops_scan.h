@@ -30,7 +30,7 @@ void sj_scan_force_split(int segments);
  * rows of L tokens, D channels and N states, with or without a
  * checkpoint, splits into on ctx's device (forced splits included),
  * without cu_seqlens; 1 where it does not split. */
-int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
+int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
                                int checkpoint, int backward);
 
 /* The launch shape the forward picks for B sequences of D channels and N

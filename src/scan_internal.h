@@ -132,14 +132,14 @@ ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_
 
 /* The split of the forward (bwd = 0) or backward that the model times
  * fastest on ctx's device (S = 1: none). */
-split_plan sj_scan_split_plan(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                              const scan_shape *sh, int bwd);
+split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+                              int bwd);
 
 /* The split plan of an op (bwd: the backward) whose caller gave a split
  * workspace, S = 1 without one; an error where it does not hold the
  * plan's. */
-ssmjit_status sj_scan_split_given(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                  const scan_shape *sh, int bwd, const char *op, split_plan *sp);
+ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+                                  int bwd, const char *op, split_plan *sp);
 
 /* The forward over plan sp's segments. */
 ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,

@@ -1,10 +1,13 @@
 /* The split over L of the selective scan's forward and backward
  * (ssmjit_selective_scan_split_size; kernels_src/scan_common.cuh says
  * how): the plan, and the passes over views of a row's segments. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "context.h"
 #include "error.h"
 #include "scan_internal.h"
 #include "validate.h"
@@ -89,37 +92,14 @@ static double bwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_
     return (double)sj_ceil_div(L, SCAN_CHUNK) * (16000.0 * (double)(per_sm / 2) + 10700.0 * (double)(per_sm % 2));
 }
 
-/* The split of the forward (bwd = 0) or backward that the model times
- * fastest, or none: twice the op over the segments, the tail, and for the
- * launches more and the sums of dt (an element's softplus some 16
+/* The segments (1: none) of the forward's or backward's split that the
+ * model times fastest: twice the op over the segments, the tail, and for
+ * the launches more and the sums of dt (an element's softplus some 16
  * instructions, issued a warp a cycle on each of an SM's 4 schedulers) a
- * rough estimate.  The backward's segments are whole chunks (it reads the
- * checkpoint through the view), as the forward's where it writes one.
- * Never with cu_seqlens (the segments would need carrying across the
- * sequences' starts). */
-split_plan sj_scan_split_plan(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                              const scan_shape *sh, int bwd)
+ * rough estimate. */
+static int64_t fastest_segments(const sj_device_props *pr, const scan_shape *sh, int whole, int bwd)
 {
-    const split_plan none = {1, sh->L, 0, {0}, 0};
-    const int whole = bwd || desc->checkpoint != NULL;
-    if (desc->cu_seqlens || !sh->active)
-        return none;
-    const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
-    if (forced == 1)
-        return none;
-    if (forced > 1)
-        return split_fits(sh, forced, 1, whole) ? split_layout(sh, forced, whole, bwd) : none;
-    const sj_device_props *pr = sj_context_props(ctx);
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
-    /* The forward's model rates many short rows too well (bench/NOTES.md:
-     * 2 x 4096 x 2560 in 16 segments, modelled 14% faster, ran 0.46 ms
-     * against 0.37 unsplit): it splits only where its unsplit grid leaves
-     * SMs without a block, where the split measured faster everywhere. */
-    if (!bwd) {
-        const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, sh->B, sh->D, sh->N);
-        if ((double)(sh->B * sj_ceil_div(sh->D, f.bd)) >= sms)
-            return none;
-    }
     const double overhead = (bwd ? 6 : 3) * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
     double (*cycles)(const sj_device_props *, const scan_shape *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
@@ -136,17 +116,70 @@ split_plan sj_scan_split_plan(const ssmjit_context *ctx, const ssmjit_selective_
     }
     const double unsplit = cycles(pr, sh, sh->B, sh->L);
     if (least < 0 || unsplit < 0 || least >= unsplit * SPLIT_GAIN)
-        return none;
+        return 1;
     /* Once the segments fill every SM more of them cost the same work in
      * smaller waves: the fewest segments within 3% of the least time (a
      * smaller workspace, longer segments). */
     int64_t S = 2;
     while (!(cost[S] > 0 && cost[S] <= least * 1.03))
         S++;
-    return split_layout(sh, S, whole, bwd);
+    return S;
 }
 
-int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
+/* fastest_segments() through the context's memo of each direction's last
+ * answer: costing every segment count takes some 18 us of CPU a forward
+ * at 1 x 2048 x 1536, and a model's layers ask the same each call.  The
+ * answer depends on the device (the context's) and these extents only. */
+static int64_t memo_segments(ssmjit_context *ctx, const scan_shape *sh, int whole, int bwd)
+{
+    const int64_t key[5] = {sh->B, sh->L, sh->D, sh->N, whole};
+    int64_t *memo = ctx->split_memo[bwd], S = 0;
+    pthread_mutex_lock(&ctx->split_lock);
+    if (memo[5] && memcmp(memo, key, sizeof key) == 0)
+        S = memo[5];
+    pthread_mutex_unlock(&ctx->split_lock);
+    if (S)
+        return S;
+    S = fastest_segments(sj_context_props(ctx), sh, whole, bwd);
+    pthread_mutex_lock(&ctx->split_lock);
+    memcpy(memo, key, sizeof key);
+    memo[5] = S;
+    pthread_mutex_unlock(&ctx->split_lock);
+    return S;
+}
+
+/* The split of the forward (bwd = 0) or backward that the model times
+ * fastest, or none.  The backward's segments are whole chunks (it reads
+ * the checkpoint through the view), as the forward's where it writes
+ * one.  Never with cu_seqlens (the segments would need carrying across
+ * the sequences' starts). */
+split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+                              int bwd)
+{
+    const split_plan none = {1, sh->L, 0, {0}, 0};
+    const int whole = bwd || desc->checkpoint != NULL;
+    if (desc->cu_seqlens || !sh->active)
+        return none;
+    const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
+    if (forced == 1)
+        return none;
+    if (forced > 1)
+        return split_fits(sh, forced, 1, whole) ? split_layout(sh, forced, whole, bwd) : none;
+    /* The forward's model rates many short rows too well (bench/NOTES.md:
+     * 2 x 4096 x 2560 in 16 segments, modelled 14% faster, ran 0.46 ms
+     * against 0.37 unsplit): it splits only where its unsplit grid leaves
+     * SMs without a block, where the split measured faster everywhere. */
+    if (!bwd) {
+        const sj_device_props *pr = sj_context_props(ctx);
+        const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, sh->B, sh->D, sh->N);
+        if ((double)(sh->B * sj_ceil_div(sh->D, f.bd)) >= (pr->sm_count > 0 ? pr->sm_count : 1))
+            return none;
+    }
+    const int64_t S = memo_segments(ctx, sh, whole, bwd);
+    return S > 1 ? split_layout(sh, S, whole, bwd) : none;
+}
+
+int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
                                int checkpoint, int backward)
 {
     scan_shape sh = {0};
@@ -163,7 +196,7 @@ int64_t sj_scan_split_segments(const ssmjit_context *ctx, int64_t B, int64_t L, 
 /* The split plan of an op (bwd: the backward) whose caller gave a split
  * workspace, S = 1 without one; an error where it does not hold the
  * plan's. */
-ssmjit_status sj_scan_split_given(const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                   const scan_shape *sh, int bwd, const char *op, split_plan *sp)
 {
     *sp = (split_plan){1, sh->L, 0, {0}, 0};

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "context.h"
@@ -54,6 +55,7 @@ static void h200(ssmjit_context *ctx)
     ctx->props.max_threads_per_sm = 2048;
     ctx->props.max_smem_per_block_optin = 232448;
     ctx->props.max_smem_per_sm = 233472;
+    pthread_mutex_init(&ctx->split_lock, NULL);
 }
 
 /* The fastest variant bench/NOTES.md measured at each of these shapes (N =
@@ -213,6 +215,76 @@ static void test_split_choices(void **state)
     sj_scan_force_split(0);
 }
 
+/* Shapes whose splits differ, in both directions, and what a context
+ * that has seen nothing else chooses for each. */
+static const struct {
+    int64_t B, L, D;
+    int ckpt, bwd;
+} memo_shapes[] = {
+    {1, 16384, 1536, 0, 0}, {1, 2048, 1536, 0, 0}, {8, 2048, 4096, 0, 0}, {1, 2048, 1536, 1, 0},
+    {1, 16384, 1536, 0, 1}, {1, 2048, 1536, 0, 1}, {1, 512, 1536, 0, 1},  {1, 16384, 768, 1, 1},
+};
+#define MEMO_SHAPES (sizeof memo_shapes / sizeof *memo_shapes)
+
+static int64_t memo_ask(ssmjit_context *ctx, size_t i)
+{
+    return sj_scan_split_segments(ctx, memo_shapes[i].B, memo_shapes[i].L, memo_shapes[i].D, 16, memo_shapes[i].ckpt,
+                                  memo_shapes[i].bwd);
+}
+
+typedef struct {
+    ssmjit_context *ctx;
+    const int64_t *want;
+    size_t first;
+    int wrong;
+} memo_worker;
+
+static void *memo_work(void *arg)
+{
+    memo_worker *w = arg;
+    for (size_t k = 0; k < 4000; k++) {
+        const size_t i = (w->first + k * (w->first + 1)) % MEMO_SHAPES;
+        w->wrong += memo_ask(w->ctx, i) != w->want[i];
+    }
+    return NULL;
+}
+
+/* The context keeps each direction's last split: asked again, after
+ * other shapes, or by several threads at once, it answers what a context
+ * that has seen nothing else does. */
+static void test_split_memo(void **state)
+{
+    (void)state;
+    int64_t want[MEMO_SHAPES];
+    int splits = 0;
+    for (size_t i = 0; i < MEMO_SHAPES; i++) {
+        ssmjit_context fresh;
+        h200(&fresh);
+        want[i] = memo_ask(&fresh, i);
+        splits += want[i] > 1;
+        pthread_mutex_destroy(&fresh.split_lock);
+    }
+    assert_true(splits >= 4 && splits < (int)MEMO_SHAPES); /* the shapes tell the memo's entries apart */
+    ssmjit_context ctx;
+    h200(&ctx);
+    for (size_t k = 0; k < 3 * MEMO_SHAPES; k++) {
+        const size_t i = (k * 5) % MEMO_SHAPES;
+        assert_int_equal(memo_ask(&ctx, i), want[i]);
+        assert_int_equal(memo_ask(&ctx, i), want[i]);
+    }
+    memo_worker w[4];
+    pthread_t t[4];
+    for (size_t k = 0; k < 4; k++) {
+        w[k] = (memo_worker){&ctx, want, k, 0};
+        assert_int_equal(pthread_create(&t[k], NULL, memo_work, &w[k]), 0);
+    }
+    for (size_t k = 0; k < 4; k++) {
+        assert_int_equal(pthread_join(t[k], NULL), 0);
+        assert_int_equal(w[k].wrong, 0);
+    }
+    pthread_mutex_destroy(&ctx.split_lock);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_backward_shared_memory),
         cmocka_unit_test(test_stage_buffers),
         cmocka_unit_test(test_split_choices),
+        cmocka_unit_test(test_split_memo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
