@@ -240,6 +240,17 @@ static uint64_t row_at(const void *x, int64_t row, int64_t stride, size_t elem)
     return x ? dptr(x) + (uint64_t)(row * stride) * elem : 0;
 }
 
+/* Points q's inputs at sh's one row's tokens from r0 on (a split's tail). */
+static void tail_inputs(sj_scan_params *q, const ssmjit_selective_scan_desc *desc, const scan_shape *sh, int64_t r0)
+{
+    const size_t es = ssmjit_dtype_size(desc->dtype);
+    q->u = row_at(desc->u.data, r0, sh->su, es);
+    q->delta = row_at(desc->delta.data, r0, sh->sdelta, es);
+    q->z = row_at(desc->z.data, r0, sh->sz, es);
+    q->B = row_at(desc->B.data, r0, sh->sB, es);
+    q->C = row_at(desc->C.data, r0, sh->sC, es);
+}
+
 /* The segments' sums of dt, by the forward's module (bwd = 0) or the
  * backward's, each computing dt as its scan does. */
 static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
@@ -305,14 +316,9 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     /* The one row's last tokens, from the state the carry left them. */
     const scan_shape t = split_tail(sh, sp);
     const int64_t r0 = sp->S * sp->Ls;
-    const size_t es = ssmjit_dtype_size(desc->dtype);
     sj_scan_params q = sj_scan_params_of(desc, &t);
-    q.u = row_at(desc->u.data, r0, sh->su, es);
-    q.delta = row_at(desc->delta.data, r0, sh->sdelta, es);
-    q.z = row_at(desc->z.data, r0, sh->sz, es);
-    q.B = row_at(desc->B.data, r0, sh->sB, es);
-    q.C = row_at(desc->C.data, r0, sh->sC, es);
-    q.y = row_at(desc->y.data, r0, sh->sy, es);
+    tail_inputs(&q, desc, sh, r0);
+    q.y = row_at(desc->y.data, r0, sh->sy, ssmjit_dtype_size(desc->dtype));
     q.sy = sh->sy;
     q.init = dptr(last);
     q.final_state = dptr(desc->final_state);
@@ -363,17 +369,16 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         sj_scan_params q = *op;
         q.L = t.L;
         q.nseq = 1;
-        q.u = row_at(desc->u.data, r0, sh->su, es);
-        q.delta = row_at(desc->delta.data, r0, sh->sdelta, es);
-        q.z = row_at(desc->z.data, r0, sh->sz, es);
-        q.B = row_at(desc->B.data, r0, sh->sB, es);
-        q.C = row_at(desc->C.data, r0, sh->sC, es);
+        tail_inputs(&q, desc, sh, r0);
         q.dy = row_at(gr->dy.data, r0, s[0], es);
         q.du = row_at(gr->du.data, r0, s[1], es);
         q.ddelta = row_at(gr->ddelta.data, r0, s[2], es);
         q.dz = row_at(gr->dz.data, r0, s[5], es);
-        q.ckpt = op->ckpt + (uint64_t)(S * nchv * DN) * sizeof(float);
-        q.init = op->ckpt + (uint64_t)((S * nchv - 1) * DN) * sizeof(float);
+        /* the tail's chunks follow the segments' in the checkpoint, and
+         * its state entering is the one after their last chunk */
+        const void *ckpt = (const void *)(uintptr_t)op->ckpt;
+        q.ckpt = row_at(ckpt, S * nchv, DN, sizeof(float));
+        q.init = row_at(ckpt, S * nchv - 1, DN, sizeof(float));
         q.dinit = dptr(tail_dinit);
         q.ws_dA = dptr(sw + sp->part[SP_DA]) + (uint64_t)(R * DN) * sizeof(float);
         q.ws_dD = dptr(sw + sp->part[SP_DD]) + (uint64_t)(R * D) * sizeof(float);
