@@ -148,17 +148,13 @@ static int64_t memo_segments(ssmjit_context *ctx, const scan_shape *sh, int whol
     return S;
 }
 
-/* The split of the forward (bwd = 0) or backward that the model times
- * fastest, or none.  The backward's segments are whole chunks (it reads
- * the checkpoint through the view), as the forward's where it writes
- * one.  Never with cu_seqlens (the segments would need carrying across
- * the sequences' starts). */
-split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
-                              int bwd)
+/* The split of the forward (bwd = 0) or backward of sh that the model
+ * times fastest, or none; whole: segments of whole chunks (a checkpoint
+ * is read or written through the view). */
+static split_plan plan_for(ssmjit_context *ctx, const scan_shape *sh, int whole, int bwd)
 {
     const split_plan none = {1, sh->L, 0, {0}, 0};
-    const int whole = bwd || desc->checkpoint != NULL;
-    if (desc->cu_seqlens || !sh->active)
+    if (!sh->active)
         return none;
     const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
     if (forced == 1)
@@ -179,6 +175,18 @@ split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_d
     return S > 1 ? split_layout(sh, S, whole, bwd) : none;
 }
 
+/* The op's split: the backward's segments are whole chunks (it reads the
+ * checkpoint through the view), as the forward's where it writes one.
+ * Never with cu_seqlens (the segments would need carrying across the
+ * sequences' starts). */
+split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+                              int bwd)
+{
+    if (desc->cu_seqlens)
+        return (split_plan){1, sh->L, 0, {0}, 0};
+    return plan_for(ctx, sh, bwd || desc->checkpoint != NULL, bwd);
+}
+
 int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
                                int checkpoint, int backward)
 {
@@ -188,9 +196,7 @@ int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_
     sh.D = D;
     sh.N = N;
     sh.active = B > 0 && L > 0 && D > 0;
-    ssmjit_selective_scan_desc desc = {0};
-    desc.checkpoint = checkpoint ? (void *)&desc : NULL; /* only whether there is one */
-    return sj_scan_split_plan(ctx, &desc, &sh, backward).S;
+    return plan_for(ctx, &sh, backward || checkpoint, backward).S;
 }
 
 /* The split plan of an op (bwd: the backward) whose caller gave a split
