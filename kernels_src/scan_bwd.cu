@@ -624,7 +624,7 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
     {                                                                                                    \
         sj_scan_bwd_reduce_bc<T>(ws, ndblk, batch, L, N, dB, sdB, dC, sdC);                              \
     }                                                                                                    \
-    SJ_SCAN_FWD_KERNEL(scan_states, false, 8, false, 256, 2, 128, T, sfx)
+    SJ_SCAN_FWD_KERNEL(scan_states, false, 8, 256, 2, 128, T, sfx)
 
 SJ_FOR_EACH_DTYPE(SJ_SCAN_BWD_KERNELS, 0)
 

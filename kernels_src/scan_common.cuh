@@ -194,43 +194,40 @@ struct sj_fwd_raw {
  * came.
  *
  * Shared memory, per stage buffer (p.buffers of them, 1 or 2): B, C
- * [G][TS][NS]; u, dt, gate [TS][ROW]; token info [TS] (int2); then with
- * output the partial outputs [TS][MAXT] (thread tid's in column tid), as
+ * [G][TS][NS]; u, dt, gate [TS][RS]; token info [TS] (int2); then with
+ * output the partial outputs [TS][PS] (thread tid's in column tid), as
  * many as stage buffers where the parts are gated (GATED below), else
  * one; and delta_bias, D [BD] (zero when absent).  Rows of a fixed width
- * (ROW >= BD) whatever the block's BD and G make every shared-memory
- * offset of a token in the recurrence a constant: with run-time strides
- * they took about 7 integer instructions a token, and 6-9% of the time at
- * the reference shape (bench/NOTES.md).  sj_scan_fwd_smem_bytes() in
- * src/ops_scan.c mirrors it.
+ * (RS >= ROW >= BD, PS >= MAXT) whatever the block's BD and G make every
+ * shared-memory offset of a token in the recurrence a constant: with
+ * run-time strides they took about 7 integer instructions a token, and
+ * 6-9% of the time at the reference shape (bench/NOTES.md).  In 16-bit
+ * with 8 and 16 states a thread the rows are SJ_FWD_PAD floats wider
+ * than ROW and MAXT, so that consecutive tokens' rows start 16 bytes
+ * apart in the banks (td_at in sj_scan_fwd says why).
+ * sj_scan_fwd_smem_bytes() in src/ops_scan.c mirrors it.
  */
-template <int NS, int ROW> struct sj_fwd_layout {
+#define SJ_FWD_PAD 4
+template <typename T, int NS, int ROW> struct sj_fwd_layout {
+    static constexpr int PAD = NS > 4 && sizeof(T) == 2 ? SJ_FWD_PAD : 0, RS = ROW + PAD;
     int BD, G, Npad, buf;
     __device__ __forceinline__ sj_fwd_layout(const sj_scan_params &p)
         : BD((int)p.BD), G((int)p.G), Npad((int)p.G * NS),
-          buf(2 * SJ_SCAN_CHUNK * (int)p.G * NS + 3 * SJ_SCAN_CHUNK * ROW + 2 * SJ_SCAN_CHUNK)
+          buf(2 * SJ_SCAN_CHUNK * (int)p.G * NS + 3 * SJ_SCAN_CHUNK * RS + 2 * SJ_SCAN_CHUNK)
     {
     }
 };
 
-/* PAIR: the two state groups of a channel (G = 2, 8 states a thread, with
- * output) in adjacent lanes, whose parts of y a shuffle sums in the
- * recurrence, so that y's output reads one part instead of two: at the
- * reference shape bf16 3.5% faster (bench/NOTES.md).
- * The pair's B and C loads, 512 bytes apart, would meet the same banks:
- * the odd group's two 4-state pieces are staged swapped, and its thread
- * reads piece q at q ^ 1, 16 bytes from where the even group reads. */
-template <typename T, int NS, bool OUT, int MAXT, int ROW, bool PAIR>
+template <typename T, int NS, bool OUT, int MAXT, int ROW>
 __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 {
-    static_assert(!PAIR || (NS == 8 && OUT), "pairs of 8-state groups with output");
     constexpr int TS = SJ_SCAN_CHUNK;
     extern __shared__ float4 sj_smem4[];
     float *smem = (float *)sj_smem4;
-    const sj_fwd_layout<NS, ROW> lay(p);
-    const int BD = lay.BD, G = PAIR ? 2 : lay.G, Npad = lay.Npad;
-    const int tid = threadIdx.x, dl = PAIR ? tid >> 1 : tid % BD, g = PAIR ? tid & 1 : tid / BD;
-    const int pcol = PAIR ? dl : tid; /* this thread's column of the parts */
+    const sj_fwd_layout<T, NS, ROW> lay(p);
+    const int BD = lay.BD, G = lay.G, Npad = lay.Npad;
+    constexpr int RS = sj_fwd_layout<T, NS, ROW>::RS, PS = MAXT + sj_fwd_layout<T, NS, ROW>::PAD;
+    const int tid = threadIdx.x, dl = tid % BD, g = tid / BD;
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + dl;
     const bool dok = d < p.D;
     const sj_i64 N = p.N, nbase = (sj_i64)blockIdx.z * Npad, n0 = nbase + g * NS;
@@ -242,8 +239,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * y as it leaves. */
     constexpr bool GATED = OUT && NS > 4;
     const int nparts = GATED ? (int)p.buffers : 1;
-    float *ypart = smem + (int)p.buffers * lay.buf; /* [nparts][TS][MAXT] */
-    float *sbias = ypart + (OUT ? nparts * TS * MAXT : 0), *sDv = sbias + BD;
+    float *ypart = smem + (int)p.buffers * lay.buf; /* [nparts][TS][PS] */
+    float *sbias = ypart + (OUT ? nparts * TS * PS : 0), *sDv = sbias + BD;
 
     float A2[NS], h[NS];
 #pragma unroll
@@ -264,13 +261,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         return;
     const bool ck4 = sj_group_ok<float, 4>(p.ckpt, N);
     if (tid < BD) {
-        /* Thread tid is channel tid only without PAIR.  d0 + tid would
-         * serve both, but written so ptxas scheduled the unpaired kernels
-         * differently; this form leaves their machine code as it was. */
-        const sj_i64 dc = PAIR ? d0 + tid : d;
-        const bool ok = PAIR ? dc < p.D : dok;
-        sbias[tid] = ok && p.dbias ? p.dbias[dc] : 0.0f;
-        sDv[tid] = ok && p.Dv ? p.Dv[dc] : 0.0f;
+        sbias[tid] = dok && p.dbias ? p.dbias[d] : 0.0f;
+        sDv[tid] = dok && p.Dv ? p.Dv[d] : 0.0f;
     }
     __syncthreads();
 
@@ -292,8 +284,18 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     struct td_item {
         int i, col;
     };
+    /* A group of 8 (16-bit values, 8 or 16 states a thread) is staged as
+     * two 16-byte pieces of floats, 32 bytes from the next thread's: the 8
+     * threads of a quarter-warp in one token's row met in pairs on the
+     * same banks (two-way conflicts in every staging store and in y's
+     * reads of the parts).  Their groups alternate between two tokens
+     * instead, whose rows start 16 bytes apart in the banks (RS, PS), so
+     * the quarter-warp's 8 pieces fall on distinct banks (bench/NOTES.md:
+     * f16 2% faster at the reference shape). */
     auto td_at = [&](int k) {
         const int j = tid + k * nthr;
+        if (VE == 8)
+            return td_item{((j >> (vshift + 1)) << 1) | (j & 1), ((j >> 1) & (BD / VE - 1)) * VE};
         return td_item{j >> vshift, (j & (BD / VE - 1)) * VE};
     };
     auto load_td = [&](sj_i64 c, int k) {
@@ -314,8 +316,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         const td_item it = td_at(k);
         const int i = it.i, col = it.col;
         const bool tok = !chk || c * TS + i < p.L;
-        float *su = buf + 2 * TS * Npad, *sdt = su + TS * ROW, *sgz = sdt + TS * ROW;
-        const int at = i * ROW + col;
+        float *su = buf + 2 * TS * Npad, *sdt = su + TS * RS, *sgz = sdt + TS * RS;
+        const int at = i * RS + col;
 #pragma unroll
         for (int q = 0; q < VE / 4; ++q) {
             float uv[4], dtv[4], gv[4];
@@ -353,11 +355,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     };
     auto bc_at = [&](int k) {
         const int j = tid + k * nthr, isC = j >= TS * ng, r = j - isC * TS * ng, i = r / ng, q = r - i * ng;
-        /* PAIR: the odd group's piece 0 at 1 and 1 at 0, as a term that is
-         * 0 without PAIR (an index computed as piece ^ swap changed the
-         * unpaired kernels' machine code). */
-        const int swap = PAIR && (q / (NS / 4)) % 2 ? 4 - 8 * (q % (NS / 4)) : 0;
-        const int sh = isC * TS * Npad + (q / (NS / 4)) * TS * NS + i * NS + 4 * (q % (NS / 4)) + swap;
+        const int sh = isC * TS * Npad + (q / (NS / 4)) * TS * NS + i * NS + 4 * (q % (NS / 4));
         return bc_item{i, sh, nbase + 4 * q, isC != 0};
     };
     bc_item bc_held[NS / 4];
@@ -379,17 +377,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const sj_i64 smax = max(max(p.su, p.sdelta), max(max(p.sB, p.sC), max(has_z ? p.sz : 0, OUT ? p.sy : 0)));
     const bool fast_thr = d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) &&
                           (!OUT || vy) && vbc && cnt_td <= NS / 4 && cnt_bc <= NS / 4 && smax < (1 << 26) &&
-                          (PAIR || (b + 1) * p.L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1));
+                          (b + 1) * p.L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
     auto fast_chunk = [&](sj_i64 c) { return fast_thr && (c + 1) * TS <= p.L; };
     /* Element 0 of token c * TS of this batch row in a tensor.  Where the
      * block's rows lie within 2^31 elements of every tensor's start (a
-     * condition of fast chunks but in the paired kernels) its offset is a
-     * 32-bit product: at the reference shape f32 4.7% faster, while the
-     * paired bf16 kernel, scheduled differently, ran 0.8% slower so
-     * (bench/NOTES.md). */
+     * condition of fast chunks) its offset is a 32-bit product: at the
+     * reference shape f32 4.7% faster (bench/NOTES.md). */
     auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 c) {
-        if (PAIR)
-            return (const T *)x + (b * p.L + c * TS) * stride;
         return (const T *)x + ((int)b * (int)p.L + (int)c * TS) * (int)stride;
     };
     auto load_td_fast = [&](sj_i64 c, int k) {
@@ -477,7 +471,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         if (tid >= TS)
             return true;
         const int2 ti = sj_token_info(p, b, c * TS + tid);
-        ((int2 *)(buf + 2 * TS * Npad + 3 * TS * ROW))[tid] = ti;
+        ((int2 *)(buf + 2 * TS * Npad + 3 * TS * RS))[tid] = ti;
         return ti.y == SJ_TOK_VALID;
     };
 
@@ -493,16 +487,16 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 
     const float Dg = GATED && g == 0 ? sDv[dl] : 0.0f;
     for (sj_i64 c = 0; c < nch; ++c) {
-        float *buf = stage(c), *yp = ypart + (int)(c & 1) * (GATED && second ? TS * MAXT : 0);
-        const float *sB = buf, *sC = buf + TS * Npad, *su = sC + TS * Npad, *sdt = su + TS * ROW,
-                    *sgz = sdt + TS * ROW;
-        const int2 *info = (const int2 *)(sgz + TS * ROW);
+        float *buf = stage(c), *yp = ypart + (int)(c & 1) * (GATED && second ? TS * PS : 0);
+        const float *sB = buf, *sC = buf + TS * Npad, *su = sC + TS * Npad, *sdt = su + TS * RS,
+                    *sgz = sdt + TS * RS;
+        const int2 *info = (const int2 *)(sgz + TS * RS);
         if (c + 1 < nch)
             issue(c + 1);
 
         /* One token: the states; returns this group's part of y. */
         auto step = [&](int i) {
-            const float u = su[i * ROW + dl], dt = sdt[i * ROW + dl], dtu = dt * u;
+            const float u = su[i * RS + dl], dt = sdt[i * RS + dl], dtu = dt * u;
             const float4 *B4 = (const float4 *)(sB + g * TS * NS + i * NS);
             const float4 *C4 = (const float4 *)(sC + g * TS * NS + i * NS);
             /* y's part as one chain of fmas: four chains and their sum
@@ -511,11 +505,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             float part = 0.0f;
 #pragma unroll
             for (int q = 0; q < NS / 4; ++q) {
-                const float4 bb = B4[PAIR ? q ^ g : q];
+                const float4 bb = B4[q];
                 const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
                 float cv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
                 if (OUT) {
-                    const float4 cc = C4[PAIR ? q ^ g : q];
+                    const float4 cc = C4[q];
                     cv[0] = cc.x, cv[1] = cc.y, cv[2] = cc.z, cv[3] = cc.w;
                 }
 #pragma unroll
@@ -526,8 +520,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                         part = fmaf(cv[j], h[k], part);
                 }
             }
-            const float mine = GATED ? fmaf(Dg, u, part) * sgz[i * ROW + dl] : part;
-            return PAIR ? mine + __shfl_xor_sync(0xffffffffu, mine, 1) : mine;
+            const float mine = GATED ? fmaf(Dg, u, part) * sgz[i * RS + dl] : part;
+            return mine;
         };
         if (plain) {
             /* The parts leave F tokens at a time: a store between two
@@ -544,7 +538,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 if (OUT && i % F == F - 1) {
 #pragma unroll
                     for (int j = i - (F - 1); j <= i; ++j)
-                        yp[j * MAXT + pcol] = part[j];
+                        yp[j * PS + tid] = part[j];
                 }
             }
         } else {
@@ -559,7 +553,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 }
                 const float part = step(i);
                 if (OUT)
-                    yp[i * MAXT + pcol] = part;
+                    yp[i * PS + tid] = part;
                 if ((ti.y & SJ_TOK_END) && p.final_state && dok) {
 #pragma unroll
                     for (int k = 0; k < NS; ++k)
@@ -582,16 +576,16 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             /* y of the staged groups (the same items as load_td's): token
              * i, channels col .. col + VE - 1 of the block */
             auto y_item = [&](int i, int col, float *yv) {
-                const int at = i * ROW + col;
+                const int at = i * RS + col;
 #pragma unroll
                 for (int q = 0; q < VE / 4; ++q) {
-                    float4 y = sj_f4(yp + i * MAXT + col)[q];
+                    float4 y = sj_f4(yp + i * PS + col)[q];
                     /* a plain loop: ptxas unrolled it by 4 with a
                      * remainder, which cost the 8-state kernel 2% at
                      * G = 2 (bench/NOTES.md) */
 #pragma unroll 1
-                    for (int gg = 1; gg < (PAIR ? 1 : G); ++gg) {
-                        const float4 o = sj_f4(yp + i * MAXT + gg * BD + col)[q];
+                    for (int gg = 1; gg < G; ++gg) {
+                        const float4 o = sj_f4(yp + i * PS + gg * BD + col)[q];
                         y = make_float4(y.x + o.x, y.y + o.y, y.z + o.z, y.w + o.w);
                     }
                     if (GATED) {
@@ -654,10 +648,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 /* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads
  * and ROW channels, MINB of them resident per SM (which caps the
  * registers per thread). */
-#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, PAIR, MAXT, MINB, ROW, T, sfx)                                \
+#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, MINB, ROW, T, sfx)                                \
     extern "C" __global__ void __launch_bounds__(MAXT, MINB) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
     {                                                                                                  \
-        sj_scan_fwd<T, NS, OUT, MAXT, ROW, PAIR>(p);                                                   \
+        sj_scan_fwd<T, NS, OUT, MAXT, ROW>(p);                                                   \
     }
 
 /* ------------------------------------------------------------------------ */

@@ -14,19 +14,12 @@
  * which ran it 2-3% faster than at 128 (bench/NOTES.md); their blocks
  * are at most 64 channels wide, so that three fit 100 KB of shared memory
  * (sm_86, sm_89). */
-#define SJ_SCAN_FWD_KERNELS(T, sfx, unused)                           \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, false, 128, 3, 64, T, sfx)  \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, false, 256, 2, 128, T, sfx) \
-    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, false, 256, 1, 128, T, sfx)
+#define SJ_SCAN_FWD_KERNELS(T, sfx, unused)                    \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 4, 128, 3, 64, T, sfx)  \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 8, 256, 2, 128, T, sfx) \
+    SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, 256, 1, 128, T, sfx)
 
 SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)
-
-/* The bf16 8-state kernel with its two state groups paired in lanes
- * (sj_scan_fwd's PAIR), for G = 2 (src/ops_scan.c).  Not in f16, which
- * gained 1% from it, nor f32, which gained nothing: each such kernel adds
- * some 130 KB to the module, and about 0.25 ms to a warm start that loads
- * every module (bench/NOTES.md). */
-SJ_SCAN_FWD_KERNEL(scan_fwd_pair, true, 8, true, 256, 2, 128, sj_bf16, bf16)
 
 /* ------------------------------------------------------------------------ */
 /* The forward split over L (src/scan_split.c)                              */

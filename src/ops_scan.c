@@ -148,15 +148,18 @@ sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const s
 /* Forward                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Dynamic shared memory of sj_scan_fwd (see sj_fwd_layout). */
+/* Dynamic shared memory of sj_scan_fwd (see sj_fwd_layout).  Rows of 8
+ * and 16 states a thread are SJ_FWD_PAD floats wider in 16-bit; f32
+ * blocks get the same room unused, so that the shape is the dtype's
+ * whichever it is. */
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f)
 {
-    int npad = f->groups * f->ns;
-    int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * sj_scan_fwd_max_bd(f->ns) + 2 * SCAN_CHUNK;
+    const int npad = f->groups * f->ns, pad = f->ns > 4 ? 4 : 0;
+    int buf = 2 * SCAN_CHUNK * npad + 3 * SCAN_CHUNK * (sj_scan_fwd_max_bd(f->ns) + pad) + 2 * SCAN_CHUNK;
     /* partial outputs: one array a stage buffer where the parts are gated
      * (GATED: 8 and 16 states a thread), else one */
     int parts = f->out ? (f->ns > 4 ? f->buffers : 1) : 0;
-    int partial = parts * SCAN_CHUNK * sj_scan_fwd_max_threads(f->ns), bias_and_d = 2 * f->bd;
+    int partial = parts * SCAN_CHUNK * (sj_scan_fwd_max_threads(f->ns) + pad), bias_and_d = 2 * f->bd;
     return (unsigned)((f->buffers * buf + partial + bias_and_d) * sizeof(float));
 }
 
@@ -335,10 +338,7 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
                                 void *stream)
 {
     char name[48];
-    /* bf16, 8 states a thread, two groups: the kernel that pairs the
-     * groups in lanes (kernels_src/scan_fwd.cu says why only there). */
-    const int pair = f.out && f.ns == 8 && f.groups == 2 && dtype == SSMJIT_BF16;
-    snprintf(name, sizeof name, "%s%s_ns%d_%s", prefix, pair ? "_pair" : "", f.ns, sj_dtype_suffix(dtype));
+    snprintf(name, sizeof name, "%s_ns%d_%s", prefix, f.ns, sj_dtype_suffix(dtype));
     CUfunction fn;
     SJ_TRY(sj_kernel_get(ctx, mod, role, name, &fn));
     p->G = f.groups;

@@ -61,8 +61,7 @@ static int max_threads_of(const char *ptx, const char *entry)
 
 /* The host chooses forward scan blocks within sj_scan_fwd_max_threads();
  * the kernels' own __launch_bounds__ (.maxntid in their PTX) must be
- * those numbers, or launches fail, which only a GPU would otherwise show.
- * The paired 8-state kernel exists in bf16 only. */
+ * those numbers, or launches fail, which only a GPU would otherwise show. */
 static void check_scan_fwd_bounds(const char *ptx)
 {
     static const int states[] = {4, 8, 16};
@@ -73,7 +72,6 @@ static void check_scan_fwd_bounds(const char *ptx)
             snprintf(entry, sizeof entry, ".entry scan_fwd_ns%d_%s(", states[i], dtypes[t]);
             assert_int_equal(max_threads_of(ptx, entry), sj_scan_fwd_max_threads(states[i]));
         }
-    assert_int_equal(max_threads_of(ptx, ".entry scan_fwd_pair_ns8_bf16("), sj_scan_fwd_max_threads(8));
 }
 
 /* The 4-tap conv backward kernels are bounded to the conv ops' block
