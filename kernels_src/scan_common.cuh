@@ -520,8 +520,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                         part = fmaf(cv[j], h[k], part);
                 }
             }
-            const float mine = GATED ? fmaf(Dg, u, part) * sgz[i * RS + dl] : part;
-            return mine;
+            return GATED ? fmaf(Dg, u, part) * sgz[i * RS + dl] : part;
         };
         if (plain) {
             /* The parts leave F tokens at a time: a store between two
@@ -648,10 +647,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 /* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads
  * and ROW channels, MINB of them resident per SM (which caps the
  * registers per thread). */
-#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, MINB, ROW, T, sfx)                                \
+#define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, MINB, ROW, T, sfx)                                         \
     extern "C" __global__ void __launch_bounds__(MAXT, MINB) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
-    {                                                                                                  \
-        sj_scan_fwd<T, NS, OUT, MAXT, ROW>(p);                                                   \
+    {                                                                                                        \
+        sj_scan_fwd<T, NS, OUT, MAXT, ROW>(p);                                                               \
     }
 
 /* ------------------------------------------------------------------------ */
