@@ -224,9 +224,10 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     constexpr int TS = SJ_SCAN_CHUNK;
     extern __shared__ float4 sj_smem4[];
     float *smem = (float *)sj_smem4;
-    const sj_fwd_layout<T, NS, ROW> lay(p);
+    using layout = sj_fwd_layout<T, NS, ROW>;
+    const layout lay(p);
     const int BD = lay.BD, G = lay.G, Npad = lay.Npad;
-    constexpr int RS = sj_fwd_layout<T, NS, ROW>::RS, PS = MAXT + sj_fwd_layout<T, NS, ROW>::PAD;
+    constexpr int RS = layout::RS, PS = MAXT + layout::PAD;
     const int tid = threadIdx.x, dl = tid % BD, g = tid / BD;
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + dl;
     const bool dok = d < p.D;
@@ -294,7 +295,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * f16 2% faster at the reference shape). */
     auto td_at = [&](int k) {
         const int j = tid + k * nthr;
-        if (VE == 8)
+        static_assert(layout::PAD == 0 || VE == 8, "padded rows are for groups of 8");
+        if (layout::PAD)
             return td_item{((j >> (vshift + 1)) << 1) | (j & 1), ((j >> 1) & (BD / VE - 1)) * VE};
         return td_item{j >> vshift, (j & (BD / VE - 1)) * VE};
     };

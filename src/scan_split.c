@@ -148,12 +148,15 @@ static int64_t memo_segments(ssmjit_context *ctx, const scan_shape *sh, int whol
     return S;
 }
 
+/* No split of sh's rows. */
+static split_plan no_split(const scan_shape *sh) { return (split_plan){1, sh->L, 0, {0}, 0}; }
+
 /* The split of the forward (bwd = 0) or backward of sh that the model
  * times fastest, or none; whole: segments of whole chunks (a checkpoint
  * is read or written through the view). */
 static split_plan plan_for(ssmjit_context *ctx, const scan_shape *sh, int whole, int bwd)
 {
-    const split_plan none = {1, sh->L, 0, {0}, 0};
+    const split_plan none = no_split(sh);
     if (!sh->active)
         return none;
     const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
@@ -183,7 +186,7 @@ split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_d
                               int bwd)
 {
     if (desc->cu_seqlens)
-        return (split_plan){1, sh->L, 0, {0}, 0};
+        return no_split(sh);
     return plan_for(ctx, sh, bwd || desc->checkpoint != NULL, bwd);
 }
 
@@ -205,7 +208,7 @@ int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_
 ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                   const scan_shape *sh, int bwd, const char *op, split_plan *sp)
 {
-    *sp = (split_plan){1, sh->L, 0, {0}, 0};
+    *sp = no_split(sh);
     if (!desc->split_workspace)
         return SSMJIT_OK;
     const split_plan plan = sj_scan_split_plan(ctx, desc, sh, bwd);
