@@ -47,8 +47,8 @@
 /* Mirrored in src/ops_scan.c (BWD_*): states per launch, channels per
  * block, threads per block, and the
  * shared memory in floats (BWD_SMEM_FLOATS there): two stage buffers of
- *     P [TS][BD] float4 {dt, u, dy', dy silu'(z)}, S [TS][BD] softplus',
- *     B, C [TS][16], info [TS] int2,
+ *     P [TS][BD] float4 {dt, u, dy', dy silu'(z)} (slots: sj_bwd_pslot),
+ *     S [TS][BD] softplus', B, C [TS][16], info [TS] int2,
  * then delta_bias and D [BD], the warps' transpose rows [8][8][SJ_BWD_TP],
  * the cross-warp sums [TS][8][32], the raw copies (in T) u, delta, dy, z
  * [TS][BD] and, in 16-bit only, B, C [TS][16], the checkpoint states
@@ -61,7 +61,18 @@
 static_assert(SJ_BWD_THREADS == 256 && SJ_SCAN_CHUNK % 8 == 0, "8 warps share a chunk's cross-warp sums");
 static_assert(SJ_SCAN_CHUNK <= 32, "one warp votes on a chunk's tokens");
 
-/* The parts of one stage buffer. */
+/* Channel c's slot in P's rows.  The conversion's threads store 4 adjacent
+ * channels each, 64 bytes from the next thread's, so a quarter-warp's
+ * 16-byte stores met on two groups of banks (4-way conflicts); swapping
+ * slots inside each group of 8 channels by the group's index spreads them,
+ * while the readers (a channel a lane, or 32 adjacent channels) keep a
+ * permutation of their addresses. */
+__device__ __forceinline__ int sj_bwd_pslot(int c)
+{
+    return c ^ ((c >> 3) & 3);
+}
+
+/* The parts of one stage buffer (P at [token][sj_bwd_pslot(channel)]). */
 struct sj_bwd_stage {
     float4 *P;
     float *S, *B, *C;
@@ -120,7 +131,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     __shared__ unsigned copy_mode;
     enum { CM_WHOLE = 1, CM_WHOLE_BC = 2, CM_WHOLE16 = 4, CM_BC16 = 8, CM_PLAIN = 16 };
     float *smem = (float *)sj_smem4;
-    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2);
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2),
+              pch = sj_bwd_pslot(ch);
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + ch;
     const bool dok = d < p.D;
     const sj_i64 N = p.N, D = p.D, L = p.L, nb0 = p.nb * NBLK, n0 = nb0 + grp * NS;
@@ -313,8 +325,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             if (!p.z)
                 sz = make_float2(1.0f, 0.0f);
             const bool ok = full || (row_ok && d0 + col0 + e < D);
-            sg.P[j0 + e] = ok ? make_float4(sp.x, u, dy * sz.x, p.z ? dy * sz.y : 0.0f)
-                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            sg.P[j0 - col0 + sj_bwd_pslot(col0 + e)] =
+                ok ? make_float4(sp.x, u, dy * sz.x, p.z ? dy * sz.y : 0.0f) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             S[e] = ok ? sp.y : 0.0f;
         }
         *(float4 *)(sg.S + j0) = make_float4(S[0], S[1], S[2], S[3]);
@@ -379,7 +391,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 #pragma unroll
             for (int i = 0; i < TS; ++i) {
                 const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
-                const float4 pv = sP[i * BD + ch];
+                const float4 pv = sP[i * BD + pch];
                 const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
                 const float bv[NS] = {bb.x, bb.y, bb.z, bb.w}, dtu = pv.x * pv.y;
 #pragma unroll
@@ -404,7 +416,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             };
             auto adjoint = [&](int i, tok &o) {
                 const int2 ti = plain ? make_int2(0, SJ_TOK_VALID) : info[i];
-                const float4 pv = sP[i * BD + ch];
+                const float4 pv = sP[i * BD + pch];
                 o.pv = pv;
                 const float dtu = pv.x * pv.y;
                 const float4 bb = *(const float4 *)(sB + i * NBLK + grp * NS);
@@ -495,7 +507,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                  * another. */
                 const float ddl = fmaf(pv.y, s_lane, s1) * sS[i * BD + ch];
                 const float v0 = fmaf(pv.x, s_lane, Dd * pv.z), v2 = pv.w * fmaf(Dd, pv.y, s_lane);
-                ((float *)&sP[i * BD + ch])[grp] = grp == 0 ? v0 : grp == 1 ? ddl : v2;
+                ((float *)&sP[i * BD + pch])[grp] = grp == 0 ? v0 : grp == 1 ? ddl : v2;
                 /* Tokens past L have zeros in P and S, so add nothing;
                  * lanes past D and launches before the last store no
                  * sums. */
@@ -552,7 +564,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 #pragma unroll
                     for (int h = 0; h < BD / 32; ++h) {
                         const int col = h * 32 + lane;
-                        const float4 o = sP[i * BD + col];
+                        const float4 o = sP[i * BD + sj_bwd_pslot(col)];
                         if (plain || d0 + col < D) {
                             sj_st<T>(p.du, at(p.sdu, col), o.x);
                             sj_st<T>(p.ddelta, at(p.sddelta, col), o.y);
