@@ -71,6 +71,19 @@ int sj_compile_options(const sj_compile_spec *spec, const char **opts, int cap, 
     return n;
 }
 
+void sj_module_digest(const sj_embedded_module *m, uint8_t digest[32])
+{
+    sj_sha256 h;
+    sj_sha256_init(&h);
+    sj_sha256_field(&h, m->name, strlen(m->name));
+    sj_sha256_field(&h, m->source->data, m->source->size);
+    for (size_t i = 0; i < m->num_headers; i++) {
+        sj_sha256_field(&h, m->headers[i]->name, strlen(m->headers[i]->name));
+        sj_sha256_field(&h, m->headers[i]->data, m->headers[i]->size);
+    }
+    sj_sha256_final(&h, digest);
+}
+
 void sj_compile_key(const sj_embedded_module *m, const sj_compile_spec *spec,
                     const sj_toolchain *tc, uint8_t key[32])
 {
@@ -89,12 +102,7 @@ void sj_compile_key_versions(const sj_embedded_module *m, const sj_compile_spec 
     sj_sha256_init(&h);
     int len = snprintf(text, sizeof text, "ssmjit cache format %u, library %s", format, library);
     sj_sha256_field(&h, text, (size_t)len);
-    sj_sha256_field(&h, m->name, strlen(m->name));
-    sj_sha256_field(&h, m->source->data, m->source->size);
-    for (size_t i = 0; i < m->num_headers; i++) {
-        sj_sha256_field(&h, m->headers[i]->name, strlen(m->headers[i]->name));
-        sj_sha256_field(&h, m->headers[i]->data, m->headers[i]->size);
-    }
+    sj_sha256_field(&h, m->digest, sizeof m->digest);
     for (int i = 0; i < n; i++)
         sj_sha256_field(&h, opts[i], strlen(opts[i]));
     len = snprintf(text, sizeof text, "target %d %s; nvrtc %d.%d build %ld probe %s", spec->arch,

@@ -31,9 +31,14 @@ ssmjit_status sj_defines_normalize(const char *const *defines, size_t n, char **
 int sj_compile_options(const sj_compile_spec *spec, const char **opts, int cap, char *buf,
                        size_t buf_len);
 
-/* SHA-256 over the cache format version, library version, module source and
- * every header it includes, every option, target arch and kind, and the
- * NVRTC version and build probe. */
+/* SHA-256 of module m's name, source and every header it includes (names
+ * and texts), each field length-prefixed: what the build stores in
+ * m->digest. */
+void sj_module_digest(const sj_embedded_module *m, uint8_t digest[32]);
+
+/* SHA-256 over the cache format version, library version, module text
+ * (m->digest), every option, target arch and kind, and the NVRTC version
+ * and build probe. */
 void sj_compile_key(const sj_embedded_module *m, const sj_compile_spec *spec,
                     const sj_toolchain *tc, uint8_t key[32]);
 

@@ -8,8 +8,10 @@ those.  A module whose name ends in "_bwd" holds backward kernels: built
 without fast math unless the context says otherwise.  Only quoted includes of embedded headers are allowed: kernels must
 not depend on a CUDA toolkit being installed at run time.
 """
+import hashlib
 import os
 import re
+import struct
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
@@ -20,6 +22,15 @@ def c_bytes(data):
     for i in range(0, len(data), 16):
         out.append("    " + "".join("%d," % b for b in data[i:i + 16]))
     return "\n".join(out)
+
+
+def text_digest(name, source, headers):
+    """SHA-256 of the module's text as sj_module_digest hashes it: each
+    field length-prefixed (8 bytes, little-endian)."""
+    h = hashlib.sha256()
+    for field in [name, source] + [x for pair in headers for x in pair]:
+        h.update(struct.pack("<Q", len(field)) + field)
+    return h.digest()
 
 
 def ident(name):
@@ -59,9 +70,11 @@ def main():
     c.append("")
     c.append("const sj_embedded_module sj_modules[SJ_MODULE_COUNT] = {")
     for m in modules:
-        dl = deps(m, [])
-        c.append('    {"%s", &file_%s, headers_%s, %d, %d},' % (
-            m[:-3], ident(m), ident(m), len(dl), int(m[:-3].endswith("_bwd"))))
+        dl = sorted(deps(m, []))
+        digest = text_digest(m[:-3].encode(), contents[m], [(h.encode(), contents[h]) for h in dl])
+        c.append('    {"%s", &file_%s, headers_%s, %d, %d, {%s}},' % (
+            m[:-3], ident(m), ident(m), len(dl), int(m[:-3].endswith("_bwd")),
+            ",".join("%d" % b for b in digest)))
     c.append("};")
     with open(out_c, "w") as f:
         f.write("\n".join(c) + "\n")
@@ -80,6 +93,10 @@ def main():
          "    const sj_embedded_file *const *headers; /* every embedded header it includes */",
          "    size_t num_headers;",
          "    int backward; /* backward kernels (name ends in _bwd): exact math by default */",
+         "    /* SHA-256 of name, source and headers (sj_module_digest), computed at",
+         "     * build time: hashing the texts took longer than reading a module's",
+         "     * CUBIN from the cache */",
+         "    unsigned char digest[32];",
          "} sj_embedded_module;", "",
          "typedef enum sj_module_id {"]
     for i, m in enumerate(modules):
