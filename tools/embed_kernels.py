@@ -63,14 +63,15 @@ def main():
         c.append('static const sj_embedded_file file_%s = {"%s", data_%s, %d};' % (
             ident(name), name, ident(name), len(data)))
         c.append("")
+    headers_of = {m: sorted(deps(m, [])) for m in modules}
     for m in modules:
-        dl = sorted(deps(m, []))
+        dl = headers_of[m]
         c.append("static const sj_embedded_file *const headers_%s[] = {%s};" % (
             ident(m), ", ".join("&file_%s" % ident(h) for h in dl) or "NULL"))
     c.append("")
     c.append("const sj_embedded_module sj_modules[SJ_MODULE_COUNT] = {")
     for m in modules:
-        dl = sorted(deps(m, []))
+        dl = headers_of[m]
         digest = text_digest(m[:-3].encode(), contents[m], [(h.encode(), contents[h]) for h in dl])
         c.append('    {"%s", &file_%s, headers_%s, %d, %d, {%s}},' % (
             m[:-3], ident(m), ident(m), len(dl), int(m[:-3].endswith("_bwd")),
