@@ -90,6 +90,24 @@ typedef enum ssmjit_fast_math {
     SSMJIT_FAST_MATH_OFF = 2      /* no kernel with --use_fast_math */
 } ssmjit_fast_math;
 
+/* What the compile callback is told: once when a compile unit (one kernel)
+ * starts compiling with NVRTC, once when it is done.  Cache hits are not
+ * reported: they take microseconds. */
+typedef struct ssmjit_compile_event {
+    const char *unit;      /* the kernel, e.g. "scan_fwd_ns16_bf16" */
+    const char *module;    /* its family (kernels_src file), e.g. "scan_fwd" */
+    const char *target;    /* e.g. "sm_90" or "compute_120" */
+    int fast_math;         /* the variant compiled */
+    int done;              /* 0: starting; 1: finished */
+    double seconds;        /* when done: the compile's wall time */
+    ssmjit_status status;  /* when done: SSMJIT_OK or why it failed */
+} ssmjit_compile_event;
+
+/* Called from the thread that compiles: the compile pool's or one of
+ * yours, several at once, so it must be thread-safe and quick.  Never
+ * called after ssmjit_context_destroy of its context has returned. */
+typedef void (*ssmjit_compile_callback)(const ssmjit_compile_event *event, void *user);
+
 /* Options for ssmjit_context_create.  Always fill with
  * ssmjit_context_options_init() first, then change fields: new fields added
  * in later versions then keep their defaults. */
@@ -110,6 +128,8 @@ typedef struct ssmjit_context_options {
                                     reproduce bit for bit.  Every backward op of this
                                     version always does (no float atomics), so this
                                     costs nothing; it is reported by get_info */
+    ssmjit_compile_callback on_compile; /* optional: progress of NVRTC compiles */
+    void *on_compile_user;       /* passed to on_compile */
 } ssmjit_context_options;
 
 /* Fills *opts with defaults.  opts must not be NULL. */
@@ -147,11 +167,58 @@ typedef struct ssmjit_context_info {
  * there is one, else by opening NVRTC). */
 SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_context_info *out);
 
-/* Loads (compiling or reading from the cache as needed) every embedded module
+/* Loads (compiling or reading from the cache as needed) every compile unit
  * in the variant the ops use (with SSMJIT_FAST_MATH_DEFAULT: fast math for
- * forward modules, exact for the backward ones), so that later calls pay no
- * compile or load time.  Optional: modules otherwise load on first use. */
+ * forward kernels, exact for the backward ones), so that later calls pay no
+ * compile or load time.  Compiles run on the compile pool.  Optional:
+ * kernels otherwise load on first use (ssmjit_context_prepare loads only
+ * what named ops need). */
 SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx);
+
+/* Ops, as bits of the `ops` mask of ssmjit_context_prepare. */
+typedef enum ssmjit_op {
+    SSMJIT_OP_ACTIVATION_FWD = 1u << 0,
+    SSMJIT_OP_ACTIVATION_BWD = 1u << 1,
+    SSMJIT_OP_GATE_FWD = 1u << 2,
+    SSMJIT_OP_GATE_BWD = 1u << 3,
+    SSMJIT_OP_RMSNORM_FWD = 1u << 4,
+    SSMJIT_OP_RMSNORM_BWD = 1u << 5,
+    SSMJIT_OP_CONV1D_FWD = 1u << 6,
+    SSMJIT_OP_CONV1D_BWD = 1u << 7,
+    SSMJIT_OP_CONV1D_UPDATE = 1u << 8,
+    SSMJIT_OP_SCAN_FWD = 1u << 9,
+    SSMJIT_OP_SCAN_BWD = 1u << 10,
+    SSMJIT_OP_STATE_UPDATE = 1u << 11,
+    SSMJIT_OP_ALL = (1u << 12) - 1
+} ssmjit_op;
+
+/* Bit of dtype d in the `dtypes` mask of ssmjit_context_prepare. */
+#define SSMJIT_DTYPE_BIT(d) (1u << (d))
+#define SSMJIT_DTYPES_ALL 7u
+
+/* ssmjit_context_prepare flags. */
+#define SSMJIT_PREPARE_WAIT 1u /* return once every unit is compiled and loaded */
+
+/* Says what will be needed: queues every compile unit that the ops in `ops`
+ * (ssmjit_op bits) may launch for the dtypes in `dtypes` (SSMJIT_DTYPE_BIT
+ * bits), in the context's fast-math variant, on the compile pool, and
+ * returns at once.  A later call then waits only for the units it launches
+ * (taking one over from the queue when no worker has started it); no unit
+ * is compiled twice in a process.  With SSMJIT_PREPARE_WAIT it returns
+ * when all of them are compiled (or read from the cache) and loaded into
+ * the context, with the first error (naming the unit) if any.  Without it,
+ * a unit that fails reports its error to the call that needs it.
+ * The pool has SSMJIT_COMPILE_THREADS threads, else one per core
+ * (ssmjit_set_compile_threads changes it).  Errors:
+ * SSMJIT_ERR_INVALID_ARG (ctx NULL, unknown bits), the target's
+ * (see ssmjit_context_get_info); with the flag, a unit's. */
+SSMJIT_API ssmjit_status ssmjit_context_prepare(ssmjit_context *ctx, unsigned ops, unsigned dtypes,
+                                                unsigned flags);
+
+/* Sets the compile pool's threads for this process (n <= 0: the default,
+ * SSMJIT_COMPILE_THREADS or one per core).  Surplus threads leave once
+ * idle. */
+SSMJIT_API void ssmjit_set_compile_threads(int n);
 
 /* ------------------------------------------------------------------------ */
 /* Environment queries (no context needed)                                  */
@@ -194,8 +261,17 @@ SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, si
  *    user (or root: a prewarmed cache shipped with a program) that neither
  *    group nor others can write (a missing one is created 0700).  Any other
  *    directory is not used at all: the library warns once (see
- *    ssmjit_context_options.quiet) and keeps compiled modules in memory;
- *    ssmjit_prewarm_module fails with SSMJIT_ERR_IO.  A symlink in place of
+ *    ssmjit_context_options.quiet) and keeps compiled kernels in memory;
+ *    ssmjit_prewarm fails with SSMJIT_ERR_IO.
+ *  - Layers: after the user's cache (read-write, or read-only), entries are
+ *    looked up in read-only layers: each directory of SSMJIT_CACHE_PATH
+ *    (colon-separated) in order, then the one installed with the library
+ *    (<libdir>/ssmjit/cubin, filled at install time by the build option
+ *    prewarm_archs).  A layer must pass the same trust check and must not
+ *    be a symlink; one that fails it, or is missing, is ignored with one
+ *    warning.  A hit in a layer is checked like any entry and used as it
+ *    is; the library never writes, touches or repairs a layer: a miss or a
+ *    bad entry there is compiled into the user's cache.  A symlink in place of
  *    an entry or of a temp file is never followed.
  *  - Writes: temp file in the entry's directory, fsync, rename; a process
  *    killed at any moment leaves no entry that loads, only a temp file
@@ -205,7 +281,7 @@ SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, si
  *  - SSMJIT_CACHE_MAX_BYTES: size cap of the entries, as digits with an
  *    optional K, M, G or T suffix (KiB .. TiB); default 1G; 0 means no cap.
  *    Any other value is refused with SSMJIT_ERR_INVALID_ARG by
- *    ssmjit_context_create, ssmjit_prewarm_module and ssmjit_cache_verify.
+ *    ssmjit_context_create, ssmjit_prewarm and ssmjit_cache_verify.
  *    After each write, while the entries add up to more than the cap, the
  *    least recently used ones are deleted (each load marks its entry used by
  *    setting its mtime; read-only mode does not).  No lock is taken, so
@@ -218,35 +294,63 @@ SSMJIT_API size_t ssmjit_module_count(void);
 /* Name of module i ("elementwise", "scan_fwd", ...), NULL if i is out of range. */
 SSMJIT_API const char *ssmjit_module_name(size_t i);
 
-/* 1 if module i is built with fast math when the context leaves it to the
- * kernels (forward and decode modules), 0 if not (backward modules, whose
- * names end in "_bwd"), -1 if i is out of range. */
-SSMJIT_API int ssmjit_module_default_fast_math(size_t i);
+/* Number of compile units: each kernel of each module is compiled, cached
+ * and loaded on its own, so a call waits only for what it launches. */
+SSMJIT_API size_t ssmjit_unit_count(void);
+
+/* Name of unit i (its kernel, e.g. "scan_fwd_ns16_bf16"), NULL if i is out
+ * of range. */
+SSMJIT_API const char *ssmjit_unit_name(size_t i);
+
+/* Index of the module unit i belongs to, or (size_t)-1 if i is out of range. */
+SSMJIT_API size_t ssmjit_unit_module(size_t i);
+
+/* 1 if unit i is built with fast math when the context leaves it to the
+ * kernels (forward and decode kernels), 0 if not (backward kernels: their
+ * modules' names end in "_bwd"), -1 if i is out of range. */
+SSMJIT_API int ssmjit_unit_default_fast_math(size_t i);
 
 typedef struct ssmjit_prewarm_options {
     size_t struct_size;          /* set by _init */
     const char *arch;            /* "sm_80", "sm_90", ... (required) */
-    int fast_math;               /* 0 or 1: which variant to compile */
+    int fast_math;               /* -1 (default): each unit's default variant; 0 or 1: that one */
     int lineinfo;
     const char *const *defines;
     size_t num_defines;
     const char *cache_dir;       /* NULL: the default directory (see context options) */
+    ssmjit_compile_callback on_compile; /* optional: each NVRTC compile (ssmjit_prewarm) */
+    void *on_compile_user;
 } ssmjit_prewarm_options;
 
-/* Fills *opts with defaults (arch NULL, fast_math 1). */
+/* Fills *opts with defaults (arch NULL, fast_math -1). */
 SSMJIT_API void ssmjit_prewarm_options_init(ssmjit_prewarm_options *opts);
 
-/* Compiles module `module` for opts->arch into the cache, unless a valid
- * entry is already there (*was_cached = 1).  Needs NVRTC, not a GPU.  The
- * entry is the one a context on a device of that architecture with the same
- * options will look up.  *was_cached is written only on success.
- * Errors: SSMJIT_ERR_INVALID_ARG (NULL argument, bad arch string, module
- * index, cache directory, defines or SSMJIT_CACHE_MAX_BYTES),
- * SSMJIT_ERR_UNSUPPORTED (arch unknown to this NVRTC),
+typedef struct ssmjit_prewarm_result {
+    size_t compiled;     /* units compiled and written */
+    size_t cached;       /* units already in the directory */
+    size_t failed;
+} ssmjit_prewarm_result;
+
+/* Compiles unit `unit` for opts->arch into the cache directory, unless a
+ * valid entry is already there (*was_cached = 1): the entry a context on a
+ * device of that architecture, with the same options, looks up.  Needs
+ * NVRTC, not a GPU.  Writes only to that directory (never to the layers of
+ * SSMJIT_CACHE_PATH), and refuses to write at all under SSMJIT_CACHE=ro or
+ * off.  *was_cached is written only on success.
+ * Errors: SSMJIT_ERR_INVALID_ARG (NULL argument, bad arch string, unit
+ * index, cache directory, defines or SSMJIT_CACHE_MAX_BYTES; SSMJIT_CACHE
+ * is ro or off), SSMJIT_ERR_UNSUPPORTED (arch unknown to this NVRTC),
  * SSMJIT_ERR_NVRTC_NOT_FOUND, SSMJIT_ERR_COMPILE, SSMJIT_ERR_IO (the
  * directory is not trusted, or the entry could not be written). */
-SSMJIT_API ssmjit_status ssmjit_prewarm_module(const ssmjit_prewarm_options *opts, size_t module,
-                                               int *was_cached);
+SSMJIT_API ssmjit_status ssmjit_prewarm_unit(const ssmjit_prewarm_options *opts, size_t unit,
+                                             int *was_cached);
+
+/* Every unit, as ssmjit_prewarm_unit, on the compile pool (its threads:
+ * ssmjit_set_compile_threads); returns when all are done.  *result (may be
+ * NULL) counts them.  The status is the first failure's (its message names
+ * the unit), or one of ssmjit_prewarm_unit's argument errors before any
+ * work. */
+SSMJIT_API ssmjit_status ssmjit_prewarm(const ssmjit_prewarm_options *opts, ssmjit_prewarm_result *result);
 
 /* The cache directory in effect for `dir` (NULL: from the environment).
  * Writes a NUL-terminated path; SSMJIT_ERR_INVALID_ARG (buf untouched) if
@@ -761,10 +865,20 @@ typedef struct ssmjit_model_config {
     int residual_in_fp32;
 } ssmjit_model_config;
 
+/* What ssmjit_model_load / _create queue on the compile pool as they
+ * start (see ssmjit_context_prepare), so that the kernels compile while
+ * the weights load and the first forward waits for little or nothing. */
+typedef enum ssmjit_model_prepare {
+    SSMJIT_MODEL_PREPARE_INFERENCE = 0, /* the forward's and decoding's kernels (default) */
+    SSMJIT_MODEL_PREPARE_TRAINING = 1,  /* those and the backward's */
+    SSMJIT_MODEL_PREPARE_NONE = 2       /* nothing: each kernel compiles at its first use */
+} ssmjit_model_prepare;
+
 typedef struct ssmjit_model_options {
     size_t struct_size;     /* set by _init */
     ssmjit_dtype dtype;     /* weights and activations; default SSMJIT_BF16 */
     int allow_tf32;         /* f32 model: GEMMs may use TF32 tensor cores */
+    ssmjit_model_prepare prepare;
 } ssmjit_model_options;
 
 /* Fills *opts with defaults.  opts must not be NULL. */

@@ -161,6 +161,7 @@ template <typename T, int TAPS, int VEC> __device__ void conv_bwd(const conv_bwd
 
 /* dweight[c] (c < D*W) and dbias[c - D*W] as sums of the walkers' rows, in
  * row order. */
+#if SJ_KERNEL_WANTED(conv_bwd_reduce)
 extern "C" __global__ void conv_bwd_reduce(const float *partial, sj_i64 rows, sj_i64 dim,
                                            sj_i64 width, float *dweight, float *dbias)
 {
@@ -177,6 +178,7 @@ extern "C" __global__ void conv_bwd_reduce(const float *partial, sj_i64 rows, sj
             dbias[c - dim * width] = s;
     }
 }
+#endif
 
 /* The 4-tap kernels in blocks of 128 threads (THREADS in src/ops_conv.c),
  * four an SM: ptxas fits 128 registers with some 100-200 bytes of spills

@@ -206,7 +206,8 @@ struct conv_walk {
 
 /* BOUNDS: the kernel's __launch_bounds__, or nothing. */
 #define CONV_KERNEL(dir, T, sfx, TAPS, VEC, BOUNDS)                                              \
+    SJ_KERNEL(conv_##dir##_t##TAPS##_v##VEC##_##sfx)(                                            \
     extern "C" __global__ void BOUNDS conv_##dir##_t##TAPS##_v##VEC##_##sfx(conv_##dir##_args a) \
     {                                                                                            \
         conv_##dir<T, TAPS, VEC>(a);                                                             \
-    }
+    })

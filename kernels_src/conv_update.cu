@@ -67,14 +67,16 @@ template <typename T, int TAPS> __device__ void conv_update(const conv_update_ar
     }
 }
 
-#define CONV_UPDATE_KERNELS(T, sfx, unused)                                               \
-    extern "C" __global__ void conv_update_t4_##sfx(conv_update_args a)                   \
-    {                                                                                     \
-        conv_update<T, 4>(a);                                                             \
-    }                                                                                     \
-    extern "C" __global__ void conv_update_t8_##sfx(conv_update_args a)                   \
-    {                                                                                     \
-        conv_update<T, 8>(a);                                                             \
-    }
+#define CONV_UPDATE_KERNELS(T, sfx, unused)                                                \
+    SJ_KERNEL(conv_update_t4_##sfx)(                                                       \
+    extern "C" __global__ void conv_update_t4_##sfx(conv_update_args a)                    \
+    {                                                                                      \
+        conv_update<T, 4>(a);                                                              \
+    })                                                                                     \
+    SJ_KERNEL(conv_update_t8_##sfx)(                                                       \
+    extern "C" __global__ void conv_update_t8_##sfx(conv_update_args a)                    \
+    {                                                                                      \
+        conv_update<T, 8>(a);                                                              \
+    })
 
 SJ_FOR_EACH_DTYPE(CONV_UPDATE_KERNELS, 0)

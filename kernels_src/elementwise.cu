@@ -29,18 +29,20 @@ __device__ void gate_fwd(const T *y, sj_i64 sy, const T *z, sj_i64 sz, T *out, s
 }
 
 #define SJ_ACT_KERNELS(T, sfx, act, ACT)                                                       \
+    SJ_KERNEL(act_fwd_##act##_##sfx)(                                                          \
     extern "C" __global__ void act_fwd_##act##_##sfx(const T *x, sj_i64 sx, T *y, sj_i64 sy,   \
                                                      sj_i64 rows, sj_i64 cols)                 \
     {                                                                                          \
         activation_fwd<ACT, T>(x, sx, y, sy, rows, cols);                                      \
-    }
+    })
 
 #define SJ_GATE_KERNELS(T, sfx, unused)                                                          \
+    SJ_KERNEL(gate_fwd_##sfx)(                                                                   \
     extern "C" __global__ void gate_fwd_##sfx(const T *y, sj_i64 sy, const T *z, sj_i64 sz,      \
                                               T *out, sj_i64 so, sj_i64 rows, sj_i64 cols)       \
     {                                                                                            \
         gate_fwd<T>(y, sy, z, sz, out, so, rows, cols);                                          \
-    }
+    })
 
 SJ_FOR_EACH_DTYPE(SJ_ACT_KERNELS, silu, SJ_ACT_SILU)
 SJ_FOR_EACH_DTYPE(SJ_ACT_KERNELS, softplus, SJ_ACT_SOFTPLUS)

@@ -33,20 +33,22 @@ __device__ void gate_bwd(const T *y, sj_i64 sy, const T *z, sj_i64 sz, const T *
 }
 
 #define SJ_ACT_BWD_KERNELS(T, sfx, act, ACT)                                                   \
+    SJ_KERNEL(act_bwd_##act##_##sfx)(                                                          \
     extern "C" __global__ void act_bwd_##act##_##sfx(const T *x, sj_i64 sx, const T *dy,       \
                                                      sj_i64 sdy, T *dx, sj_i64 sdx,            \
                                                      sj_i64 rows, sj_i64 cols)                 \
     {                                                                                          \
         activation_bwd<ACT, T>(x, sx, dy, sdy, dx, sdx, rows, cols);                           \
-    }
+    })
 
 #define SJ_GATE_BWD_KERNELS(T, sfx, unused)                                                      \
+    SJ_KERNEL(gate_bwd_##sfx)(                                                                   \
     extern "C" __global__ void gate_bwd_##sfx(const T *y, sj_i64 sy, const T *z, sj_i64 sz,      \
                                               const T *dout, sj_i64 sdo, T *dy, sj_i64 sdy,      \
                                               T *dz, sj_i64 sdz, sj_i64 rows, sj_i64 cols)       \
     {                                                                                            \
         gate_bwd<T>(y, sy, z, sz, dout, sdo, dy, sdy, dz, sdz, rows, cols);                      \
-    }
+    })
 
 SJ_FOR_EACH_DTYPE(SJ_ACT_BWD_KERNELS, silu, SJ_ACT_SILU)
 SJ_FOR_EACH_DTYPE(SJ_ACT_BWD_KERNELS, softplus, SJ_ACT_SOFTPLUS)

@@ -32,12 +32,13 @@ __device__ void embedding_fwd(const int *ids, const T *table, sj_i64 vocab, O *o
 }
 
 #define SJ_EMBED_FWD_KERNELS(T, ts, O, os)                                                        \
-    extern "C" __global__ void embedding_fwd_##ts##_##os(const int *ids, const T *table,         \
-                                                         sj_i64 vocab, O *out, sj_i64 so,        \
-                                                         sj_i64 n, sj_i64 d)                     \
+    SJ_KERNEL(embedding_fwd_##ts##_##os)(                                                         \
+    extern "C" __global__ void embedding_fwd_##ts##_##os(const int *ids, const T *table,          \
+                                                         sj_i64 vocab, O *out, sj_i64 so,         \
+                                                         sj_i64 n, sj_i64 d)                      \
     {                                                                                             \
         embedding_fwd<T, O>(ids, table, vocab, out, so, n, d);                                    \
-    }
+    })
 
 SJ_EMBED_PAIRS(SJ_EMBED_FWD_KERNELS)
 
@@ -56,11 +57,12 @@ __device__ void conv_state_fill(const T *x, sj_i64 sx, float *state, sj_i64 B, s
 }
 
 #define SJ_CONV_STATE_KERNELS(T, sfx, unused)                                                    \
-    extern "C" __global__ void conv_state_fill_##sfx(const T *x, sj_i64 sx, float *state,       \
+    SJ_KERNEL(conv_state_fill_##sfx)(                                                            \
+    extern "C" __global__ void conv_state_fill_##sfx(const T *x, sj_i64 sx, float *state,        \
                                                      sj_i64 B, sj_i64 L, sj_i64 D, sj_i64 W)     \
     {                                                                                            \
         conv_state_fill<T>(x, sx, state, B, L, D, W);                                            \
-    }
+    })
 
 SJ_FOR_EACH_DTYPE(SJ_CONV_STATE_KERNELS, 0)
 
@@ -135,11 +137,12 @@ __device__ void argmax_rows(const T *x, sj_i64 sx, int *out, sj_i64 rows, sj_i64
 }
 
 #define SJ_ARGMAX_KERNELS(T, sfx, unused)                                                        \
-    extern "C" __global__ void argmax_rows_##sfx(const T *x, sj_i64 sx, int *out, sj_i64 rows,  \
+    SJ_KERNEL(argmax_rows_##sfx)(                                                                \
+    extern "C" __global__ void argmax_rows_##sfx(const T *x, sj_i64 sx, int *out, sj_i64 rows,   \
                                                  sj_i64 cols)                                    \
     {                                                                                            \
         argmax_rows<T>(x, sx, out, rows, cols);                                                  \
-    }
+    })
 
 SJ_FOR_EACH_DTYPE(SJ_ARGMAX_KERNELS, 0)
 
@@ -175,9 +178,11 @@ __device__ __forceinline__ float sj_neg_exp_exact(float x)
     return y;
 }
 
+#if SJ_KERNEL_WANTED(neg_exp_f32)
 extern "C" __global__ void neg_exp_f32(const float *x, float *y, sj_i64 n)
 {
     const sj_i64 step = (sj_i64)gridDim.x * blockDim.x;
     for (sj_i64 i = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
         y[i] = sj_neg_exp_exact(x[i]);
 }
+#endif

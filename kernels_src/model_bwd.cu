@@ -24,12 +24,13 @@ __device__ void embedding_bwd(const int *order, const int *seg_start, const int 
 }
 
 #define SJ_EMBED_BWD_KERNELS(T, sfx, unused)                                                       \
-    extern "C" __global__ void embedding_bwd_##sfx(const int *order, const int *seg_start,        \
-                                                   const int *seg_id, const T *dy, sj_i64 sdy,    \
-                                                   float *dtable, sj_i64 nseg, sj_i64 d)          \
+    SJ_KERNEL(embedding_bwd_##sfx)(                                                                \
+    extern "C" __global__ void embedding_bwd_##sfx(const int *order, const int *seg_start,         \
+                                                   const int *seg_id, const T *dy, sj_i64 sdy,     \
+                                                   float *dtable, sj_i64 nseg, sj_i64 d)           \
     {                                                                                              \
         embedding_bwd<T>(order, seg_start, seg_id, dy, sdy, dtable, nseg, d);                      \
-    }
+    })
 
 SJ_FOR_EACH_DTYPE(SJ_EMBED_BWD_KERNELS, 0)
 
@@ -157,12 +158,13 @@ __device__ void cross_entropy(const T *x, sj_i64 sx, const int *targets, float s
 }
 
 #define SJ_CE_KERNELS(T, sfx, unused)                                                               \
-    extern "C" __global__ void cross_entropy_##sfx(const T *x, sj_i64 sx, const int *targets,      \
+    SJ_KERNEL(cross_entropy_##sfx)(                                                                 \
+    extern "C" __global__ void cross_entropy_##sfx(const T *x, sj_i64 sx, const int *targets,       \
                                                    float scale, float *row_loss, T *dx, sj_i64 sdx, \
-                                                   sj_i64 rows, sj_i64 vocab)                      \
+                                                   sj_i64 rows, sj_i64 vocab)                       \
     {                                                                                               \
         cross_entropy<T>(x, sx, targets, scale, row_loss, dx, sdx, rows, vocab);                    \
-    }
+    })
 
 SJ_FOR_EACH_DTYPE(SJ_CE_KERNELS, 0)
 
@@ -172,6 +174,7 @@ SJ_FOR_EACH_DTYPE(SJ_CE_KERNELS, 0)
  * = 0 gives 0. */
 #define SJ_CE_SUM_THREADS 256
 
+#if SJ_KERNEL_WANTED(cross_entropy_sum)
 extern "C" __global__ void __launch_bounds__(SJ_CE_SUM_THREADS)
     cross_entropy_sum(const float *row_loss, sj_i64 rows, float scale, float *loss)
 {
@@ -189,10 +192,13 @@ extern "C" __global__ void __launch_bounds__(SJ_CE_SUM_THREADS)
     if (threadIdx.x == 0)
         *loss = (float)((double)scale * part[0]);
 }
+#endif
 
+#if SJ_KERNEL_WANTED(mul_f32)
 extern "C" __global__ void mul_f32(const float *a, const float *b, float *y, sj_i64 n)
 {
     const sj_i64 step = (sj_i64)gridDim.x * blockDim.x;
     for (sj_i64 i = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
         y[i] = a[i] * b[i];
 }
+#endif

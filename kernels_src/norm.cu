@@ -67,7 +67,8 @@ __device__ void rmsnorm_fwd_stream(const T *x, sj_i64 sx, const R *res, sj_i64 s
     }
 }
 
-#define SJ_NORM_FWD_KERNELS(T, ts, R, rs, path)                                                     \
+#define SJ_NORM_FWD_KERNELS(T, ts, R, rs, path)                                                      \
+    SJ_KERNEL(rmsnorm_fwd_##path##_##ts##_##rs)(                                                     \
     extern "C" __global__ void __launch_bounds__(1024)                                               \
         rmsnorm_fwd_##path##_##ts##_##rs(const T *x, sj_i64 sx, const R *res, sj_i64 sr,             \
                                          const float *w, T *y, sj_i64 sy, R *res_out,                \
@@ -75,7 +76,7 @@ __device__ void rmsnorm_fwd_stream(const T *x, sj_i64 sx, const R *res, sj_i64 s
                                          float eps)                                                  \
     {                                                                                                \
         rmsnorm_fwd_##path<T, R>(x, sx, res, sr, w, y, sy, res_out, sro, rstd, rows, d, eps);        \
-    }
+    })
 
 SJ_NORM_PAIRS(SJ_NORM_FWD_KERNELS, cached)
 SJ_NORM_PAIRS(SJ_NORM_FWD_KERNELS, stream)

@@ -117,7 +117,8 @@ __device__ void rmsnorm_bwd_stream(const R *h, sj_i64 sh, const float *w, const 
     }
 }
 
-#define SJ_NORM_BWD_KERNELS(T, ts, R, rs, path)                                                     \
+#define SJ_NORM_BWD_KERNELS(T, ts, R, rs, path)                                                      \
+    SJ_KERNEL(rmsnorm_bwd_##path##_##ts##_##rs)(                                                     \
     extern "C" __global__ void __launch_bounds__(1024)                                               \
         rmsnorm_bwd_##path##_##ts##_##rs(const R *h, sj_i64 sh, const float *w,                      \
                                          const float *rstd, const T *dy, sj_i64 sdy,                 \
@@ -126,7 +127,7 @@ __device__ void rmsnorm_bwd_stream(const R *h, sj_i64 sh, const float *w, const 
     {                                                                                                \
         rmsnorm_bwd_##path<T, R>(h, sh, w, rstd, dy, sdy, dro, sdro, dx, sdx, dres, sdres, partial,  \
                                  rows, d);                                                           \
-    }
+    })
 
 SJ_NORM_PAIRS(SJ_NORM_BWD_KERNELS, cached)
 SJ_NORM_PAIRS(SJ_NORM_BWD_KERNELS, stream)
@@ -149,6 +150,7 @@ __device__ __forceinline__ void sj_csum_add(sj_csum &a, float v)
  * thread sums every 32nd slot of one column, then the 32 sums are added in
  * slot-residue order.  Grid-strides over column tiles.  slots = 0 writes
  * zeros (the gradient over no rows). */
+#if SJ_KERNEL_WANTED(rmsnorm_dweight)
 extern "C" __global__ void __launch_bounds__(1024)
     rmsnorm_dweight(const float *partial, sj_i64 slots, sj_i64 d, float *dweight)
 {
@@ -170,3 +172,4 @@ extern "C" __global__ void __launch_bounds__(1024)
         __syncthreads();
     }
 }
+#endif

@@ -625,17 +625,19 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
     }
 }
 
-#define SJ_SCAN_BWD_KERNELS(T, sfx, unused)                                                              \
+#define SJ_SCAN_BWD_KERNELS(T, sfx, unused)                                                                            \
+    SJ_KERNEL(scan_bwd_##sfx)(                                                                                         \
     extern "C" __global__ void __launch_bounds__(SJ_BWD_THREADS, 2) scan_bwd_##sfx(const sj_scan_params p)             \
-    {                                                                                                    \
-        sj_scan_bwd<T>(p);                                                                               \
-    }                                                                                                    \
-    extern "C" __global__ void scan_bwd_reduce_bc_##sfx(const float *ws, sj_i64 ndblk, sj_i64 batch,     \
-                                                        sj_i64 L, sj_i64 N, void *dB, sj_i64 sdB,        \
-                                                        void *dC, sj_i64 sdC)                            \
-    {                                                                                                    \
-        sj_scan_bwd_reduce_bc<T>(ws, ndblk, batch, L, N, dB, sdB, dC, sdC);                              \
-    }                                                                                                    \
+    {                                                                                                                  \
+        sj_scan_bwd<T>(p);                                                                                             \
+    })                                                                                                                 \
+    SJ_KERNEL(scan_bwd_reduce_bc_##sfx)(                                                                               \
+    extern "C" __global__ void scan_bwd_reduce_bc_##sfx(const float *ws, sj_i64 ndblk, sj_i64 batch,                   \
+                                                        sj_i64 L, sj_i64 N, void *dB, sj_i64 sdB,                      \
+                                                        void *dC, sj_i64 sdC)                                          \
+    {                                                                                                                  \
+        sj_scan_bwd_reduce_bc<T>(ws, ndblk, batch, L, N, dB, sdB, dC, sdC);                                            \
+    })                                                                                                                 \
     SJ_SCAN_FWD_KERNEL(scan_states, false, 8, 256, 2, 128, T, sfx)
 
 SJ_FOR_EACH_DTYPE(SJ_SCAN_BWD_KERNELS, 0)
@@ -643,6 +645,7 @@ SJ_FOR_EACH_DTYPE(SJ_SCAN_BWD_KERNELS, 0)
 /* dA [D, N] = sum over batch rows of ws_dA [B, D, N]; dD, ddelta_bias [D]
  * likewise from ws_dD, ws_db (each output optional).  Fixed order, so
  * reproducible; batch = 0 writes zeros. */
+#if SJ_KERNEL_WANTED(scan_bwd_reduce_params)
 extern "C" __global__ void scan_bwd_reduce_params(const float *ws_dA, const float *ws_dD, const float *ws_db,
                                                   sj_i64 batch, sj_i64 D, sj_i64 N, float *dA, float *dD,
                                                   float *db)
@@ -666,6 +669,7 @@ extern "C" __global__ void scan_bwd_reduce_params(const float *ws_dA, const floa
         }
     }
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* The backward split over L (src/scan_split.c)                             */
@@ -684,6 +688,7 @@ SJ_SCAN_SPLIT_KERNELS
 /* The state entering each view row r = b S + s: init[b] (or 0) for s = 0,
  * else the checkpoint's state after the row's previous chunk (r nch - 1,
  * nch the view row's chunks). */
+#if SJ_KERNEL_WANTED(scan_split_starts)
 extern "C" __global__ void scan_split_starts(const float *ckpt, const float *init, float *starts, sj_i64 B,
                                              sj_i64 S, sj_i64 nch, sj_i64 D, sj_i64 N)
 {
@@ -694,3 +699,4 @@ extern "C" __global__ void scan_split_starts(const float *ckpt, const float *ini
         starts[e] = r % S ? ckpt[(r * nch - 1) * DN + dn] : init ? init[b * DN + dn] : 0.0f;
     }
 }
+#endif

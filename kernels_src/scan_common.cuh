@@ -650,10 +650,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
  * and ROW channels, MINB of them resident per SM (which caps the
  * registers per thread). */
 #define SJ_SCAN_FWD_KERNEL(prefix, OUT, NS, MAXT, MINB, ROW, T, sfx)                                         \
+    SJ_KERNEL(prefix##_ns##NS##_##sfx)(                                                                      \
     extern "C" __global__ void __launch_bounds__(MAXT, MINB) prefix##_ns##NS##_##sfx(const sj_scan_params p) \
     {                                                                                                        \
         sj_scan_fwd<T, NS, OUT, MAXT, ROW>(p);                                                               \
-    }
+    })
 
 /* ------------------------------------------------------------------------ */
 /* Split over L (src/scan_split.c)                                          */
@@ -730,21 +731,23 @@ __device__ __forceinline__ void sj_scan_split_carry(const float *A, const float 
     }
 }
 
-#define SJ_SCAN_SPLIT_DTSUM_KERNEL(T, sfx, unused)                                                           \
+#define SJ_SCAN_SPLIT_DTSUM_KERNEL(T, sfx, unused)                                                            \
+    SJ_KERNEL(scan_split_dtsum_##sfx)(                                                                        \
     extern "C" __global__ void __launch_bounds__(SJ_SPLIT_CH * SJ_SPLIT_SLICES)                               \
         scan_split_dtsum_##sfx(const void *delta, sj_i64 sdelta, const float *dbias, sj_i64 softplus,         \
                                sj_i64 Ls, sj_i64 D, float *dtsum)                                             \
     {                                                                                                         \
         sj_scan_split_dtsum<T>(delta, sdelta, dbias, softplus, Ls, D, dtsum);                                 \
-    }
+    })
 
 /* The split's kernels, in the forward's module and the backward's (each
  * with its own math: dt as its scan computes it). */
-#define SJ_SCAN_SPLIT_KERNELS                                                                               \
-    SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_DTSUM_KERNEL, 0)                                                         \
-    extern "C" __global__ void scan_split_carry(const float *A, const float *from, const float *dtsum,        \
+#define SJ_SCAN_SPLIT_KERNELS                                                                                  \
+    SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_DTSUM_KERNEL, 0)                                                           \
+    SJ_KERNEL(scan_split_carry)(                                                                               \
+    extern "C" __global__ void scan_split_carry(const float *A, const float *from, const float *dtsum,         \
                                                 const float *own, float *out, float *last, sj_i64 B, sj_i64 S, \
-                                                sj_i64 D, sj_i64 N, sj_i64 reverse)                           \
-    {                                                                                                         \
-        sj_scan_split_carry(A, from, dtsum, own, out, last, B, S, D, N, reverse != 0);                       \
-    }
+                                                sj_i64 D, sj_i64 N, sj_i64 reverse)                            \
+    {                                                                                                          \
+        sj_scan_split_carry(A, from, dtsum, own, out, last, B, S, D, N, reverse != 0);                         \
+    })

@@ -51,6 +51,28 @@ template <> __device__ __forceinline__ sj_bf16 sj_from_float<sj_bf16>(float f)
     return h;
 }
 
+/* Compile units.  The engine compiles one kernel at a time, so that a first
+ * call waits for the kernel it launches, not for its whole module: the
+ * unit's program defines SJ_UNIT_<kernel> as `~, 1`, includes the module's
+ * .cu, and only that kernel is emitted.  Every extern "C" kernel is
+ * therefore defined inside SJ_KERNEL(name)( ... ) where a macro makes it,
+ * or between `#if SJ_KERNEL_WANTED(name)` and `#endif`.  SJ_UNIT_ALL
+ * emits them all (the module whole).  SJ_KERNEL_WANTED is 1 or 0 by the
+ * preprocessor's probe idiom: SJ_UNIT_<name> expands to two arguments
+ * only when the unit defined it. */
+#define SJ_CAT_(a, b) a##b
+#define SJ_CAT(a, b) SJ_CAT_(a, b)
+#define SJ_SECOND_(a, b, ...) b
+#define SJ_PROBE_(...) SJ_SECOND_(__VA_ARGS__, 0, ~)
+#ifdef SJ_UNIT_ALL
+#define SJ_KERNEL_WANTED(name) 1
+#else
+#define SJ_KERNEL_WANTED(name) SJ_PROBE_(SJ_CAT(SJ_UNIT_, name))
+#endif
+#define SJ_KEEP_1(...) __VA_ARGS__
+#define SJ_KEEP_0(...)
+#define SJ_KERNEL(name) SJ_CAT(SJ_KEEP_, SJ_KERNEL_WANTED(name))
+
 /* One macro per dtype list, so each module instantiates its extern "C"
  * kernels under the same suffixes the host code asks for. */
 #define SJ_FOR_EACH_DTYPE(M, ...) \

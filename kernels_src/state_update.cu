@@ -83,9 +83,10 @@ template <typename T> __device__ __forceinline__ void state_update(const sj_upda
 }
 
 #define SJ_STATE_UPDATE_KERNEL(T, sfx, unused)                                            \
-    extern "C" __global__ void state_update_##sfx(const sj_update_params p)              \
+    SJ_KERNEL(state_update_##sfx)(                                                        \
+    extern "C" __global__ void state_update_##sfx(const sj_update_params p)               \
     {                                                                                     \
         state_update<T>(p);                                                               \
-    }
+    })
 
 SJ_FOR_EACH_DTYPE(SJ_STATE_UPDATE_KERNEL, 0)

@@ -2,7 +2,7 @@
 #ifndef SSMJIT_ARCH_H
 #define SSMJIT_ARCH_H
 
-#include "nvrtc_loader.h"
+#include "toolchain.h"
 #include "ssmjit.h"
 
 /* Parses "sm_80", "sm_90", "compute_86", "80" into 80 (two or three digits:

@@ -1,7 +1,8 @@
 /* The on-disk CUBIN cache.
  *
- * Layout: <dir>/<k0k1>/<k2k3>/<64-hex key>-<sm_90|compute_90>-nvrtc<M.m>.<cubin|ptx>
- * where k0..k3 are the key's first hex digits.  Each entry is a 64-byte
+ * Layout: <dir>/<k0k1>/<k2k3>/<64-hex key>-<label>-<sm_90|compute_90>-nvrtc<M.m>.<cubin|ptx>
+ * where k0..k3 are the key's first hex digits and the label names the
+ * kernel the entry holds.  Each entry is a 64-byte
  * header (magic, format version, payload kind, key, payload length, payload
  * checksum; little-endian) followed by the payload.  Entries are written to
  * a temp file in the same directory and renamed into place, so readers need
@@ -12,13 +13,44 @@
 #ifndef SSMJIT_CACHE_H
 #define SSMJIT_CACHE_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ssmjit.h"
 
+/* Version of the entry format and of what keys cover; part of every key.
+ * 2: one entry per kernel (compile unit), its name in the file name. */
+#define SJ_CACHE_FORMAT_VERSION 2u
+
 #define SJ_ENTRY_HEADER_SIZE 64
 #define SJ_ENTRY_MAGIC "SSMJITC1"
+
+/* Read-only layers searched after the user's cache (SSMJIT_CACHE_PATH, then
+ * the layer installed with the library). */
+#define SJ_CACHE_MAX_LAYERS 8
+
+/* What a context (or a prewarm) reads and writes, resolved once from its
+ * options and the environment and then handed down: the user's cache
+ * (read-write, read-only or off) and the read-only layers behind it. */
+typedef struct sj_cache_config {
+    ssmjit_cache_mode mode; /* of the user's cache: RW, RO or OFF (no disk at all) */
+    char dir[PATH_MAX];     /* the user's cache ("" when off) */
+    int quiet;              /* no warnings */
+    uint64_t max_bytes;     /* size cap of the user's cache (sj_cache_max_bytes), 0: none */
+    size_t num_layers;
+    char layers[SJ_CACHE_MAX_LAYERS][PATH_MAX];
+} sj_cache_config;
+
+/* The name of one entry: its key and what it was compiled for.  label
+ * names what it holds (a kernel), for people listing the cache. */
+typedef struct sj_cache_entry_id {
+    uint8_t key[32];
+    const char *label;  /* [A-Za-z0-9_]+ */
+    const char *target; /* "sm_90", "compute_90" */
+    int nvrtc_major, nvrtc_minor;
+    int ptx;
+} sj_cache_entry_id;
 
 /* Default size cap (SSMJIT_CACHE_MAX_BYTES): 1 GiB. */
 #define SJ_CACHE_DEFAULT_MAX_BYTES (1ull << 30)
@@ -52,9 +84,37 @@ ssmjit_status sj_cache_dir_check(const char *dir);
  * not once, so a directory made by someone else later is refused too. */
 ssmjit_cache_mode sj_cache_mode_usable(const char *dir, ssmjit_cache_mode mode, int quiet);
 
-/* Path of the entry for key / target into out. */
-int sj_cache_entry_path(const char *dir, const uint8_t key[32], const char *target, int nvrtc_major,
-                        int nvrtc_minor, int ptx, char *out, size_t cap);
+/* Builds *c: mode from `requested` and SSMJIT_CACHE, the user's directory
+ * from `dir` and the environment (sj_cache_dir_resolve, unless off), the
+ * cap from SSMJIT_CACHE_MAX_BYTES, and unless off the read-only layers:
+ * each directory of SSMJIT_CACHE_PATH (colon-separated), then the one
+ * installed with the library.  A layer that is missing, a symlink, or not
+ * trusted (sj_cache_dir_check) is left out with one warning per path and
+ * process (unless quiet); a missing installed layer silently.
+ * SSMJIT_ERR_INVALID_ARG for a bad mode, SSMJIT_CACHE or cap. */
+ssmjit_status sj_cache_config_init(sj_cache_config *c, const char *dir, ssmjit_cache_mode requested,
+                                   int quiet);
+
+/* The mode of the user's cache right now: OFF (after the one warning)
+ * when its directory fails sj_cache_dir_check. */
+ssmjit_cache_mode sj_cache_config_mode(const sj_cache_config *c);
+
+/* Finds an entry: the user's cache first (unless off; a hit in read-write
+ * mode records its use), then each layer in order, never writing to a
+ * layer.  SSMJIT_OK with a malloc'd *payload as sj_cache_entry_read gives
+ * it; *layer (may be NULL) is -1 for the user's cache, else the layer's
+ * index.  Any other status is a miss. */
+ssmjit_status sj_cache_lookup(const sj_cache_config *c, const sj_cache_entry_id *id, void **payload,
+                              size_t *size, int *layer);
+
+/* Stores an entry in the user's cache (sj_cache_store) when its mode is
+ * read-write; SSMJIT_OK without writing when it is not.  SSMJIT_ERR_IO
+ * when the write failed (the caller decides whether that is fatal). */
+ssmjit_status sj_cache_put(const sj_cache_config *c, const sj_cache_entry_id *id, const void *payload,
+                           size_t size);
+
+/* Path of entry id under dir into out: -1 if it does not fit. */
+int sj_cache_entry_path(const char *dir, const sj_cache_entry_id *id, char *out, size_t cap);
 
 /* Reads and verifies an entry (a symlink is refused).  SSMJIT_OK with a
  * malloc'd *payload (PTX is NUL-terminated) only if the header, key and
@@ -92,7 +152,8 @@ ssmjit_status sj_cache_store(const char *dir, uint64_t max_bytes, const char *pa
 typedef void (*sj_cache_visit_fn)(const char *path, const char *name, const char *prefix, void *arg);
 int sj_cache_walk(const char *dir, sj_cache_visit_fn visit, void *arg, int prune);
 
-/* Names ssmjit gives entries (<64 hex>-<target>.cubin|ptx) and temp files. */
+/* Names ssmjit gives entries (<64 hex>-<label>-<target>-nvrtc<M.m>.cubin|ptx)
+ * and temp files. */
 int sj_cache_is_entry_name(const char *name);
 int sj_cache_is_temp_name(const char *name);
 

@@ -120,13 +120,12 @@ ssmjit_cache_mode sj_cache_mode_usable(const char *dir, ssmjit_cache_mode mode, 
     return SSMJIT_CACHE_OFF;
 }
 
-int sj_cache_entry_path(const char *dir, const uint8_t key[32], const char *target, int nvrtc_major,
-                        int nvrtc_minor, int ptx, char *out, size_t cap)
+int sj_cache_entry_path(const char *dir, const sj_cache_entry_id *id, char *out, size_t cap)
 {
     char hex[65];
-    sj_hex(key, 32, hex);
-    int n = snprintf(out, cap, "%s/%.2s/%.2s/%s-%s-nvrtc%d.%d.%s", dir, hex, hex + 2, hex, target,
-                     nvrtc_major, nvrtc_minor, ptx ? "ptx" : "cubin");
+    sj_hex(id->key, 32, hex);
+    int n = snprintf(out, cap, "%s/%.2s/%.2s/%s-%s-%s-nvrtc%d.%d.%s", dir, hex, hex + 2, hex, id->label,
+                     id->target, id->nvrtc_major, id->nvrtc_minor, id->ptx ? "ptx" : "cubin");
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "compile.h"
 #include "error.h"
 #include "fileio.h"
 

@@ -20,7 +20,7 @@ static int is_prefix_dir(const char *name) { return strlen(name) == 2 && is_hex_
 int sj_cache_is_entry_name(const char *name)
 {
     size_t n = strlen(name);
-    return is_hex_prefix(name, 64) && name[64] == '-' &&
+    return is_hex_prefix(name, 64) && name[64] == '-' && strchr(name + 65, '-') &&
            ((n > 6 && !strcmp(name + n - 6, ".cubin")) || (n > 4 && !strcmp(name + n - 4, ".ptx")));
 }
 

@@ -4,12 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
+#include <pthread.h>
+
 #include "cache.h"
 #include "error.h"
 #include "sha256.h"
-
-#define SJ_MAX_OPTIONS 72
 
 static int compare_strings(const void *a, const void *b)
 {
@@ -84,25 +83,68 @@ void sj_module_digest(const sj_embedded_module *m, uint8_t digest[32])
     sj_sha256_final(&h, digest);
 }
 
-void sj_compile_key(const sj_embedded_module *m, const sj_compile_spec *spec,
-                    const sj_toolchain *tc, uint8_t key[32])
+int sj_unit_text(size_t u, char *buf, size_t cap)
 {
-    sj_compile_key_versions(m, spec, tc, SJ_CACHE_FORMAT_VERSION, ssmjit_version_string(), key);
+    const sj_embedded_unit *unit = &sj_units[u];
+    int n = snprintf(buf, cap, "/* ssmjit compile unit */\n#define SJ_UNIT_%s ~, 1\n#include \"%s.cu\"\n",
+                     unit->kernel, sj_modules[unit->module].name);
+    return n > 0 && (size_t)n < cap ? n : -1;
 }
 
-void sj_compile_key_versions(const sj_embedded_module *m, const sj_compile_spec *spec,
-                             const sj_toolchain *tc, unsigned format, const char *library,
-                             uint8_t key[32])
+/* (module, kernel) -> unit, open addressing, built once. */
+#define UNIT_SLOTS 1024
+static short unit_slot[UNIT_SLOTS];
+static pthread_once_t unit_index_once = PTHREAD_ONCE_INIT;
+
+static size_t unit_hash(sj_module_id mod, const char *name)
+{
+    size_t h = 1469598103934665603ull ^ (size_t)mod;
+    while (*name)
+        h = (h ^ (unsigned char)*name++) * 1099511628211ull;
+    return h % UNIT_SLOTS;
+}
+
+static void build_unit_index(void)
+{
+    _Static_assert(SJ_UNIT_COUNT < UNIT_SLOTS / 2, "the unit index must stay sparse");
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++) {
+        size_t i = unit_hash(sj_units[u].module, sj_units[u].kernel);
+        while (unit_slot[i])
+            i = (i + 1) % UNIT_SLOTS;
+        unit_slot[i] = (short)(u + 1);
+    }
+}
+
+int sj_unit_find(sj_module_id mod, const char *name)
+{
+    pthread_once(&unit_index_once, build_unit_index);
+    for (size_t i = unit_hash(mod, name); unit_slot[i]; i = (i + 1) % UNIT_SLOTS) {
+        const sj_embedded_unit *unit = &sj_units[unit_slot[i] - 1];
+        if (unit->module == mod && !strcmp(unit->kernel, name))
+            return unit_slot[i] - 1;
+    }
+    return -1;
+}
+
+void sj_compile_key(size_t u, const sj_compile_spec *spec, const sj_toolchain *tc, uint8_t key[32])
+{
+    sj_compile_key_versions(u, spec, tc, SJ_CACHE_FORMAT_VERSION, ssmjit_version_string(), key);
+}
+
+void sj_compile_key_versions(size_t u, const sj_compile_spec *spec, const sj_toolchain *tc,
+                             unsigned format, const char *library, uint8_t key[32])
 {
     sj_sha256 h;
-    char buf[8192];
+    char buf[8192], unit[512];
     const char *opts[SJ_MAX_OPTIONS];
     int n = sj_compile_options(spec, opts, SJ_MAX_OPTIONS, buf, sizeof buf);
+    int unit_len = sj_unit_text(u, unit, sizeof unit);
     char text[256];
     sj_sha256_init(&h);
     int len = snprintf(text, sizeof text, "ssmjit cache format %u, library %s", format, library);
     sj_sha256_field(&h, text, (size_t)len);
-    sj_sha256_field(&h, m->digest, sizeof m->digest);
+    sj_sha256_field(&h, sj_modules[sj_units[u].module].digest, 32);
+    sj_sha256_field(&h, unit, unit_len > 0 ? (size_t)unit_len : 0);
     for (int i = 0; i < n; i++)
         sj_sha256_field(&h, opts[i], strlen(opts[i]));
     len = snprintf(text, sizeof text, "target %d %s; nvrtc %d.%d build %ld probe %s", spec->arch,
@@ -111,28 +153,27 @@ void sj_compile_key_versions(const sj_embedded_module *m, const sj_compile_spec 
     sj_sha256_final(&h, key);
 }
 
-int sj_compile_entry_path(const char *dir, const uint8_t key[32], const sj_compile_spec *spec,
-                          const sj_toolchain *tc, char *out, size_t cap)
+ssmjit_status sj_compile_unit(size_t u, const sj_compile_spec *spec, void **image, size_t *size)
 {
-    char target[32];
-    sj_arch_name(spec->arch, spec->ptx, target, sizeof target);
-    return sj_cache_entry_path(dir, key, target, tc->major, tc->minor, spec->ptx, out, cap);
-}
-
-ssmjit_status sj_compile_module(const sj_embedded_module *m, const sj_compile_spec *spec,
-                                void **image, size_t *size)
-{
-    char buf[8192], file[256];
+    char buf[8192], file[256], unit[512];
     const char *opts[SJ_MAX_OPTIONS];
-    const char *headers[16], *names[16];
+    const char *headers[17], *names[17];
+    const sj_embedded_module *m = &sj_modules[sj_units[u].module];
     if (m->num_headers > 16)
         return sj_error(SSMJIT_ERR_INTERNAL, "module %s includes too many headers", m->name);
-    for (size_t i = 0; i < m->num_headers; i++) {
-        headers[i] = (const char *)m->headers[i]->data;
-        names[i] = m->headers[i]->name;
-    }
-    int n = sj_compile_options(spec, opts, SJ_MAX_OPTIONS, buf, sizeof buf);
+    /* the module's .cu is a header of the unit's program */
     snprintf(file, sizeof file, "%s.cu", m->name);
-    return sj_nvrtc_compile((const char *)m->source->data, file, (int)m->num_headers, headers, names,
-                            n, opts, spec->ptx, image, size);
+    headers[0] = (const char *)m->source->data;
+    names[0] = file;
+    for (size_t i = 0; i < m->num_headers; i++) {
+        headers[i + 1] = (const char *)m->headers[i]->data;
+        names[i + 1] = m->headers[i]->name;
+    }
+    if (sj_unit_text(u, unit, sizeof unit) < 0)
+        return sj_error(SSMJIT_ERR_INTERNAL, "the program of unit %s does not fit", sj_units[u].kernel);
+    int n = sj_compile_options(spec, opts, SJ_MAX_OPTIONS, buf, sizeof buf);
+    char program[256];
+    snprintf(program, sizeof program, "%s.unit.cu", sj_units[u].kernel);
+    return sj_nvrtc_compile(unit, program, (int)m->num_headers + 1, headers, names, n, opts, spec->ptx,
+                            image, size);
 }

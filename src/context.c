@@ -8,10 +8,8 @@
 #include "arch.h"
 #include "cache.h"
 #include "error.h"
-#include "nvrtc_loader.h"
-
-/* Threads ssmjit_context_load_all uses besides the caller's. */
-#define SJ_LOAD_THREADS 7
+#include "pool.h"
+#include "toolchain.h"
 
 SSMJIT_API void ssmjit_context_options_init(ssmjit_context_options *opts)
 {
@@ -55,12 +53,9 @@ static ssmjit_status read_options(ssmjit_context *ctx, const ssmjit_context_opti
                                                             : -1;
     ctx->deterministic = env_det >= 0 ? env_det : o->deterministic != 0;
     ctx->lineinfo = o->lineinfo != 0;
-    ctx->quiet = o->quiet != 0;
-    st = sj_cache_mode_resolve(o->cache_mode, &ctx->cache_mode);
-    if (st == SSMJIT_OK && ctx->cache_mode != SSMJIT_CACHE_OFF)
-        st = sj_cache_dir_resolve(o->cache_dir, ctx->cache_dir, sizeof ctx->cache_dir);
-    if (st == SSMJIT_OK)
-        st = sj_cache_max_bytes(&ctx->cache_max_bytes);
+    ctx->owner.on_compile = o->on_compile;
+    ctx->owner.user = o->on_compile_user;
+    st = sj_cache_config_init(&ctx->cache, o->cache_dir, o->cache_mode, o->quiet != 0);
     if (st == SSMJIT_OK)
         st = sj_defines_normalize(o->defines, o->num_defines, &ctx->defines, &ctx->num_defines);
     return st;
@@ -127,14 +122,9 @@ SSMJIT_API ssmjit_status ssmjit_context_create(const ssmjit_context_options *opt
     ssmjit_context_options_init(&defaults);
     if (!opts)
         opts = &defaults;
-    ssmjit_context *ctx = calloc(1, sizeof *ctx);
+    ssmjit_context *ctx = sj_context_alloc();
     if (!ctx)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory for a context");
-    pthread_mutex_init(&ctx->target_lock, NULL);
-    pthread_mutex_init(&ctx->split_lock, NULL);
-    for (int m = 0; m < SJ_MODULE_COUNT; m++)
-        for (int f = 0; f < 2; f++)
-            pthread_mutex_init(&ctx->modules[m][f].lock, NULL);
 
     ssmjit_status st = read_options(ctx, opts);
     const char *arch_env = getenv("SSMJIT_ARCH");
@@ -160,109 +150,99 @@ SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx)
 {
     if (!ctx)
         return;
+    /* Queued compiles of this context are dropped and running ones waited
+     * for: none may call its callback, or read its settings, later. */
+    sj_image_owner_release(&ctx->owner);
     if (ctx->cu)
-        sj_modules_unload(ctx);
-    for (int m = 0; m < SJ_MODULE_COUNT; m++)
-        for (int f = 0; f < 2; f++)
-            pthread_mutex_destroy(&ctx->modules[m][f].lock);
+        sj_units_unload(ctx);
     if (ctx->owns_primary)
         (void)SJ_CU(ctx->drv, DevicePrimaryCtxRelease, ctx->device);
     pthread_mutex_destroy(&ctx->target_lock);
+    pthread_mutex_destroy(&ctx->unit_lock);
     pthread_mutex_destroy(&ctx->split_lock);
     free(ctx->defines);
     free(ctx);
 }
 
-ssmjit_status sj_context_target(ssmjit_context *ctx, int *arch, int *ptx)
+ssmjit_context *sj_context_alloc(void)
+{
+    ssmjit_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return NULL;
+    pthread_mutex_init(&ctx->target_lock, NULL);
+    pthread_mutex_init(&ctx->unit_lock, NULL);
+    pthread_mutex_init(&ctx->split_lock, NULL);
+    return ctx;
+}
+
+ssmjit_status sj_context_spec(ssmjit_context *ctx, int fast, const sj_compile_spec **spec)
 {
     ssmjit_status st = SSMJIT_OK;
     if (!atomic_load_explicit(&ctx->target_ready, memory_order_acquire)) {
         pthread_mutex_lock(&ctx->target_lock);
         if (!atomic_load_explicit(&ctx->target_ready, memory_order_relaxed)) {
             sj_toolchain tc;
-            ssmjit_cache_mode mode = sj_cache_mode_usable(ctx->cache_dir, ctx->cache_mode, ctx->quiet);
-            st = sj_toolchain_get(mode == SSMJIT_CACHE_OFF ? NULL : ctx->cache_dir,
-                                  mode == SSMJIT_CACHE_RW, 0, &tc);
+            int arch = 0, ptx = 0;
+            st = sj_toolchain_get(&ctx->cache, 0, &tc);
             if (st == SSMJIT_OK)
                 st = sj_arch_target(&tc, ctx->want_arch, ctx->props.cc_major * 10 + ctx->props.cc_minor,
-                                    &ctx->target_arch, &ctx->target_ptx);
+                                    &arch, &ptx);
+            for (int f = 0; f < 2 && st == SSMJIT_OK; f++)
+                ctx->spec[f] = (sj_compile_spec){arch, ptx, f, ctx->lineinfo,
+                                                 (const char *const *)ctx->defines, ctx->num_defines};
             if (st == SSMJIT_OK)
                 atomic_store_explicit(&ctx->target_ready, 1, memory_order_release);
         }
         pthread_mutex_unlock(&ctx->target_lock);
     }
-    *arch = ctx->target_arch;
-    *ptx = ctx->target_ptx;
+    if (spec)
+        *spec = &ctx->spec[fast != 0];
     return st;
+}
+
+int sj_context_fast(const ssmjit_context *ctx, sj_kernel_role role)
+{
+    return ctx->fast_math >= 0 ? ctx->fast_math : role == SJ_ROLE_FORWARD;
 }
 
 SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_context_info *out)
 {
     if (!ctx || !out)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_context_get_info: %s is NULL", ctx ? "out" : "ctx");
-    int arch, ptx;
-    ssmjit_status st = sj_context_target(ctx, &arch, &ptx);
+    const sj_compile_spec *spec;
+    ssmjit_status st = sj_context_spec(ctx, 0, &spec);
     if (st != SSMJIT_OK)
         return st;
     memset(out, 0, sizeof *out);
     out->device = ctx->ordinal;
     out->cc_major = ctx->props.cc_major;
     out->cc_minor = ctx->props.cc_minor;
-    sj_arch_name(arch, ptx, out->target, sizeof out->target);
-    out->target_is_ptx = ptx;
+    sj_arch_name(spec->arch, spec->ptx, out->target, sizeof out->target);
+    out->target_is_ptx = spec->ptx;
     out->sm_count = ctx->props.sm_count;
-    out->cache_mode = sj_cache_mode_usable(ctx->cache_dir, ctx->cache_mode, ctx->quiet);
-    snprintf(out->cache_dir, sizeof out->cache_dir, "%s", ctx->cache_dir);
+    out->cache_mode = sj_cache_config_mode(&ctx->cache);
+    snprintf(out->cache_dir, sizeof out->cache_dir, "%s", ctx->cache.dir);
     out->deterministic = ctx->deterministic;
     return SSMJIT_OK;
 }
 
-typedef struct {
-    ssmjit_context *ctx;
-    atomic_int next;
-    ssmjit_status status[SJ_MODULE_COUNT];
-    char message[SJ_MODULE_COUNT][512];
-} load_job;
-
-static void *load_worker(void *arg)
-{
-    load_job *j = arg;
-    for (int m; (m = atomic_fetch_add(&j->next, 1)) < SJ_MODULE_COUNT;) {
-        int fast = j->ctx->fast_math >= 0 ? j->ctx->fast_math : !sj_modules[m].backward;
-        CUmodule h;
-        j->status[m] = sj_module_ensure(j->ctx, (sj_module_id)m, fast, &h);
-        if (j->status[m] != SSMJIT_OK)
-            snprintf(j->message[m], sizeof j->message[m], "%s", ssmjit_last_error());
-    }
-    return NULL;
-}
-
-/* Modules load on several threads: reading, checking and handing a CUBIN
- * to the driver is CPU work that runs side by side (and compiles, on a
- * cold cache, do too). */
+/* Every unit's image is asked of the pool first, so that compiles (on a
+ * cold cache) and reads run side by side while this thread loads them
+ * into the context in order, each as soon as it is there. */
 SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx)
 {
     if (!ctx)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_context_load_all: ctx is NULL");
-    load_job *j = calloc(1, sizeof *j);
-    if (!j)
-        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
-    j->ctx = ctx;
-    pthread_t threads[SJ_LOAD_THREADS];
-    int started = 0;
-    while (started < SJ_LOAD_THREADS && started < SJ_MODULE_COUNT &&
-           pthread_create(&threads[started], NULL, load_worker, j) == 0)
-        started++;
-    load_worker(j); /* also does all the work if no thread could start */
-    for (int i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
-    ssmjit_status st = SSMJIT_OK;
-    for (int m = 0; m < SJ_MODULE_COUNT && st == SSMJIT_OK; m++)
-        if (j->status[m] != SSMJIT_OK)
-            st = sj_error(j->status[m], "module %s: %s", sj_modules[m].name, j->message[m]);
-    free(j);
-    return st;
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
+        SJ_TRY(sj_unit_request(ctx, u, sj_unit_fast(ctx, u)));
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++) {
+        CUfunction fn;
+        SJ_TRY(sj_unit_load(ctx, u, sj_unit_fast(ctx, u), &fn));
+    }
+    return SSMJIT_OK;
 }
+
+SSMJIT_API void ssmjit_set_compile_threads(int n) { sj_pool_set_threads(n); }
 
 ssmjit_status sj_context_enter(ssmjit_context *ctx, int *pushed)
 {

@@ -6,26 +6,19 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "cache.h"
 #include "compile.h"
 #include "driver.h"
 #include "image.h"
 #include "kernel.h"
 
-/* Kernels looked up by name per module: open addressing, filled under the
- * module's lock, read without one (the name is published last, with
- * release order, so a reader that sees it also sees the function). */
-#define SJ_FUNC_SLOTS 512
-
-typedef struct sj_func_slot {
-    _Atomic(const char *) name;
-    CUfunction fn;
-} sj_func_slot;
-
-typedef struct sj_module {
-    _Atomic(CUmodule) handle;
-    pthread_mutex_t lock;
-    sj_func_slot funcs[SJ_FUNC_SLOTS];
-} sj_module;
+/* A unit loaded into the context: its module and its one kernel.  fn is
+ * published last, with release order, so a reader that sees it needs no
+ * lock. */
+typedef struct sj_unit_slot {
+    _Atomic(CUfunction) fn;
+    CUmodule module;
+} sj_unit_slot;
 
 struct ssmjit_context {
     const sj_driver *drv;
@@ -40,16 +33,15 @@ struct ssmjit_context {
     int lineinfo;
     char **defines;          /* normalised */
     size_t num_defines;
-    char cache_dir[PATH_MAX];
-    ssmjit_cache_mode cache_mode;
-    uint64_t cache_max_bytes;
-    int quiet;
+    sj_cache_config cache;   /* resolved once, at creation */
+    sj_image_owner owner;    /* this context's compile callback and queued work */
 
     pthread_mutex_t target_lock;
-    atomic_int target_ready; /* arch/ptx below are valid */
-    int target_arch, target_ptx;
+    atomic_int target_ready; /* spec[] below is valid */
+    sj_compile_spec spec[2]; /* [fast_math]: what units are compiled with */
 
-    sj_module modules[SJ_MODULE_COUNT][2]; /* [module][fast_math] */
+    pthread_mutex_t unit_lock; /* serialises loads into units[] */
+    sj_unit_slot units[SJ_UNIT_COUNT][2]; /* [unit][fast_math] */
 
     /* the scan's split over L, each direction's last choice
      * (scan_split.c: its key, then the segments; 0 none yet) */
@@ -57,18 +49,23 @@ struct ssmjit_context {
     int64_t split_memo[2][6];
 };
 
+/* A zeroed context with its locks made (ssmjit_context_create fills it;
+ * tests make stand-ins from it).  NULL when out of memory. */
+ssmjit_context *sj_context_alloc(void);
+
 /* Makes ctx->cu current on this thread if it is not; *pushed says whether
  * sj_context_leave must pop it. */
 ssmjit_status sj_context_enter(ssmjit_context *ctx, int *pushed);
 void sj_context_leave(ssmjit_context *ctx, int pushed);
 
-/* Resolves (once) what this context compiles for. */
-ssmjit_status sj_context_target(ssmjit_context *ctx, int *arch, int *ptx);
+/* Resolves (once) what this context compiles for; *spec (may be NULL)
+ * points at the spec of variant `fast`. */
+ssmjit_status sj_context_spec(ssmjit_context *ctx, int fast, const sj_compile_spec **spec);
 
-/* Loads variant `fast` of module `mod` if not loaded yet. */
-ssmjit_status sj_module_ensure(ssmjit_context *ctx, sj_module_id mod, int fast, CUmodule *out);
+/* The fast-math variant a kernel of `role` takes in this context. */
+int sj_context_fast(const ssmjit_context *ctx, sj_kernel_role role);
 
-/* Unloads every module and frees its kernel table (context destruction). */
-void sj_modules_unload(ssmjit_context *ctx);
+/* Unloads every unit (context destruction). */
+void sj_units_unload(ssmjit_context *ctx);
 
 #endif

@@ -36,6 +36,7 @@ static const struct {
     {"cuCtxCreate", offsetof(sj_driver, CtxCreate), "cuCtxCreate_v2"}, E(CtxDestroy),
     E(CtxGetCurrent), E(CtxSetCurrent), E(CtxPushCurrent), E(CtxPopCurrent), E(CtxGetDevice),
     E(CtxSynchronize), E(ModuleLoadData), E(ModuleUnload), E(ModuleGetFunction),
+    E(LibraryLoadData), E(LibraryUnload), E(LibraryGetKernel), E(KernelGetFunction),
     E(FuncSetAttribute), E(LaunchKernel), E(MemAlloc), E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH),
     E(MemcpyDtoD), E(MemcpyDtoDAsync), E(MemcpyHtoDAsync), E(MemcpyDtoHAsync), E(MemsetD8), E(MemsetD8Async), E(MemsetD32Async),
     E(StreamCreate), E(StreamDestroy), E(StreamSynchronize), E(EventCreate), E(EventDestroy),

@@ -31,6 +31,14 @@ typedef struct sj_driver {
     CUresult (*ModuleLoadData)(CUmodule *mod, const void *image);
     CUresult (*ModuleUnload)(CUmodule mod);
     CUresult (*ModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);
+    /* context-independent loading (CUDA 12.0 on), measured against
+     * ModuleLoadData by `ssmjit bench --engine` */
+    CUresult (*LibraryLoadData)(CUlibrary *lib, const void *image, CUjit_option *jit_options,
+                                void **jit_values, unsigned num_jit, CUlibraryOption *lib_options,
+                                void **lib_values, unsigned num_lib);
+    CUresult (*LibraryUnload)(CUlibrary lib);
+    CUresult (*LibraryGetKernel)(CUkernel *kernel, CUlibrary lib, const char *name);
+    CUresult (*KernelGetFunction)(CUfunction *fn, CUkernel kernel);
     CUresult (*FuncSetAttribute)(CUfunction fn, CUfunction_attribute attr, int value);
     CUresult (*LaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                              unsigned by, unsigned bz, unsigned smem, CUstream stream,

@@ -4,21 +4,36 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "cache.h"
+#include "arch.h"
 #include "error.h"
+#include "pool.h"
+#include "toolchain.h"
+
+/* One key's image.  QUEUED: a task is on the pool (or was just taken by a
+ * worker); RUNNING: a thread produces it; READY: in memory for good;
+ * FAILED: out of the table, kept until its waiters have read why. */
+enum { QUEUED, RUNNING, READY, FAILED };
 
 typedef struct entry {
     uint8_t key[32];
-    int ready;
+    int state;
+    int refs; /* the table's, each waiter's, the queued task's */
     void *image;
     size_t size;
+    sj_image_origin origin;
+    ssmjit_status status; /* FAILED */
+    char *message;
+    sj_image_job job; /* what the queued task produces */
+    sj_pool_task task;
     struct entry *next;
 } entry;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 static entry *entries;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT, exit_once = PTHREAD_ONCE_INIT;
 
 static entry *find(const uint8_t key[32])
 {
@@ -37,93 +52,339 @@ static void unlink_entry(entry *gone)
         }
 }
 
-/* Disk, else NVRTC (then disk write, degrading to memory only).  Sets
- * *retry when the NVRTC actually loaded is not the one the key was made
- * for: the caller must make the key again. */
-static ssmjit_status produce(const sj_embedded_module *m, const sj_compile_spec *spec,
-                             const sj_cache_config *cache, const sj_toolchain *tc,
-                             const uint8_t key[32], entry *e, int *retry)
+/* Under lock. */
+static void unref(entry *e)
 {
-    char path[PATH_MAX] = "";
-    if (cache->mode != SSMJIT_CACHE_OFF) {
-        if (sj_compile_entry_path(cache->dir, key, spec, tc, path, sizeof path) != 0)
-            path[0] = '\0';
-        if (path[0] && sj_cache_entry_read(path, key, spec->ptx, cache->mode == SSMJIT_CACHE_RW,
-                                           &e->image, &e->size) == SSMJIT_OK)
-            return SSMJIT_OK;
+    if (--e->refs == 0) {
+        free(e->image);
+        free(e->message);
+        free(e);
     }
+}
+
+/* ---- process hooks ------------------------------------------------------ */
+
+/* At exit no pool worker may be inside NVRTC while its library is torn
+ * down: the queued tasks are dropped and the running ones waited for.
+ * Registered after the first compile, so after NVRTC's own exit handlers
+ * (which run in reverse order of registration): this one runs first. */
+static void stop_at_exit(void)
+{
+    pthread_mutex_lock(&lock);
+    for (entry *e = entries, *next; e; e = next) {
+        next = e->next;
+        if (e->state == QUEUED && sj_pool_cancel(&e->task)) {
+            e->state = FAILED;
+            e->status = SSMJIT_ERR_INTERNAL;
+            e->message = strdup("the process is exiting");
+            unlink_entry(e);
+            if (e->job.owner)
+                e->job.owner->pending--;
+            e->refs--; /* the task's: the table's remains */
+            unref(e);  /* the table's */
+        }
+    }
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
+    sj_pool_stop();
+}
+
+static void register_exit(void) { atexit(stop_at_exit); }
+
+/* fork: the child has none of the parent's workers, so what they were
+ * producing will never come; it leaves the table (leaked, not freed: a
+ * worker of the parent owned it) and is produced again on demand. */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&lock);
+    sj_pool_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+    sj_pool_atfork_parent();
+    pthread_mutex_unlock(&lock);
+}
+
+static void atfork_child(void)
+{
+    sj_pool_atfork_child();
+    for (entry **p = &entries; *p;) {
+        if ((*p)->state != READY) {
+            if ((*p)->job.owner)
+                (*p)->job.owner->pending = 0;
+            *p = (*p)->next;
+        } else {
+            p = &(*p)->next;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void install_hooks(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
+
+/* ---- producing ---------------------------------------------------------- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void tell(const sj_image_job *job, const char *target, int done, double seconds, ssmjit_status st)
+{
+    if (!job->owner || !job->owner->on_compile)
+        return;
+    const sj_embedded_unit *u = &sj_units[job->unit];
+    ssmjit_compile_event ev = {u->kernel, sj_modules[u->module].name, target, job->spec->fast_math,
+                               done, seconds, st};
+    job->owner->on_compile(&ev, job->owner->user);
+}
+
+/* The cache's layers, else NVRTC (then the user's cache).  Sets *retry
+ * when the NVRTC actually loaded is not the one the key was made for: the
+ * caller must make the key again. */
+static ssmjit_status produce(const sj_image_job *job, const sj_toolchain *tc, const uint8_t key[32],
+                             entry *e, int *retry)
+{
+    const sj_compile_spec *spec = job->spec;
+    char target[32];
+    sj_arch_name(spec->arch, spec->ptx, target, sizeof target);
+    sj_cache_entry_id id = {{0}, sj_units[job->unit].kernel, target, tc->major, tc->minor, spec->ptx};
+    memcpy(id.key, key, 32);
+    int layer;
+    if (sj_cache_lookup(job->cache, &id, &e->image, &e->size, &layer) == SSMJIT_OK) {
+        e->origin = layer < 0 ? SJ_IMAGE_CACHE : SJ_IMAGE_LAYER;
+        return SSMJIT_OK;
+    }
+    sj_error_clear();
     sj_toolchain real;
-    ssmjit_status st = sj_toolchain_get(cache->mode == SSMJIT_CACHE_OFF ? NULL : cache->dir,
-                                        cache->mode == SSMJIT_CACHE_RW, 1, &real);
-    if (st != SSMJIT_OK)
-        return st;
+    SJ_TRY(sj_toolchain_get(job->cache, 1, &real));
     if (!sj_toolchain_equal(&real, tc)) {
         *retry = 1;
         return SSMJIT_OK;
     }
-    st = sj_compile_module(m, spec, &e->image, &e->size);
-    if (st != SSMJIT_OK || cache->mode != SSMJIT_CACHE_RW)
+    tell(job, target, 0, 0.0, SSMJIT_OK);
+    double t0 = now();
+    ssmjit_status st = sj_compile_unit(job->unit, spec, &e->image, &e->size);
+    tell(job, target, 1, now() - t0, st);
+    pthread_once(&exit_once, register_exit);
+    if (st != SSMJIT_OK)
         return st;
-    if (!path[0] ||
-        sj_cache_store(cache->dir, cache->max_bytes, path, key, spec->ptx, e->image, e->size) != SSMJIT_OK) {
-        sj_cache_warn_once(cache->quiet, path[0] ? ssmjit_last_error() : "entry path too long");
+    e->origin = SJ_IMAGE_COMPILED;
+    st = sj_cache_put(job->cache, &id, e->image, e->size);
+    if (st != SSMJIT_OK && job->keep) {
+        /* the kernel still runs, from memory */
+        sj_cache_warn_once(job->cache->quiet, ssmjit_last_error());
         sj_error_clear();
+        st = SSMJIT_OK;
     }
-    return SSMJIT_OK;
+    return st;
 }
 
-ssmjit_status sj_image_get(const sj_embedded_module *m, const sj_compile_spec *spec,
-                           const sj_cache_config *requested, const void **image, size_t *size)
+/* Produces e (RUNNING, one ref held by the caller besides the table's) and
+ * publishes the result. */
+static ssmjit_status run_entry(entry *e, const sj_image_job *job, const sj_toolchain *tc, int *retry)
 {
-    sj_cache_config usable = *requested;
-    usable.mode = sj_cache_mode_usable(requested->dir, requested->mode, requested->quiet);
-    const sj_cache_config *cache = &usable;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        sj_toolchain tc;
-        ssmjit_status st = sj_toolchain_get(cache->mode == SSMJIT_CACHE_OFF ? NULL : cache->dir,
-                                            cache->mode == SSMJIT_CACHE_RW, 0, &tc);
-        if (st != SSMJIT_OK)
-            return st;
-        uint8_t key[32];
-        sj_compile_key(m, spec, &tc, key);
+    ssmjit_status st = produce(job, tc, e->key, e, retry);
+    pthread_mutex_lock(&lock);
+    if (st == SSMJIT_OK && !*retry && job->keep) {
+        e->state = READY;
+    } else {
+        /* Failed, or stale, or done but not to be kept: out of the table.
+         * Waiters take a failure as theirs, else look again. */
+        e->state = FAILED;
+        e->status = st;
+        e->message = st != SSMJIT_OK ? strdup(ssmjit_last_error()) : NULL;
+        unlink_entry(e);
+        unref(e);
+    }
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
 
-        pthread_mutex_lock(&lock);
-        entry *e;
-        while ((e = find(key)) && !e->ready)
-            pthread_cond_wait(&changed, &lock);
-        if (e) {
-            *image = e->image;
-            *size = e->size;
-            pthread_mutex_unlock(&lock);
-            return SSMJIT_OK;
-        }
-        e = calloc(1, sizeof *e);
+static void run_task(sj_pool_task *task)
+{
+    entry *e = (entry *)((char *)task - offsetof(entry, task));
+    sj_image_owner *owner = e->job.owner;
+    pthread_mutex_lock(&lock);
+    e->state = RUNNING;
+    pthread_mutex_unlock(&lock);
+    sj_toolchain tc;
+    int retry = 0;
+    /* A queued key was made for the toolchain of its request; the same
+     * memo gives it unless NVRTC changed since, and then the entry fails
+     * over to whoever asks next. */
+    ssmjit_status st = sj_toolchain_get(e->job.cache, 0, &tc);
+    if (st == SSMJIT_OK)
+        (void)run_entry(e, &e->job, &tc, &retry);
+    pthread_mutex_lock(&lock);
+    if (st != SSMJIT_OK) {
+        e->state = FAILED;
+        e->status = st;
+        e->message = strdup(ssmjit_last_error());
+        unlink_entry(e);
+        unref(e);
+        pthread_cond_broadcast(&changed);
+    }
+    owner->pending--;
+    unref(e); /* the task's */
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
+    sj_error_clear();
+}
+
+/* Under lock: a new entry for key in the table. */
+static entry *add_entry(const uint8_t key[32], int state)
+{
+    entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    memcpy(e->key, key, 32);
+    e->state = state;
+    e->refs = 1;
+    e->next = entries;
+    entries = e;
+    return e;
+}
+
+ssmjit_status sj_image_request(const sj_image_job *job)
+{
+    pthread_once(&hooks_once, install_hooks);
+    sj_toolchain tc;
+    SJ_TRY(sj_toolchain_get(job->cache, 0, &tc));
+    uint8_t key[32];
+    sj_compile_key(job->unit, job->spec, &tc, key);
+    pthread_mutex_lock(&lock);
+    entry *e = find(key);
+    if (!e) {
+        e = add_entry(key, QUEUED);
         if (!e) {
             pthread_mutex_unlock(&lock);
             return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
         }
-        memcpy(e->key, key, 32);
-        e->next = entries;
-        entries = e;
+        e->refs++; /* the task's */
+        e->job = *job;
+        e->task.run = run_task;
+        job->owner->pending++;
+        sj_pool_submit(&e->task);
+    }
+    pthread_mutex_unlock(&lock);
+    return SSMJIT_OK;
+}
+
+/* For a job whose image came from memory: make sure its cache holds it
+ * (prewarm writes what another thread of the process compiled). */
+static ssmjit_status store_from_memory(const sj_image_job *job, const sj_toolchain *tc, const uint8_t key[32],
+                                       const void *image, size_t size)
+{
+    char target[32];
+    sj_arch_name(job->spec->arch, job->spec->ptx, target, sizeof target);
+    sj_cache_entry_id id = {{0}, sj_units[job->unit].kernel, target, tc->major, tc->minor, job->spec->ptx};
+    memcpy(id.key, key, 32);
+    void *payload;
+    size_t n;
+    if (sj_cache_lookup(job->cache, &id, &payload, &n, NULL) == SSMJIT_OK) {
+        free(payload);
+        return SSMJIT_OK;
+    }
+    sj_error_clear();
+    return sj_cache_put(job->cache, &id, image, size);
+}
+
+ssmjit_status sj_image_get(const sj_image_job *job, const void **image, size_t *size,
+                           sj_image_origin *origin)
+{
+    pthread_once(&hooks_once, install_hooks);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        sj_toolchain tc;
+        SJ_TRY(sj_toolchain_get(job->cache, 0, &tc));
+        uint8_t key[32];
+        sj_compile_key(job->unit, job->spec, &tc, key);
+
+        pthread_mutex_lock(&lock);
+        entry *e = find(key);
+        if (e && e->state == QUEUED && sj_pool_cancel(&e->task)) {
+            /* nobody started it: this thread does, now */
+            if (e->job.owner)
+                e->job.owner->pending--;
+            e->refs--; /* the task's; the table still holds it */
+            pthread_cond_broadcast(&changed);
+        } else if (e) {
+            e->refs++;
+            while (e->state == QUEUED || e->state == RUNNING)
+                pthread_cond_wait(&changed, &lock);
+            ssmjit_status st = e->status;
+            if (e->state == READY) {
+                const void *img = e->image;
+                size_t n = e->size;
+                unref(e);
+                pthread_mutex_unlock(&lock);
+                if (image)
+                    *image = img;
+                *size = n;
+                if (origin)
+                    *origin = SJ_IMAGE_MEMORY;
+                return job->keep ? SSMJIT_OK : store_from_memory(job, &tc, key, img, n);
+            }
+            if (st != SSMJIT_OK)
+                sj_error(st, "%s", e->message ? e->message : "compile of a unit failed");
+            unref(e);
+            pthread_mutex_unlock(&lock);
+            if (st != SSMJIT_OK)
+                return st;
+            continue; /* produced but not kept, or stale: again */
+        } else {
+            e = add_entry(key, RUNNING);
+            if (!e) {
+                pthread_mutex_unlock(&lock);
+                return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
+            }
+        }
+        e->state = RUNNING;
+        e->refs++; /* ours */
         pthread_mutex_unlock(&lock);
 
         int retry = 0;
-        st = produce(m, spec, cache, &tc, key, e, &retry);
-
+        ssmjit_status st = run_entry(e, job, &tc, &retry);
         pthread_mutex_lock(&lock);
+        const void *img = e->image;
+        size_t n = e->size;
+        sj_image_origin from = e->origin;
         if (st == SSMJIT_OK && !retry) {
-            e->ready = 1;
-            *image = e->image;
-            *size = e->size;
-        } else {
-            unlink_entry(e);
-            free(e->image);
-            free(e);
+            if (image)
+                *image = job->keep ? img : NULL;
+            *size = n;
+            if (origin)
+                *origin = from;
         }
-        pthread_cond_broadcast(&changed);
+        unref(e);
         pthread_mutex_unlock(&lock);
         if (st != SSMJIT_OK || !retry)
             return st;
     }
-    return sj_error(SSMJIT_ERR_INTERNAL, "the NVRTC toolchain kept changing while compiling %s", m->name);
+    return sj_error(SSMJIT_ERR_INTERNAL, "the NVRTC toolchain kept changing while compiling %s",
+                    sj_units[job->unit].kernel);
+}
+
+void sj_image_owner_release(sj_image_owner *owner)
+{
+    pthread_mutex_lock(&lock);
+    for (entry *e = entries, *next; e; e = next) {
+        next = e->next;
+        if (e->state == QUEUED && e->job.owner == owner && sj_pool_cancel(&e->task)) {
+            e->state = FAILED;
+            e->status = SSMJIT_OK; /* nothing failed: waiters produce it themselves */
+            unlink_entry(e);
+            owner->pending--;
+            e->refs--; /* the task's: the table's remains */
+            unref(e);  /* the table's */
+        }
+    }
+    pthread_cond_broadcast(&changed);
+    while (owner->pending > 0)
+        pthread_cond_wait(&changed, &lock);
+    pthread_mutex_unlock(&lock);
 }

@@ -37,10 +37,28 @@ typedef struct sj_device_props {
 } sj_device_props;
 
 /* The extern "C" kernel `name` of module `mod`, in the fast-math variant
- * that `role` resolves to for this context.  The first call for a module
- * compiles or loads it; later calls are a lock-free table lookup. */
+ * that `role` resolves to for this context.  The first call for a kernel
+ * compiles or reads its unit (that kernel alone) and loads it; later calls
+ * are a lock-free table lookup. */
 ssmjit_status sj_kernel_get(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
                             const char *name, CUfunction *fn);
+
+/* Queues the units of the named kernels on the compile pool (those not
+ * loaded yet), so that a call that launches several waits for the slowest
+ * compile, not for their sum.  Returns at once. */
+ssmjit_status sj_kernels_request(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
+                                 const char *const *names, size_t n);
+
+/* Unit u (an index of sj_units) in variant `fast`: queued on the pool
+ * unless loaded (request), or loaded into the context now, waiting only
+ * for that unit (load). */
+ssmjit_status sj_unit_request(ssmjit_context *ctx, size_t u, int fast);
+ssmjit_status sj_unit_load(ssmjit_context *ctx, size_t u, int fast, CUfunction *fn);
+
+/* The variant unit u takes in this context (its module's role, or what the
+ * context forces), and whether it is loaded in that variant. */
+int sj_unit_fast(const ssmjit_context *ctx, size_t u);
+int sj_unit_loaded(const ssmjit_context *ctx, size_t u, int fast);
 
 /* cuLaunchKernel with the context made current if it is not, every error
  * checked and reported with the kernel's name.  smem above 48 KiB is allowed

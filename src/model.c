@@ -11,6 +11,7 @@
 #include "dtype_convert.h"
 #include "error.h"
 #include "ops_model.h"
+#include "ops_prepare.h"
 #include "validate.h"
 
 SSMJIT_API void ssmjit_model_options_init(ssmjit_model_options *opts)
@@ -58,7 +59,21 @@ static ssmjit_status check_options(const ssmjit_model_options *o, const char *op
         return sj_error(SSMJIT_ERR_INVALID_ARG,
                         "%s: opts->struct_size = %zu (fill opts with ssmjit_model_options_init)", op,
                         o->struct_size);
+    if (o->prepare < SSMJIT_MODEL_PREPARE_INFERENCE || o->prepare > SSMJIT_MODEL_PREPARE_NONE)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: opts->prepare = %d is not a ssmjit_model_prepare", op,
+                        (int)o->prepare);
     return sj_check_dtype(o->dtype, op, "opts->dtype");
+}
+
+/* The kernels of a model's forward and decoding (and backward), queued
+ * first thing, so that they compile while the weights are read. */
+static ssmjit_status prepare_kernels(ssmjit_context *ctx, const ssmjit_model_options *o)
+{
+    if (o->prepare == SSMJIT_MODEL_PREPARE_NONE)
+        return SSMJIT_OK;
+    return sj_prepare(ctx,
+                      SJ_MODEL_INFERENCE_OPS | (o->prepare == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0),
+                      SSMJIT_DTYPE_BIT(o->dtype), 0);
 }
 
 /* Adds a tensor to the table; shape has ndim entries. */
@@ -139,6 +154,7 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     if (!opts)
         opts = &defaults;
     SJ_TRY(check_options(opts, op));
+    SJ_TRY(prepare_kernels(ctx, opts));
 
     ssmjit_model *m = calloc(1, sizeof *m);
     if (m)

@@ -1,5 +1,5 @@
-/* Per-context modules: loaded on first use of any of their kernels, then
- * found without locking. */
+/* Units in a context: each kernel is its own CUDA module, loaded on first
+ * use (or ahead of it), then found without locking. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,132 +7,117 @@
 #include "context.h"
 #include "error.h"
 
-ssmjit_status sj_module_ensure(ssmjit_context *ctx, sj_module_id mod, int fast, CUmodule *out)
+static sj_image_job unit_job(ssmjit_context *ctx, size_t u, const sj_compile_spec *spec)
 {
-    sj_module *m = &ctx->modules[mod][fast];
-    CUmodule h = atomic_load_explicit(&m->handle, memory_order_acquire);
-    if (h) {
-        *out = h;
+    return (sj_image_job){u, spec, &ctx->cache, &ctx->owner, 1};
+}
+
+int sj_unit_fast(const ssmjit_context *ctx, size_t u)
+{
+    return sj_context_fast(ctx, sj_modules[sj_units[u].module].backward ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD);
+}
+
+int sj_unit_loaded(const ssmjit_context *ctx, size_t u, int fast)
+{
+    return atomic_load_explicit(&ctx->units[u][fast != 0].fn, memory_order_acquire) != NULL;
+}
+
+ssmjit_status sj_unit_request(ssmjit_context *ctx, size_t u, int fast)
+{
+    if (sj_unit_loaded(ctx, u, fast))
+        return SSMJIT_OK;
+    const sj_compile_spec *spec;
+    SJ_TRY(sj_context_spec(ctx, fast, &spec));
+    sj_image_job job = unit_job(ctx, u, spec);
+    return sj_image_request(&job);
+}
+
+ssmjit_status sj_unit_load(ssmjit_context *ctx, size_t u, int fast, CUfunction *fn)
+{
+    sj_unit_slot *slot = &ctx->units[u][fast != 0];
+    CUfunction f = atomic_load_explicit(&slot->fn, memory_order_acquire);
+    if (f) {
+        *fn = f;
         return SSMJIT_OK;
     }
-    pthread_mutex_lock(&m->lock);
-    ssmjit_status st = SSMJIT_OK;
-    h = atomic_load_explicit(&m->handle, memory_order_relaxed);
-    if (!h) {
-        sj_compile_spec spec = {0};
-        st = sj_context_target(ctx, &spec.arch, &spec.ptx);
-        spec.fast_math = fast;
-        spec.lineinfo = ctx->lineinfo;
-        spec.defines = (const char *const *)ctx->defines;
-        spec.num_defines = ctx->num_defines;
-        sj_cache_config cache = {ctx->cache_dir, ctx->cache_mode, ctx->quiet, ctx->cache_max_bytes};
-        const void *image = NULL;
-        size_t size = 0;
-        if (st == SSMJIT_OK)
-            st = sj_image_get(&sj_modules[mod], &spec, &cache, &image, &size);
-        int pushed = 0;
-        if (st == SSMJIT_OK)
-            st = sj_context_enter(ctx, &pushed);
-        if (st == SSMJIT_OK) {
-            st = SJ_CU(ctx->drv, ModuleLoadData, &h, image);
-            sj_context_leave(ctx, pushed);
-        }
-        if (st == SSMJIT_OK)
-            atomic_store_explicit(&m->handle, h, memory_order_release);
-        else
-            sj_error_append(spec.ptx ? " (loading PTX)" : "");
+    const sj_compile_spec *spec;
+    SJ_TRY(sj_context_spec(ctx, fast, &spec));
+    sj_image_job job = unit_job(ctx, u, spec);
+    const void *image = NULL;
+    size_t size = 0;
+    SJ_TRY(sj_image_get(&job, &image, &size, NULL));
+
+    /* Loaded outside the lock, so that units of one context load side by
+     * side; a thread that loses the race unloads its copy. */
+    const char *name = sj_units[u].kernel;
+    CUmodule module = NULL;
+    int pushed = 0;
+    ssmjit_status st = sj_context_enter(ctx, &pushed);
+    if (st != SSMJIT_OK)
+        return st;
+    st = SJ_CU(ctx->drv, ModuleLoadData, &module, image);
+    if (st == SSMJIT_OK) {
+        st = SJ_CU(ctx->drv, ModuleGetFunction, &f, module, name);
+        if (st != SSMJIT_OK)
+            sj_error_append(" (the unit's module lacks its kernel)");
+    } else {
+        sj_error_append(spec->ptx ? " (loading PTX of " : " (loading ");
+        sj_error_append(name);
+        sj_error_append(")");
     }
-    pthread_mutex_unlock(&m->lock);
-    *out = h;
+    pthread_mutex_lock(&ctx->unit_lock);
+    CUfunction won = atomic_load_explicit(&slot->fn, memory_order_relaxed);
+    if (st == SSMJIT_OK && !won) {
+        slot->module = module;
+        atomic_store_explicit(&slot->fn, f, memory_order_release);
+        module = NULL;
+    } else if (won) {
+        f = won;
+        st = SSMJIT_OK;
+    }
+    pthread_mutex_unlock(&ctx->unit_lock);
+    if (module)
+        (void)SJ_CU(ctx->drv, ModuleUnload, module);
+    sj_context_leave(ctx, pushed);
+    if (st == SSMJIT_OK)
+        *fn = f;
     return st;
 }
 
-static size_t name_hash(const char *s)
+static ssmjit_status find_unit(sj_module_id mod, const char *name, int *u)
 {
-    size_t h = 1469598103934665603ull;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
+    *u = sj_unit_find(mod, name);
+    return *u >= 0 ? SSMJIT_OK
+                   : sj_error(SSMJIT_ERR_INTERNAL, "module %s has no kernel %s", sj_modules[mod].name, name);
 }
 
-static int module_fast(const ssmjit_context *ctx, sj_kernel_role role)
+ssmjit_status sj_kernel_get(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *name,
+                            CUfunction *fn)
 {
-    return ctx->fast_math >= 0 ? ctx->fast_math : role == SJ_ROLE_FORWARD;
+    int u;
+    SJ_TRY(find_unit(mod, name, &u));
+    return sj_unit_load(ctx, (size_t)u, sj_context_fast(ctx, role), fn);
 }
 
-ssmjit_status sj_kernel_get(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
-                            const char *name, CUfunction *fn)
+ssmjit_status sj_kernels_request(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
+                                 const char *const *names, size_t n)
 {
-    int fast = module_fast(ctx, role);
-    sj_module *m = &ctx->modules[mod][fast];
-    size_t start = name_hash(name) % SJ_FUNC_SLOTS;
-    for (size_t i = 0; i < SJ_FUNC_SLOTS; i++) {
-        sj_func_slot *s = &m->funcs[(start + i) % SJ_FUNC_SLOTS];
-        const char *n = atomic_load_explicit(&s->name, memory_order_acquire);
-        if (!n)
-            break;
-        if (!strcmp(n, name)) {
-            *fn = s->fn;
-            return SSMJIT_OK;
-        }
+    for (size_t i = 0; i < n; i++) {
+        int u;
+        SJ_TRY(find_unit(mod, names[i], &u));
+        SJ_TRY(sj_unit_request(ctx, (size_t)u, sj_context_fast(ctx, role)));
     }
-
-    CUmodule h;
-    ssmjit_status st = sj_module_ensure(ctx, mod, fast, &h);
-    if (st != SSMJIT_OK)
-        return st;
-    *fn = NULL;
-    pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; i < SJ_FUNC_SLOTS; i++) {
-        sj_func_slot *s = &m->funcs[(start + i) % SJ_FUNC_SLOTS];
-        const char *n = atomic_load_explicit(&s->name, memory_order_relaxed);
-        if (n && !strcmp(n, name)) {
-            *fn = s->fn;
-            break;
-        }
-        if (n)
-            continue;
-        int pushed = 0;
-        st = sj_context_enter(ctx, &pushed);
-        if (st == SSMJIT_OK) {
-            st = SJ_CU(ctx->drv, ModuleGetFunction, &s->fn, h, name);
-            sj_context_leave(ctx, pushed);
-        }
-        if (st == SSMJIT_OK) {
-            *fn = s->fn;
-            /* Callers often build names in stack buffers: keep a copy. */
-            char *copy = strdup(name);
-            if (!copy)
-                st = sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
-            else
-                atomic_store_explicit(&s->name, copy, memory_order_release);
-        } else {
-            sj_error_append(" (module ");
-            sj_error_append(sj_modules[mod].name);
-            sj_error_append(")");
-        }
-        pthread_mutex_unlock(&m->lock);
-        return st;
-    }
-    pthread_mutex_unlock(&m->lock);
-    return st == SSMJIT_OK && !*fn ? sj_error(SSMJIT_ERR_INTERNAL, "kernel table of %s is full",
-                                              sj_modules[mod].name)
-                                   : st;
+    return SSMJIT_OK;
 }
 
-void sj_modules_unload(ssmjit_context *ctx)
+void sj_units_unload(ssmjit_context *ctx)
 {
     int pushed = 0;
-    int entered = sj_context_enter(ctx, &pushed) == SSMJIT_OK;
-    for (int mod = 0; mod < SJ_MODULE_COUNT; mod++)
-        for (int fast = 0; fast < 2; fast++) {
-            sj_module *m = &ctx->modules[mod][fast];
-            CUmodule h = atomic_load(&m->handle);
-            if (h && entered)
-                (void)SJ_CU(ctx->drv, ModuleUnload, h);
-            for (size_t i = 0; i < SJ_FUNC_SLOTS; i++)
-                free((void *)atomic_load(&m->funcs[i].name));
-        }
-    if (entered)
-        sj_context_leave(ctx, pushed);
+    if (sj_context_enter(ctx, &pushed) != SSMJIT_OK)
+        return;
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
+        for (int fast = 0; fast < 2; fast++)
+            if (ctx->units[u][fast].module)
+                (void)SJ_CU(ctx->drv, ModuleUnload, ctx->units[u][fast].module);
+    sj_context_leave(ctx, pushed);
 }

@@ -42,21 +42,13 @@ typedef struct sj_toolchain {
     int num_archs;
 } sj_toolchain;
 
-/* The toolchain of the NVRTC that would be loaded.  Reads a probe record
- * kept in cache_dir (may be NULL) when it is still valid for the library
- * file it describes, so a warm start never has to open NVRTC; otherwise
- * opens NVRTC, probes it, and (if writable) records the result there.
- * `confirmed` nonzero forces the real library to be opened and checked. */
-ssmjit_status sj_toolchain_get(const char *cache_dir, int writable, int confirmed, sj_toolchain *out);
-
-/* Nonzero when a and b describe the same compiler. */
-int sj_toolchain_equal(const sj_toolchain *a, const sj_toolchain *b);
-
-/* Largest supported arch <= want, or 0 if none. */
-int sj_toolchain_cap(const sj_toolchain *tc, int want);
+/* Opens NVRTC and reads what identifies it: version, supported
+ * architectures, __CUDACC_VER_BUILD__ and a hash of its PTX for a fixed
+ * probe (changes with the build).  Costs a small compile. */
+ssmjit_status sj_nvrtc_probe(sj_toolchain *tc);
 
 /* Compiles `src` with NVRTC under the C locale (NVRTC before 12.6.2 parses
- * numbers through the process locale).  On success *image (malloc'd) holds
+ * numbers through the process locale), with exactly `options`.  On success *image (malloc'd) holds
  * PTX (NUL-terminated) if want_ptx, else CUBIN.  On SSMJIT_ERR_COMPILE the
  * thread's error message holds the full NVRTC log. */
 ssmjit_status sj_nvrtc_compile(const char *src, const char *name, int num_headers,

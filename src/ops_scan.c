@@ -543,6 +543,31 @@ ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sc
     return sj_launch(ctx, red, flat_grid(B * L * 2 * N), flat, 0, stream, args);
 }
 
+/* Queues the kernels a backward call launches, so that on a first call
+ * their compiles overlap (the call then waits for the slowest, not for
+ * their sum): the scan, its reductions, the checkpoint's rebuild when
+ * there is none, the split's kernels when it splits. */
+static ssmjit_status request_bwd_kernels(ssmjit_context *ctx, ssmjit_dtype dtype, int states, int split)
+{
+    const char *sfx = sj_dtype_suffix(dtype);
+    char names[7][48];
+    const char *list[7];
+    size_t n = 0;
+    snprintf(names[n++], sizeof names[0], "scan_bwd_%s", sfx);
+    snprintf(names[n++], sizeof names[0], "scan_bwd_reduce_bc_%s", sfx);
+    snprintf(names[n++], sizeof names[0], "scan_bwd_reduce_params");
+    if (states)
+        snprintf(names[n++], sizeof names[0], "scan_states_ns8_%s", sfx);
+    if (split) {
+        snprintf(names[n++], sizeof names[0], "scan_split_starts");
+        snprintf(names[n++], sizeof names[0], "scan_split_dtsum_%s", sfx);
+        snprintf(names[n++], sizeof names[0], "scan_split_carry");
+    }
+    for (size_t i = 0; i < n; i++)
+        list[i] = names[i];
+    return sj_kernels_request(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, list, n);
+}
+
 SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                                    const ssmjit_selective_scan_grads *grads, void *workspace,
                                                    size_t workspace_bytes, void *stream)
@@ -565,6 +590,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
     char *ws = workspace;
 
     if (sh.B > 0) {
+        SJ_TRY(request_bwd_kernels(ctx, desc->dtype, !desc->checkpoint && sh.nch > 1, sp.S > 1));
         sj_scan_params p = sj_scan_params_of(desc, &sh);
         p.ckpt = desc->checkpoint ? dptr(desc->checkpoint) : dptr(ws + w.ckpt);
         if (!desc->checkpoint && sh.nch > 1)

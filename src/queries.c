@@ -6,6 +6,7 @@
 #include "error.h"
 #include "kernels_embedded.h"
 #include "nvrtc_loader.h"
+#include "toolchain.h"
 
 SSMJIT_API ssmjit_status ssmjit_driver_version(int *version)
 {
@@ -89,7 +90,7 @@ SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, si
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_nvrtc_supported_archs: %s is NULL",
                         count ? "archs" : "count");
     sj_toolchain tc;
-    ssmjit_status st = sj_toolchain_get(NULL, 0, 1, &tc);
+    ssmjit_status st = sj_toolchain_get(NULL, 1, &tc);
     if (st != SSMJIT_OK)
         return st;
     for (size_t i = 0; i < cap && i < (size_t)tc.num_archs; i++)
@@ -105,7 +106,13 @@ SSMJIT_API const char *ssmjit_module_name(size_t i)
     return i < SJ_MODULE_COUNT ? sj_modules[i].name : NULL;
 }
 
-SSMJIT_API int ssmjit_module_default_fast_math(size_t i)
+SSMJIT_API size_t ssmjit_unit_count(void) { return SJ_UNIT_COUNT; }
+
+SSMJIT_API const char *ssmjit_unit_name(size_t i) { return i < SJ_UNIT_COUNT ? sj_units[i].kernel : NULL; }
+
+SSMJIT_API size_t ssmjit_unit_module(size_t i) { return i < SJ_UNIT_COUNT ? (size_t)sj_units[i].module : (size_t)-1; }
+
+SSMJIT_API int ssmjit_unit_default_fast_math(size_t i)
 {
-    return i < SJ_MODULE_COUNT ? !sj_modules[i].backward : -1;
+    return i < SJ_UNIT_COUNT ? !sj_modules[sj_units[i].module].backward : -1;
 }

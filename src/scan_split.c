@@ -310,6 +310,11 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.init = 0;
     p.final_state = dptr(st);
     p.ckpt = 0;
+    /* the split's own kernels compile on the pool meanwhile (first call) */
+    char dtsum_name[48];
+    snprintf(dtsum_name, sizeof dtsum_name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
+    const char *const split_kernels[] = {dtsum_name, "scan_split_carry"};
+    SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 2));
     SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
     SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 0, stream));
     SJ_TRY(launch_split_carry(ctx, desc, sh, sp->S, 0, desc->initial_state, dtsum, st, st,

@@ -10,11 +10,13 @@
 #include "bench.h"
 #include "cli.h"
 #include "context.h"
+#include "ops_prepare.h"
 
 static const char help[] =
     "usage: ssmjit bench [--engine] [--ops] [--model] [--quick] [--only TEXT]\n"
     "Times, on GPU 0 (default: every part):\n"
-    "  --engine  loading every module from a warm disk cache in a fresh process,\n"
+    "  --engine  warm starts in fresh processes (the first op call, a model's\n"
+    "            kernels, every kernel; cuModuleLoadData against cuLibraryLoadData),\n"
     "            a repeated kernel lookup, and a launch through the library\n"
     "            against a raw cuLaunchKernel\n"
     "  --ops     each op at the reference shape (B=8, L=2048, D=4096, N=16) with\n"
@@ -38,41 +40,114 @@ double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Runs in a fresh process: the time from a created context to every module
- * loaded, which is what a program pays at start-up with a warm cache.
- * With `detail`, loads module by module instead and prints each time. */
-static int startup_child(int detail)
+/* Warm starts, each measured in a fresh process (a child of this one), from
+ * a created context:
+ *   first    the first op call (its unit looked up, read, checked, loaded,
+ *            launched) and, apart, a second call of it
+ *   model    every unit a mamba-model inference may need, loaded
+ *            (what ssmjit_model_load queues, waited for)
+ *   all      ssmjit_context_load_all
+ *   module / library   every unit's image (read beforehand, untimed) loaded
+ *            with cuModuleLoadData + cuModuleGetFunction, or with
+ *            cuLibraryLoadData + cuLibraryGetKernel + cuKernelGetFunction
+ * Prints milliseconds. */
+static const char *const startup_kinds[] = {"first", "model", "all", "module", "library"};
+
+static int startup_first(ssmjit_context *ctx)
+{
+    int pushed;
+    CUdeviceptr buf;
+    ssmjit_status st = sj_context_enter(ctx, &pushed);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(ctx->drv, MemAlloc, &buf, 256);
+    if (st != SSMJIT_OK)
+        return cli_fail("setup", st);
+    ssmjit_unary_desc desc = {SSMJIT_F32, 1, 32};
+    ssmjit_matrix m = {(void *)(uintptr_t)buf, 0};
+    double t[2];
+    for (int i = 0; i < 2 && st == SSMJIT_OK; i++) {
+        double t0 = cli_now();
+        st = ssmjit_activation_fwd(ctx, SSMJIT_ACT_SILU, &desc, m, m, NULL);
+        t[i] = cli_now() - t0;
+    }
+    if (st == SSMJIT_OK)
+        st = sj_cu_result(ctx->drv->CtxSynchronize(), "cuCtxSynchronize");
+    SJ_CU(ctx->drv, MemFree, buf);
+    sj_context_leave(ctx, pushed);
+    if (st != SSMJIT_OK)
+        return cli_fail("first call", st);
+    printf("%.4f %.4f\n", t[0] * 1e3, t[1] * 1e3);
+    return CLI_OK;
+}
+
+/* Every unit loaded through one of the two driver APIs, from images read
+ * beforehand. */
+static int startup_loads(ssmjit_context *ctx, int library)
+{
+    static const void *images[SJ_UNIT_COUNT];
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++) {
+        const sj_compile_spec *spec;
+        size_t size;
+        int fast = sj_unit_fast(ctx, u);
+        ssmjit_status st = sj_context_spec(ctx, fast, &spec);
+        sj_image_job job = {u, spec, &ctx->cache, &ctx->owner, 1};
+        if (st == SSMJIT_OK)
+            st = sj_image_get(&job, &images[u], &size, NULL);
+        if (st != SSMJIT_OK)
+            return cli_fail("reading images", st);
+    }
+    const sj_driver *d = ctx->drv;
+    int pushed;
+    ssmjit_status st = sj_context_enter(ctx, &pushed);
+    double t0 = cli_now();
+    for (size_t u = 0; u < SJ_UNIT_COUNT && st == SSMJIT_OK; u++) {
+        CUfunction fn;
+        if (library) {
+            CUlibrary lib;
+            CUkernel k;
+            st = SJ_CU(d, LibraryLoadData, &lib, images[u], NULL, NULL, 0, NULL, NULL, 0);
+            if (st == SSMJIT_OK)
+                st = SJ_CU(d, LibraryGetKernel, &k, lib, sj_units[u].kernel);
+            if (st == SSMJIT_OK)
+                st = SJ_CU(d, KernelGetFunction, &fn, k);
+        } else {
+            CUmodule mod;
+            st = SJ_CU(d, ModuleLoadData, &mod, images[u]);
+            if (st == SSMJIT_OK)
+                st = SJ_CU(d, ModuleGetFunction, &fn, mod, sj_units[u].kernel);
+        }
+    }
+    double ms = (cli_now() - t0) * 1e3;
+    sj_context_leave(ctx, pushed);
+    if (st != SSMJIT_OK)
+        return cli_fail(library ? "cuLibraryLoadData" : "cuModuleLoadData", st);
+    printf("%.4f\n", ms);
+    return CLI_OK;
+}
+
+static int startup_child(const char *kind)
 {
     ssmjit_context *ctx;
     ssmjit_status st = ssmjit_context_create(NULL, &ctx);
     if (st != SSMJIT_OK)
         return cli_fail("context", st);
+    int rc = CLI_OK;
     double t0 = cli_now();
-    if (!detail) {
-        st = ssmjit_context_load_all(ctx);
-        printf("%.4f\n", (cli_now() - t0) * 1e3);
-    }
-    if (detail) {
-        /* What the first driver call on the context costs, apart from loading. */
-        int pushed;
-        st = sj_context_enter(ctx, &pushed);
+    if (!strcmp(kind, "first")) {
+        rc = startup_first(ctx);
+    } else if (!strcmp(kind, "module") || !strcmp(kind, "library")) {
+        rc = startup_loads(ctx, !strcmp(kind, "library"));
+    } else {
+        st = !strcmp(kind, "all") ? ssmjit_context_load_all(ctx)
+                                  : sj_prepare(ctx, SJ_MODEL_INFERENCE_OPS, SSMJIT_DTYPE_BIT(SSMJIT_BF16),
+                                               SSMJIT_PREPARE_WAIT);
         if (st == SSMJIT_OK)
-            st = sj_cu_result(ctx->drv->CtxSynchronize(), "cuCtxSynchronize");
-        sj_context_leave(ctx, pushed);
-        printf("engine    first driver call on the context: %.3f ms\n", (cli_now() - t0) * 1e3);
+            printf("%.4f\n", (cli_now() - t0) * 1e3);
+        else
+            rc = cli_fail(kind, st);
     }
-    for (int m = 0; detail && m < SJ_MODULE_COUNT && st == SSMJIT_OK; m++) {
-        int fast = !sj_modules[m].backward;
-        CUmodule h;
-        double t = cli_now();
-        st = sj_module_ensure(ctx, (sj_module_id)m, fast, &h);
-        printf("engine    %-16s %-9s %.3f ms\n", sj_modules[m].name, fast ? "fast-math" : "exact",
-               (cli_now() - t) * 1e3);
-    }
-    if (st != SSMJIT_OK)
-        return cli_fail("loading modules", st);
     ssmjit_context_destroy(ctx);
-    return CLI_OK;
+    return rc;
 }
 
 /* The command line running this program with `args`, in a fresh process. */
@@ -86,18 +161,18 @@ static int self_command(const char *args, char *cmd, size_t cap)
     return snprintf(cmd, cap, "'%s' %s", exe, args) < (int)cap ? 0 : -1;
 }
 
-static double child_load_ms(void)
+/* Runs `bench --startup-child kind` and reads its numbers (up to 2). */
+static int child_ms(const char *kind, double ms[2])
 {
-    char cmd[4200];
-    if (self_command("bench --startup-child", cmd, sizeof cmd) != 0)
+    char cmd[4200], args[64];
+    snprintf(args, sizeof args, "bench --startup-child %s", kind);
+    if (self_command(args, cmd, sizeof cmd) != 0)
         return -1;
     FILE *p = popen(cmd, "r");
-    double ms = -1;
-    if (!p || fscanf(p, "%lf", &ms) != 1)
-        ms = -1;
-    if (p)
-        pclose(p);
-    return ms;
+    int n = p ? fscanf(p, "%lf %lf", &ms[0], &ms[1]) : 0;
+    if (p && pclose(p) != 0)
+        n = 0;
+    return n >= 1 ? 0 : -1;
 }
 
 static int bench_engine(ssmjit_context *ctx)
@@ -105,18 +180,27 @@ static int bench_engine(ssmjit_context *ctx)
     ssmjit_status st = ssmjit_context_load_all(ctx); /* warms the disk cache */
     if (st != SSMJIT_OK)
         return cli_fail("load_all", st);
-    double loads[7];
-    for (int i = 0; i < 7; i++)
-        if ((loads[i] = child_load_ms()) < 0) {
-            fprintf(stderr, "ssmjit bench: the start-up probe process failed\n");
-            return CLI_FAILED;
+    /* Seven fresh processes of each kind, taken in turns so that drift
+     * between them falls on every kind alike. */
+    enum { RUNS = 7, KINDS = sizeof startup_kinds / sizeof startup_kinds[0] };
+    double ms[KINDS][2][RUNS];
+    for (int r = 0; r < RUNS; r++)
+        for (int k = 0; k < KINDS; k++) {
+            double v[2] = {0, 0};
+            if (child_ms(startup_kinds[k], v) != 0) {
+                fprintf(stderr, "ssmjit bench: the start-up probe '%s' failed\n", startup_kinds[k]);
+                return CLI_FAILED;
+            }
+            ms[k][0][r] = v[0];
+            ms[k][1][r] = v[1];
         }
-    printf("engine  warm start, all %zu modules x variants: %.3f ms (median of 7 fresh processes)\n",
-           ssmjit_module_count(), bench_median(loads, 7));
-    char cmd[4200];
-    fflush(stdout);
-    if (self_command("bench --startup-detail", cmd, sizeof cmd) != 0 || system(cmd) != 0)
-        fprintf(stderr, "ssmjit bench: the per-module start-up probe failed\n");
+    printf("engine  warm start (median of %d fresh processes each, from a created context):\n", RUNS);
+    printf("engine    first op call: %.3f ms (a second call: %.3f ms)\n", bench_median(ms[0][0], RUNS),
+           bench_median(ms[0][1], RUNS));
+    printf("engine    every unit a model's inference may use: %.3f ms\n", bench_median(ms[1][0], RUNS));
+    printf("engine    every unit (%d, load_all): %.3f ms\n", SJ_UNIT_COUNT, bench_median(ms[2][0], RUNS));
+    printf("engine    loading the %d images alone: cuModuleLoadData %.3f ms, cuLibraryLoadData %.3f ms\n",
+           SJ_UNIT_COUNT, bench_median(ms[3][0], RUNS), bench_median(ms[4][0], RUNS));
 
     CUfunction fn;
     const int lookups = 1000000;
@@ -171,10 +255,8 @@ int cli_bench(int argc, char **argv)
     int engine = 0, ops = 0, model = 0, quick = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--startup-child"))
-            return startup_child(0);
-        else if (!strcmp(argv[i], "--startup-detail"))
-            return startup_child(1);
+        if (!strcmp(argv[i], "--startup-child") && i + 1 < argc)
+            return startup_child(argv[i + 1]);
         else if (!strcmp(argv[i], "--engine"))
             engine = 1;
         else if (!strcmp(argv[i], "--ops"))

@@ -1,7 +1,6 @@
-/* ssmjit prewarm: compile every embedded module into the cache, in
- * parallel, for chosen architectures.  Needs NVRTC, not a GPU. */
-#include <pthread.h>
-#include <stdatomic.h>
+/* ssmjit prewarm: compile every unit (kernel) into the cache, on the
+ * library's compile pool, for chosen architectures.  Needs NVRTC, not a
+ * GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,16 +11,19 @@
 static const char help[] =
     "usage: ssmjit prewarm [--arch sm_80,sm_90|all] [--fast-math default|on|off|both]\n"
     "                      [--jobs N] [--cache-dir DIR] [--lineinfo] [-D NAME[=VALUE]]...\n"
-    "Compiles every kernel module into the cache so that later processes load\n"
-    "them without compiling.  Without --arch: the architecture each GPU compiles\n"
+    "Compiles every kernel (each a compile unit) into the cache so that later\n"
+    "processes load them without compiling.  Without --arch: the architecture each GPU compiles\n"
     "for, or with no GPU every architecture the installed NVRTC supports from\n"
     "sm_75 up (--arch all does that in any case).  --fast-math default (the\n"
-    "default) compiles each module in the variant ops use unless told otherwise\n"
-    "(forward modules with fast math, backward modules without); on / off\n"
+    "default) compiles each kernel in the variant ops use unless told otherwise\n"
+    "(forward kernels with fast math, backward kernels without); on / off\n"
     "match a context with fast math forced on / off; both covers every case.\n"
     "--lineinfo and -D must match the context options of the program that will\n"
     "use the cache.\n"
-    "Prints one line per module and a summary; exit 0 when every module is in the\n"
+    "--jobs N compiles N kernels at a time (default: one per core).\n"
+    "Refuses to run (exit 1) under SSMJIT_CACHE=ro or off: it would write.\n"
+    "Prints one line per compile that takes over 0.5 s or fails, a summary per\n"
+    "architecture and variant, and a total; exit 0 when every kernel is in the\n"
     "cache, 1 when any failed, 2 on a bad command line.\n";
 
 #define MAX_ARCHS 64
@@ -30,17 +32,13 @@ static const char help[] =
 typedef struct {
     int archs[MAX_ARCHS];
     size_t num_archs;
-    int fast[2];     /* variants; -1: each module's default */
+    int fast[2];     /* variants; -1: each unit's default */
     size_t num_fast;
     const char *cache_dir;
     int lineinfo;
     const char *defines[MAX_DEFINES];
     size_t num_defines;
-    size_t total;
-    atomic_size_t next, compiled, cached, failed, done;
-    pthread_mutex_t print_lock;
 } job;
-
 static int parse_archs(job *j, const char *list)
 {
     if (!strcmp(list, "all"))
@@ -102,46 +100,25 @@ static int default_archs(job *j, int all)
     return 0;
 }
 
-static void *worker(void *arg)
+/* Compiles that take long, and failures, get a line as they end. */
+static void on_compile(const ssmjit_compile_event *ev, void *user)
 {
-    job *j = arg;
-    size_t modules = ssmjit_module_count();
-    for (;;) {
-        size_t i = atomic_fetch_add(&j->next, 1);
-        if (i >= j->total)
-            return NULL;
-        size_t m = i % modules, f = (i / modules) % j->num_fast, a = i / modules / j->num_fast;
-        char arch[16];
-        snprintf(arch, sizeof arch, "sm_%d", j->archs[a]);
-        ssmjit_prewarm_options o;
-        ssmjit_prewarm_options_init(&o);
-        o.arch = arch;
-        o.fast_math = j->fast[f] >= 0 ? j->fast[f] : ssmjit_module_default_fast_math(m);
-        o.lineinfo = j->lineinfo;
-        o.defines = j->defines;
-        o.num_defines = j->num_defines;
-        o.cache_dir = j->cache_dir;
-        int cached = 0;
-        double t0 = cli_now();
-        ssmjit_status st = ssmjit_prewarm_module(&o, m, &cached);
-        double dt = cli_now() - t0;
-        atomic_fetch_add(st != SSMJIT_OK ? &j->failed : cached ? &j->cached : &j->compiled, 1);
-        pthread_mutex_lock(&j->print_lock);
-        size_t done = atomic_fetch_add(&j->done, 1) + 1;
-        printf("[%3zu/%zu] %-6s %-9s %-14s ", done, j->total, arch, o.fast_math ? "fast-math" : "exact",
-               ssmjit_module_name(m));
-        if (st == SSMJIT_OK)
-            printf("%s (%.2f s)\n", cached ? "already cached" : "compiled", dt);
-        else
-            printf("FAILED: %s: %s\n", ssmjit_status_string(st), ssmjit_last_error());
-        fflush(stdout);
-        pthread_mutex_unlock(&j->print_lock);
-    }
+    (void)user;
+    if (!ev->done || (ev->status == SSMJIT_OK && ev->seconds <= 0.5))
+        return;
+    if (ev->status == SSMJIT_OK)
+        printf("  compiled %-28s %-7s %-9s %.2f s\n", ev->unit, ev->target, ev->fast_math ? "fast-math" : "exact",
+               ev->seconds);
+    else
+        printf("  FAILED   %-28s %-7s %-9s %s\n", ev->unit, ev->target, ev->fast_math ? "fast-math" : "exact",
+               ssmjit_status_string(ev->status));
+    fflush(stdout);
 }
 
 int cli_prewarm(int argc, char **argv)
 {
     static job j;
+    ssmjit_status st;
     const char *arch_list = NULL, *fast = "default";
     long jobs = sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i < argc; i++) {
@@ -189,28 +166,46 @@ int cli_prewarm(int argc, char **argv)
             return rc;
     }
     char dir[4096];
-    ssmjit_status st = ssmjit_cache_resolve_dir(j.cache_dir, dir, sizeof dir);
+    st = ssmjit_cache_resolve_dir(j.cache_dir, dir, sizeof dir);
     if (st != SSMJIT_OK)
         return cli_fail("cache directory", st);
-    printf("prewarming %zu modules x %zu variants for", ssmjit_module_count(), j.num_fast);
+    printf("prewarming %zu kernels x %zu variants for", ssmjit_unit_count(), j.num_fast);
     for (size_t i = 0; i < j.num_archs; i++)
         printf(" sm_%d", j.archs[i]);
     printf(" into %s with %ld jobs\n", dir, jobs);
     fflush(stdout);
 
-    j.total = ssmjit_module_count() * j.num_fast * j.num_archs;
-    pthread_mutex_init(&j.print_lock, NULL);
-    pthread_t threads[256];
+    ssmjit_set_compile_threads((int)jobs);
+    ssmjit_prewarm_result total = {0, 0, 0};
     double t0 = cli_now();
-    long started = 0;
-    for (; started < jobs && (size_t)started < j.total; started++)
-        if (pthread_create(&threads[started], NULL, worker, &j) != 0)
-            break;
-    if (started == 0)
-        worker(&j);
-    for (long i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
-    printf("prewarm: %zu compiled, %zu already cached, %zu failed in %.2f s\n", atomic_load(&j.compiled),
-           atomic_load(&j.cached), atomic_load(&j.failed), cli_now() - t0);
-    return atomic_load(&j.failed) ? CLI_FAILED : CLI_OK;
+    for (size_t a = 0; a < j.num_archs; a++)
+        for (size_t f = 0; f < j.num_fast; f++) {
+            char arch[16];
+            snprintf(arch, sizeof arch, "sm_%d", j.archs[a]);
+            ssmjit_prewarm_options o;
+            ssmjit_prewarm_options_init(&o);
+            o.arch = arch;
+            o.fast_math = j.fast[f];
+            o.lineinfo = j.lineinfo;
+            o.defines = j.defines;
+            o.num_defines = j.num_defines;
+            o.cache_dir = j.cache_dir;
+            o.on_compile = on_compile;
+            ssmjit_prewarm_result r = {0, 0, 0};
+            double t = cli_now();
+            st = ssmjit_prewarm(&o, &r);
+            if (st != SSMJIT_OK && r.compiled + r.cached + r.failed == 0)
+                return cli_fail("prewarm", st); /* refused before any work */
+            printf("%s %-9s %zu compiled, %zu already cached, %zu failed in %.2f s\n", arch,
+                   j.fast[f] < 0 ? "default" : j.fast[f] ? "fast-math" : "exact", r.compiled, r.cached, r.failed,
+                   cli_now() - t);
+            if (st != SSMJIT_OK)
+                fprintf(stderr, "ssmjit prewarm: %s: %s\n", ssmjit_status_string(st), ssmjit_last_error());
+            total.compiled += r.compiled;
+            total.cached += r.cached;
+            total.failed += r.failed;
+        }
+    printf("prewarm: %zu compiled, %zu already cached, %zu failed in %.2f s\n", total.compiled, total.cached,
+           total.failed, cli_now() - t0);
+    return total.failed ? CLI_FAILED : CLI_OK;
 }

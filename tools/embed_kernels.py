@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
 """Embeds kernels_src/*.cu and the headers they include into C sources.
 
-Usage: embed_kernels.py OUT_C OUT_H FILE...
+Usage: embed_kernels.py OUT_C OUT_H --cpp CC... -- FILE...
 Each .cu file becomes one module; each module lists the embedded headers it
 includes (transitively), so the cache key and the NVRTC program see exactly
 those.  A module whose name ends in "_bwd" holds backward kernels: built
-without fast math unless the context says otherwise.  Only quoted includes of embedded headers are allowed: kernels must
-not depend on a CUDA toolkit being installed at run time.
+without fast math unless the context says otherwise.  Only quoted includes
+of embedded headers are allowed: kernels must not depend on a CUDA toolkit
+being installed at run time.
+
+Each extern "C" kernel of a module is one compile unit (ssmjit_types.cuh,
+SJ_KERNEL).  Its names are made by macros, so the list comes from the
+build's C preprocessor (CC -E with SJ_UNIT_ALL, which emits every kernel):
+the preprocessor only substitutes text, so C++ passes through it unharmed,
+and the tests compile every unit to check that it holds exactly its kernel.
 """
 import hashlib
 import os
 import re
 import struct
+import subprocess
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
@@ -33,14 +41,35 @@ def text_digest(name, source, headers):
     return h.digest()
 
 
+KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(')
+
+
+def kernels_of(cpp, path):
+    """The extern "C" kernels module `path` defines, in source order."""
+    cmd = cpp + ["-E", "-P", "-x", "c", "-DSJ_UNIT_ALL", "-I", os.path.dirname(path), path]
+    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if run.returncode != 0:
+        sys.exit("%s: the preprocessor failed (%s):\n%s" % (path, " ".join(cmd), run.stderr.decode()))
+    names = KERNEL.findall(run.stdout.decode())
+    if not names or len(set(names)) != len(names):
+        sys.exit("%s: no kernels, or one defined twice: %s" % (path, names))
+    return names
+
+
 def ident(name):
     return re.sub(r"[^A-Za-z0-9]", "_", name)
 
 
 def main():
-    out_c, out_h, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    out_c, out_h = sys.argv[1], sys.argv[2]
+    if sys.argv[3] != "--cpp" or "--" not in sys.argv[4:]:
+        sys.exit(__doc__)
+    sep = sys.argv.index("--", 4)
+    cpp, files = sys.argv[4:sep], sys.argv[sep + 1:]
     contents = {}
+    paths = {}
     for path in files:
+        paths[os.path.basename(path)] = path
         with open(path, "rb") as f:
             contents[os.path.basename(path)] = f.read()
     headers = sorted(n for n in contents if not n.endswith(".cu"))
@@ -77,6 +106,12 @@ def main():
             m[:-3], ident(m), ident(m), len(dl), int(m[:-3].endswith("_bwd")),
             ",".join("%d" % b for b in digest)))
     c.append("};")
+    c.append("")
+    units = [(i, k) for i, m in enumerate(modules) for k in kernels_of(cpp, paths[m])]
+    c.append("const sj_embedded_unit sj_units[SJ_UNIT_COUNT] = {")
+    for i, k in units:
+        c.append('    {SJ_MODULE_%s, "%s"},' % (ident(modules[i][:-3]).upper(), k))
+    c.append("};")
     with open(out_c, "w") as f:
         f.write("\n".join(c) + "\n")
 
@@ -104,6 +139,13 @@ def main():
         h.append("    SJ_MODULE_%s = %d," % (ident(m[:-3]).upper(), i))
     h += ["    SJ_MODULE_COUNT = %d" % len(modules), "} sj_module_id;", "",
           "extern const sj_embedded_module sj_modules[SJ_MODULE_COUNT];", "",
+          "/* A compile unit: one extern \"C\" kernel of a module. */",
+          "typedef struct sj_embedded_unit {",
+          "    sj_module_id module;",
+          "    const char *kernel;",
+          "} sj_embedded_unit;", "",
+          "#define SJ_UNIT_COUNT %d" % len(units),
+          "extern const sj_embedded_unit sj_units[SJ_UNIT_COUNT];", "",
           "#endif"]
     with open(out_h, "w") as f:
         f.write("\n".join(h) + "\n")
