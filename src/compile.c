@@ -128,23 +128,26 @@ int sj_unit_find(sj_module_id mod, const char *name)
 
 void sj_compile_key(size_t u, const sj_compile_spec *spec, const sj_toolchain *tc, uint8_t key[32])
 {
-    sj_compile_key_versions(u, spec, tc, SJ_CACHE_FORMAT_VERSION, ssmjit_version_string(), key);
+    char unit[512];
+    if (sj_unit_text(u, unit, sizeof unit) < 0)
+        unit[0] = '\0'; /* cannot happen: names are short; sj_compile_unit refuses it */
+    sj_compile_key_of(sj_modules[sj_units[u].module].digest, unit, spec, tc, SJ_CACHE_FORMAT_VERSION,
+                      ssmjit_version_string(), key);
 }
 
-void sj_compile_key_versions(size_t u, const sj_compile_spec *spec, const sj_toolchain *tc,
-                             unsigned format, const char *library, uint8_t key[32])
+void sj_compile_key_of(const uint8_t module_digest[32], const char *unit_text, const sj_compile_spec *spec,
+                       const sj_toolchain *tc, unsigned format, const char *library, uint8_t key[32])
 {
     sj_sha256 h;
-    char buf[8192], unit[512];
+    char buf[8192];
     const char *opts[SJ_MAX_OPTIONS];
     int n = sj_compile_options(spec, opts, SJ_MAX_OPTIONS, buf, sizeof buf);
-    int unit_len = sj_unit_text(u, unit, sizeof unit);
     char text[256];
     sj_sha256_init(&h);
     int len = snprintf(text, sizeof text, "ssmjit cache format %u, library %s", format, library);
     sj_sha256_field(&h, text, (size_t)len);
-    sj_sha256_field(&h, sj_modules[sj_units[u].module].digest, 32);
-    sj_sha256_field(&h, unit, unit_len > 0 ? (size_t)unit_len : 0);
+    sj_sha256_field(&h, module_digest, 32);
+    sj_sha256_field(&h, unit_text, strlen(unit_text));
     for (int i = 0; i < n; i++)
         sj_sha256_field(&h, opts[i], strlen(opts[i]));
     len = snprintf(text, sizeof text, "target %d %s; nvrtc %d.%d build %ld probe %s", spec->arch,

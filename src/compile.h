@@ -52,10 +52,10 @@ void sj_module_digest(const sj_embedded_module *m, uint8_t digest[32]);
  * kind, and the NVRTC version and build probe. */
 void sj_compile_key(size_t u, const sj_compile_spec *spec, const sj_toolchain *tc, uint8_t key[32]);
 
-/* sj_compile_key with the cache format and library versions given, so
- * tests can show that each of them changes the key. */
-void sj_compile_key_versions(size_t u, const sj_compile_spec *spec, const sj_toolchain *tc,
-                             unsigned format, const char *library, uint8_t key[32]);
+/* sj_compile_key from its parts, each given, so tests can show that every
+ * one of them changes the key. */
+void sj_compile_key_of(const uint8_t module_digest[32], const char *unit_text, const sj_compile_spec *spec,
+                       const sj_toolchain *tc, unsigned format, const char *library, uint8_t key[32]);
 
 /* Compiles unit u for spec (NVRTC needed).  *image is malloc'd. */
 ssmjit_status sj_compile_unit(size_t u, const sj_compile_spec *spec, void **image, size_t *size);

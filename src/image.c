@@ -276,9 +276,10 @@ ssmjit_status sj_image_request(const sj_image_job *job)
 }
 
 /* For a job whose image came from memory: make sure its cache holds it
- * (prewarm writes what another thread of the process compiled). */
+ * (prewarm writes what another thread of the process compiled); *origin
+ * says whether it was there already. */
 static ssmjit_status store_from_memory(const sj_image_job *job, const sj_toolchain *tc, const uint8_t key[32],
-                                       const void *image, size_t size)
+                                       const void *image, size_t size, sj_image_origin *origin)
 {
     char target[32];
     sj_arch_name(job->spec->arch, job->spec->ptx, target, sizeof target);
@@ -288,9 +289,11 @@ static ssmjit_status store_from_memory(const sj_image_job *job, const sj_toolcha
     size_t n;
     if (sj_cache_lookup(job->cache, &id, &payload, &n, NULL) == SSMJIT_OK) {
         free(payload);
+        *origin = SJ_IMAGE_CACHE;
         return SSMJIT_OK;
     }
     sj_error_clear();
+    *origin = SJ_IMAGE_MEMORY;
     return sj_cache_put(job->cache, &id, image, size);
 }
 
@@ -322,12 +325,14 @@ ssmjit_status sj_image_get(const sj_image_job *job, const void **image, size_t *
                 size_t n = e->size;
                 unref(e);
                 pthread_mutex_unlock(&lock);
+                sj_image_origin from = SJ_IMAGE_MEMORY;
+                st = job->keep ? SSMJIT_OK : store_from_memory(job, &tc, key, img, n, &from);
                 if (image)
-                    *image = img;
+                    *image = job->keep ? img : NULL;
                 *size = n;
                 if (origin)
-                    *origin = SJ_IMAGE_MEMORY;
-                return job->keep ? SSMJIT_OK : store_from_memory(job, &tc, key, img, n);
+                    *origin = from;
+                return st;
             }
             if (st != SSMJIT_OK)
                 sj_error(st, "%s", e->message ? e->message : "compile of a unit failed");
