@@ -1,7 +1,8 @@
-/* NVRTC compiles every embedded module for the architectures we ship
- * for, with nothing but the embedded headers; failures carry the log; the
- * forward scan's kernels carry the block bounds the host relies on.
- * Skipped when NVRTC is not installed. */
+/* NVRTC compiles every compile unit for the architectures we ship for,
+ * with nothing but the embedded headers, and each unit's image holds its
+ * kernel and no other; failures carry the log; the forward scan's kernels
+ * carry the block bounds the host relies on.  Skipped when NVRTC is not
+ * installed. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 
 #include "compile.h"
 #include "ops_conv.h"
+#include "toolchain.h"
 #include "ops_scan.h"
 #include "test_util.h"
 
@@ -23,7 +25,7 @@ static sj_toolchain tc;
 static int setup(void **state)
 {
     (void)state;
-    if (sj_toolchain_get(NULL, 0, 1, &tc) != SSMJIT_OK)
+    if (sj_toolchain_get(NULL, 1, &tc) != SSMJIT_OK)
         printf("# NVRTC not available: %s\n", ssmjit_last_error());
     return 0;
 }
@@ -31,21 +33,61 @@ static int setup(void **state)
 typedef struct {
     sj_compile_spec spec;
     atomic_int next;
-    void *image[SJ_MODULE_COUNT];
-    size_t size[SJ_MODULE_COUNT];
-    ssmjit_status st[SJ_MODULE_COUNT];
-    char error[SJ_MODULE_COUNT][512];
+    void *image[SJ_UNIT_COUNT];
+    size_t size[SJ_UNIT_COUNT];
+    ssmjit_status st[SJ_UNIT_COUNT];
+    char error[SJ_UNIT_COUNT][512];
 } batch;
 
-/* NVRTC is thread-safe across programs: compile modules side by side. */
+/* NVRTC is thread-safe across programs: compile units side by side. */
 static void *compile_worker(void *p)
 {
     batch *b = p;
-    for (int m; (m = atomic_fetch_add(&b->next, 1)) < SJ_MODULE_COUNT;) {
-        b->st[m] = sj_compile_module(&sj_modules[m], &b->spec, &b->image[m], &b->size[m]);
-        snprintf(b->error[m], sizeof b->error[m], "%s", ssmjit_last_error());
+    for (int u; (u = atomic_fetch_add(&b->next, 1)) < SJ_UNIT_COUNT;) {
+        b->st[u] = sj_compile_unit((size_t)u, &b->spec, &b->image[u], &b->size[u]);
+        snprintf(b->error[u], sizeof b->error[u], "%s", ssmjit_last_error());
     }
     return NULL;
+}
+
+/* The kernels (ELF sections .text.<name>) of a CUBIN: writes their names,
+ * comma-separated, into out. */
+static void cubin_kernels(const unsigned char *elf, size_t size, char *out, size_t cap)
+{
+    out[0] = '\0';
+    assert_true(size > 64 && !memcmp(elf, "\x7f" "ELF", 4) && elf[4] == 2 /* 64-bit */);
+    uint64_t shoff;
+    uint16_t shentsize, shnum, shstrndx;
+    memcpy(&shoff, elf + 0x28, 8);
+    memcpy(&shentsize, elf + 0x3a, 2);
+    memcpy(&shnum, elf + 0x3c, 2);
+    memcpy(&shstrndx, elf + 0x3e, 2);
+    assert_true(shoff + (uint64_t)shnum * shentsize <= size && shstrndx < shnum);
+    uint64_t stroff;
+    memcpy(&stroff, elf + shoff + (uint64_t)shstrndx * shentsize + 0x18, 8);
+    for (uint16_t i = 0; i < shnum; i++) {
+        uint32_t name;
+        memcpy(&name, elf + shoff + (uint64_t)i * shentsize, 4);
+        assert_true(stroff + name < size);
+        const char *n = (const char *)elf + stroff + name;
+        if (!strncmp(n, ".text.", 6)) {
+            if (out[0])
+                strncat(out, ",", cap - strlen(out) - 1);
+            strncat(out, n + 6, cap - strlen(out) - 1);
+        }
+    }
+}
+
+/* PTX's .entry names, comma-separated. */
+static void ptx_entries(const char *ptx, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (const char *e = strstr(ptx, ".entry "); e; e = strstr(e + 1, ".entry ")) {
+        const char *name = e + 7, *end = name + strcspn(name, "( \n");
+        if (out[0])
+            strncat(out, ",", cap - strlen(out) - 1);
+        strncat(out, name, (size_t)(end - name) < cap - strlen(out) - 1 ? (size_t)(end - name) : cap - strlen(out) - 1);
+    }
 }
 
 /* The .maxntid of kernel `entry` in ptx. */
@@ -61,29 +103,27 @@ static int max_threads_of(const char *ptx, const char *entry)
 
 /* The host chooses forward scan blocks within sj_scan_fwd_max_threads();
  * the kernels' own __launch_bounds__ (.maxntid in their PTX) must be
- * those numbers, or launches fail, which only a GPU would otherwise show. */
-static void check_scan_fwd_bounds(const char *ptx)
+ * those numbers, or launches fail, which only a GPU would otherwise show.
+ * Likewise the 4-tap conv backward kernels are bounded to the conv ops'
+ * block size (__launch_bounds__ in kernels_src/conv_bwd.cu). */
+static void check_bounds(size_t u, const char *ptx)
 {
     static const int states[] = {4, 8, 16};
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
-    for (size_t i = 0; i < sizeof states / sizeof *states; i++)
-        for (size_t t = 0; t < 3; t++) {
-            char entry[64];
-            snprintf(entry, sizeof entry, ".entry scan_fwd_ns%d_%s(", states[i], dtypes[t]);
-            assert_int_equal(max_threads_of(ptx, entry), sj_scan_fwd_max_threads(states[i]));
-        }
-}
-
-/* The 4-tap conv backward kernels are bounded to the conv ops' block
- * size (__launch_bounds__ in kernels_src/conv_bwd.cu); a larger block
- * would fail every launch. */
-static void check_conv_bwd_bounds(const char *ptx)
-{
-    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    char entry[64];
     for (size_t t = 0; t < 3; t++) {
-        char entry[64];
-        snprintf(entry, sizeof entry, ".entry conv_bwd_t4_v4_%s(", dtypes[t]);
-        assert_int_equal(max_threads_of(ptx, entry), sj_conv_threads());
+        for (size_t i = 0; i < sizeof states / sizeof *states; i++) {
+            snprintf(entry, sizeof entry, "scan_fwd_ns%d_%s", states[i], dtypes[t]);
+            if (!strcmp(sj_units[u].kernel, entry)) {
+                snprintf(entry, sizeof entry, ".entry scan_fwd_ns%d_%s(", states[i], dtypes[t]);
+                assert_int_equal(max_threads_of(ptx, entry), sj_scan_fwd_max_threads(states[i]));
+            }
+        }
+        snprintf(entry, sizeof entry, "conv_bwd_t4_v4_%s", dtypes[t]);
+        if (!strcmp(sj_units[u].kernel, entry)) {
+            snprintf(entry, sizeof entry, ".entry conv_bwd_t4_v4_%s(", dtypes[t]);
+            assert_int_equal(max_threads_of(ptx, entry), sj_conv_threads());
+        }
     }
 }
 
@@ -100,21 +140,26 @@ static void compile_all(int arch, int ptx, int fast)
         assert_int_equal(pthread_create(&th[i], NULL, compile_worker, b), 0);
     for (int i = 0; i < threads; i++)
         pthread_join(th[i], NULL);
-    for (int m = 0; m < SJ_MODULE_COUNT; m++) {
-        if (b->st[m] != SSMJIT_OK)
-            fail_msg("%s for %s_%d: %s", sj_modules[m].name, ptx ? "compute" : "sm", arch, b->error[m]);
-        assert_true(b->size[m] > 100);
+    int bounded = 0;
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++) {
+        if (b->st[u] != SSMJIT_OK)
+            fail_msg("%s for %s_%d: %s", sj_units[u].kernel, ptx ? "compute" : "sm", arch, b->error[u]);
+        assert_true(b->size[u] > 100);
+        /* the unit's image holds its kernel, and no other */
+        char kernels[1024];
         if (ptx) {
-            assert_non_null(strstr(b->image[m], ".target"));
-            if (m == SJ_MODULE_SCAN_FWD)
-                check_scan_fwd_bounds(b->image[m]);
-            if (m == SJ_MODULE_CONV_BWD)
-                check_conv_bwd_bounds(b->image[m]);
+            assert_non_null(strstr(b->image[u], ".target"));
+            ptx_entries(b->image[u], kernels, sizeof kernels);
+            check_bounds(u, b->image[u]);
+            bounded += !strncmp(sj_units[u].kernel, "scan_fwd_ns", 11) || !strncmp(sj_units[u].kernel, "conv_bwd_t4", 11);
         } else {
-            assert_memory_equal(b->image[m], "\x7f" "ELF", 4);
+            cubin_kernels(b->image[u], b->size[u], kernels, sizeof kernels);
         }
-        free(b->image[m]);
+        if (strcmp(kernels, sj_units[u].kernel))
+            fail_msg("unit %s compiled to kernels '%s'", sj_units[u].kernel, kernels);
+        free(b->image[u]);
     }
+    assert_int_equal(bounded, ptx ? 12 : 0);
     free(b);
 }
 

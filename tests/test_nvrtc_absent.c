@@ -28,7 +28,10 @@ static void test_prewarm(void **state)
     o.arch = "sm_80";
     o.cache_dir = dir;
     int cached;
-    assert_int_equal(ssmjit_prewarm_module(&o, 0, &cached), SSMJIT_ERR_NVRTC_NOT_FOUND);
+    assert_int_equal(ssmjit_prewarm_unit(&o, 0, &cached), SSMJIT_ERR_NVRTC_NOT_FOUND);
+    assert_non_null(strstr(ssmjit_last_error(), "/nonexistent/libnvrtc.so"));
+    ssmjit_prewarm_result r;
+    assert_int_equal(ssmjit_prewarm(&o, &r), SSMJIT_ERR_NVRTC_NOT_FOUND);
     assert_non_null(strstr(ssmjit_last_error(), "/nonexistent/libnvrtc.so"));
     tu_rmtree(dir);
     free(dir);
@@ -38,10 +41,11 @@ static void test_image(void **state)
 {
     (void)state;
     sj_compile_spec spec = {.arch = 80};
-    sj_cache_config off = {NULL, SSMJIT_CACHE_OFF, 1, 0};
+    sj_cache_config off = {.mode = SSMJIT_CACHE_OFF, .quiet = 1};
     const void *image;
     size_t size;
-    assert_int_equal(sj_image_get(&sj_modules[0], &spec, &off, &image, &size), SSMJIT_ERR_NVRTC_NOT_FOUND);
+    sj_image_job job = {0, &spec, &off, NULL, 1};
+    assert_int_equal(sj_image_get(&job, &image, &size, NULL), SSMJIT_ERR_NVRTC_NOT_FOUND);
     size_t n;
     assert_int_equal(ssmjit_nvrtc_supported_archs(NULL, 0, &n), SSMJIT_ERR_NVRTC_NOT_FOUND);
 }
