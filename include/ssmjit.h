@@ -374,6 +374,30 @@ typedef struct ssmjit_cache_stats {
 SSMJIT_API ssmjit_status ssmjit_cache_verify(const char *dir, int remove_bad,
                                              ssmjit_cache_stats *out);
 
+typedef struct ssmjit_cache_target_stats {
+    char target[32];     /* as entry names spell it: "sm_90-nvrtc13.0", "compute_90-nvrtc13.0" */
+    size_t entries;
+    size_t units;        /* distinct labels (kernels) among those entries */
+    uint64_t bytes;      /* file bytes of those entries */
+} ssmjit_cache_target_stats;
+
+/* Counts the cache under dir (NULL: default) from its file names and sizes
+ * alone, without opening an entry (ssmjit_cache_verify reads them), so it
+ * costs one directory walk.  An entry is a regular file with a name ssmjit
+ * gives entries (<64 hex>-<label>-<sm_NN|compute_NN>-nvrtc<M.m>.<cubin|ptx>)
+ * in the directories of its key's first digits, at least a header long.
+ * *totals (may be NULL) gets what ssmjit_cache_verify would count, except
+ * that bad_entries counts only files named like entries that fail this
+ * test (a damaged payload is not seen) and removed is 0.  out[0 .. cap)
+ * (out may be NULL when cap is 0) gets one record per target, in the order
+ * of their names; *count (may be NULL) the number of targets, which may be
+ * more than cap.  A directory that does not exist gives zero counts.
+ * SSMJIT_ERR_INVALID_ARG when SSMJIT_CACHE_MAX_BYTES is not valid,
+ * SSMJIT_ERR_IO when dir cannot be read.  Nothing is written on failure. */
+SSMJIT_API ssmjit_status ssmjit_cache_targets(const char *dir, ssmjit_cache_stats *totals,
+                                              ssmjit_cache_target_stats *out, size_t cap,
+                                              size_t *count);
+
 /* Deletes every cache entry (and leftover temporary file) under dir (NULL:
  * default); *removed (may be NULL) counts the files deleted, written only
  * on success.  Files that are not ssmjit's are left alone. */
@@ -867,7 +891,9 @@ typedef struct ssmjit_model_config {
 
 /* What ssmjit_model_load / _create queue on the compile pool as they
  * start (see ssmjit_context_prepare), so that the kernels compile while
- * the weights load and the first forward waits for little or nothing. */
+ * the weights load and the first forward waits for little or nothing.
+ * Ahead of need only: a kernel that cannot be queued or compiled (no
+ * NVRTC, say) fails the call that needs it, as it would without. */
 typedef enum ssmjit_model_prepare {
     SSMJIT_MODEL_PREPARE_INFERENCE = 0, /* the forward's and decoding's kernels (default) */
     SSMJIT_MODEL_PREPARE_TRAINING = 1,  /* those and the backward's */

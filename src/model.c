@@ -66,14 +66,17 @@ static ssmjit_status check_options(const ssmjit_model_options *o, const char *op
 }
 
 /* The kernels of a model's forward and decoding (and backward), queued
- * first thing, so that they compile while the weights are read. */
-static ssmjit_status prepare_kernels(ssmjit_context *ctx, const ssmjit_model_options *o)
+ * first thing, so that they compile while the weights are read.  Ahead of
+ * need only: what keeps it from queueing (no NVRTC, no toolchain record)
+ * is reported by the call that needs a kernel, as without it. */
+static void prepare_kernels(ssmjit_context *ctx, const ssmjit_model_options *o)
 {
     if (o->prepare == SSMJIT_MODEL_PREPARE_NONE)
-        return SSMJIT_OK;
-    return sj_prepare(ctx,
-                      SJ_MODEL_INFERENCE_OPS | (o->prepare == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0),
-                      SSMJIT_DTYPE_BIT(o->dtype), 0);
+        return;
+    if (sj_prepare(ctx,
+                   SJ_MODEL_INFERENCE_OPS | (o->prepare == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0),
+                   SSMJIT_DTYPE_BIT(o->dtype), 0) != SSMJIT_OK)
+        sj_error_clear();
 }
 
 /* Adds a tensor to the table; shape has ndim entries. */
@@ -154,7 +157,7 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     if (!opts)
         opts = &defaults;
     SJ_TRY(check_options(opts, op));
-    SJ_TRY(prepare_kernels(ctx, opts));
+    prepare_kernels(ctx, opts);
 
     ssmjit_model *m = calloc(1, sizeof *m);
     if (m)

@@ -1,6 +1,8 @@
 /* The engine on a real GPU: contexts, cold and warm cache loads, a launch
  * checked against a double-precision reference, an application's own
- * context and stream, threads, and the PTX path.  Skips without a GPU. */
+ * context and stream, threads, the PTX path, a call compiling and loading
+ * exactly the units it launches, and a call after ssmjit_context_prepare
+ * waiting only for its own unit.  Skips without a GPU. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,13 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "context.h"
 #include "driver.h"
 #include "gpu_util.h"
 #include "test_util.h"
 
 static double silu(double x) { return x / (1.0 + exp(-x)); }
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* Runs silu over rows x cols on ctx (and stream) and checks it. */
 static void check_silu(ssmjit_context *ctx, void *stream, int64_t rows, int64_t cols)
@@ -121,7 +132,7 @@ static void test_cold_then_warm_cache(void **state)
     ssmjit_context_destroy(ctx);
     ssmjit_cache_stats s;
     assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
-    assert_int_equal(s.entries, ssmjit_module_count());
+    assert_int_equal(s.entries, ssmjit_unit_count());
     assert_int_equal(warm_child(dir), 0);
     /* a damaged entry is a miss, not a crash: the child recompiles it */
     char cmd[4400];
@@ -290,6 +301,206 @@ static void test_ptx_path(void **state)
     free(dir);
 }
 
+/* The compile callback's record: units compiled, in order. */
+#define MAX_EVENTS 512
+typedef struct {
+    pthread_mutex_t lock;
+    int started, done;
+    char units[MAX_EVENTS][64];
+} compile_log;
+
+static void record_compile(const ssmjit_compile_event *ev, void *user)
+{
+    compile_log *log = user;
+    pthread_mutex_lock(&log->lock);
+    if (!ev->done)
+        log->started++;
+    else if (log->done < MAX_EVENTS)
+        snprintf(log->units[log->done++], sizeof log->units[0], "%s", ev->unit);
+    pthread_mutex_unlock(&log->lock);
+}
+
+static ssmjit_context *logged_context(const char *dir, compile_log *log)
+{
+    ssmjit_context_options o;
+    ssmjit_context_options_init(&o);
+    o.cache_dir = dir;
+    o.on_compile = record_compile;
+    o.on_compile_user = log;
+    ssmjit_context *ctx = NULL;
+    if (ssmjit_context_create(&o, &ctx) != SSMJIT_OK)
+        fail_msg("%s", ssmjit_last_error());
+    return ctx;
+}
+
+/* The units loaded in ctx, as a sorted comma-separated list. */
+static void loaded_units(ssmjit_context *ctx, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
+        for (int f = 0; f < 2; f++)
+            if (sj_unit_loaded(ctx, u, f)) {
+                if (out[0])
+                    strncat(out, ",", cap - strlen(out) - 1);
+                strncat(out, sj_units[u].kernel, cap - strlen(out) - 1);
+            }
+}
+
+static int compare_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* The compiled units of the log, sorted, comma-separated. */
+static void compiled_units(compile_log *log, char *out, size_t cap)
+{
+    qsort(log->units, (size_t)log->done, sizeof log->units[0], compare_names);
+    out[0] = '\0';
+    for (int i = 0; i < log->done; i++) {
+        if (out[0])
+            strncat(out, ",", cap - strlen(out) - 1);
+        strncat(out, log->units[i], cap - strlen(out) - 1);
+    }
+}
+
+/* A first call compiles and loads the kernels it launches and nothing else:
+ * the activation its one kernel; a scan forward its one kernel; a scan
+ * backward, with the forward's checkpoint, its kernel and its two
+ * reductions, and without it, also the checkpoint's rebuild. */
+static void test_call_compiles_only_its_units(void **state)
+{
+    (void)state;
+    gu_require_gpu();
+    char *dir = tu_mkdtemp(), got[4096];
+    compile_log log = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {{0}}};
+    ssmjit_context *ctx = logged_context(dir, &log);
+    check_silu(ctx, NULL, 2, 100);
+    loaded_units(ctx, got, sizeof got);
+    assert_string_equal(got, "act_fwd_silu_f32");
+    compiled_units(&log, got, sizeof got);
+    assert_string_equal(got, "act_fwd_silu_f32");
+
+    enum { B = 1, L = 40, D = 64, N = 16 };
+    double *h = tu_doubles(B * L * D);
+    tu_fill_uniform(h, B * L * D, -1, 1);
+    void *u = gu_upload_new(h, B * L * D, SSMJIT_BF16), *delta = gu_upload_new(h, B * L * D, SSMJIT_BF16);
+    tu_fill_uniform(h, B * L * N, -1, 1);
+    void *Bm = gu_upload_new(h, B * L * N, SSMJIT_BF16), *Cm = gu_upload_new(h, B * L * N, SSMJIT_BF16);
+    tu_fill_uniform(h, D * N, -2, -0.5);
+    void *A = gu_upload_new(h, D * N, SSMJIT_F32);
+    void *y = gu_alloc_poisoned(B * L * D, SSMJIT_BF16);
+    tu_fill_uniform(h, B * L * D, -1, 1);
+    void *dy = gu_upload_new(h, B * L * D, SSMJIT_BF16);
+    void *du = gu_alloc_poisoned(B * L * D, SSMJIT_BF16), *ddelta = gu_alloc_poisoned(B * L * D, SSMJIT_BF16);
+    void *dA = gu_alloc_poisoned(D * N, SSMJIT_F32), *dB = gu_alloc_poisoned(B * L * N, SSMJIT_BF16),
+         *dC = gu_alloc_poisoned(B * L * N, SSMJIT_BF16);
+    ssmjit_selective_scan_desc sd = {.dtype = SSMJIT_BF16, .batch = B, .seqlen = L, .dim = D, .dstate = N,
+                                     .u = {u, 0}, .delta = {delta, 0}, .A = A, .B = {Bm, 0}, .C = {Cm, 0},
+                                     .delta_softplus = 1, .y = {y, 0}};
+    size_t ck_bytes = 0, ws_bytes = 0;
+    assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(&sd, &ck_bytes), SSMJIT_OK);
+    void *ck = gu_alloc(ck_bytes);
+    sd.checkpoint = ck;
+    log.done = 0;
+    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &sd, NULL), SSMJIT_OK);
+    compiled_units(&log, got, sizeof got);
+    assert_true(!strncmp(got, "scan_fwd_ns", 11) && !strchr(got, ','));
+    char fwd[64];
+    snprintf(fwd, sizeof fwd, "%s", got);
+
+    ssmjit_selective_scan_grads g = {.dy = {dy, 0}, .du = {du, 0}, .ddelta = {ddelta, 0}, .dA = dA,
+                                     .dB = {dB, 0}, .dC = {dC, 0}};
+    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&sd, &ws_bytes), SSMJIT_OK);
+    void *ws = gu_alloc(ws_bytes);
+    log.done = 0;
+    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &sd, &g, ws, ws_bytes, NULL), SSMJIT_OK);
+    compiled_units(&log, got, sizeof got);
+    assert_string_equal(got, "scan_bwd_bf16,scan_bwd_reduce_bc_bf16,scan_bwd_reduce_params");
+    gu_free(ws);
+    sd.checkpoint = NULL;
+    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&sd, &ws_bytes), SSMJIT_OK);
+    ws = gu_alloc(ws_bytes);
+    log.done = 0;
+    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &sd, &g, ws, ws_bytes, NULL), SSMJIT_OK);
+    compiled_units(&log, got, sizeof got);
+    assert_string_equal(got, "scan_states_ns8_bf16");
+    gu_sync();
+    loaded_units(ctx, got, sizeof got);
+    char want[512];
+    snprintf(want, sizeof want,
+             "act_fwd_silu_f32,scan_bwd_bf16,scan_bwd_reduce_bc_bf16,scan_states_ns8_bf16,scan_bwd_reduce_params,%s",
+             fwd);
+    /* loaded_units lists in unit order: compare as sets */
+    char *a[16], *b[16];
+    int na = 0, nb = 0;
+    for (char *t = strtok(got, ","); t && na < 16; t = strtok(NULL, ","))
+        a[na++] = t;
+    for (char *t = strtok(want, ","); t && nb < 16; t = strtok(NULL, ","))
+        b[nb++] = t;
+    assert_int_equal(na, nb);
+    for (int i = 0; i < na; i++) {
+        int found = 0;
+        for (int j = 0; j < nb; j++)
+            found |= !strcmp(a[i], b[j]);
+        if (!found)
+            fail_msg("unit %s loaded but never launched", a[i]);
+    }
+    void *bufs[] = {u, delta, Bm, Cm, A, y, dy, du, ddelta, dA, dB, dC, ck, ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        gu_free(bufs[i]);
+    free(h);
+    ssmjit_context_destroy(ctx);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* With every unit queued behind one pool thread, a call takes its own unit
+ * off the queue and returns with a correct result long before the rest is
+ * done; destroying the context drops the rest and waits only for the one
+ * compile running, after which no callback comes. */
+static void test_prepare_then_call(void **state)
+{
+    (void)state;
+    gu_require_gpu();
+    char *dir = tu_mkdtemp();
+    compile_log log = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {{0}}};
+    ssmjit_set_compile_threads(1);
+    ssmjit_context *ctx = logged_context(dir, &log);
+    assert_int_equal(ssmjit_context_prepare(ctx, SSMJIT_OP_ALL, SSMJIT_DTYPES_ALL, 0), SSMJIT_OK);
+    assert_int_equal(ssmjit_context_prepare(ctx, 1u << 20, SSMJIT_DTYPES_ALL, 0), SSMJIT_ERR_INVALID_ARG);
+    double t0 = now();
+    check_silu(ctx, NULL, 5, 999);
+    double call = now() - t0;
+    pthread_mutex_lock(&log.lock);
+    int done_at_call = log.done;
+    pthread_mutex_unlock(&log.lock);
+    printf("# first call after prepare: %.3f s, %d of the prepared units compiled by then\n", call, done_at_call);
+    assert_true(done_at_call < 20);
+    t0 = now();
+    ssmjit_context_destroy(ctx);
+    double destroy = now() - t0;
+    pthread_mutex_lock(&log.lock);
+    int started = log.started, done = log.done;
+    pthread_mutex_unlock(&log.lock);
+    printf("# destroy: %.3f s, %d compiles started, %d done\n", destroy, started, done);
+    assert_int_equal(started, done); /* none left running */
+    assert_true(done < (int)SJ_UNIT_COUNT / 2);
+    usleep(300000);
+    pthread_mutex_lock(&log.lock);
+    assert_int_equal(log.done, done); /* no callback after destroy */
+    pthread_mutex_unlock(&log.lock);
+    ssmjit_set_compile_threads(0);
+
+    /* With WAIT, everything prepared is loaded when it returns. */
+    ctx = logged_context(dir, &log);
+    assert_int_equal(ssmjit_context_prepare(ctx, SSMJIT_OP_GATE_FWD | SSMJIT_OP_STATE_UPDATE,
+                                            SSMJIT_DTYPE_BIT(SSMJIT_F16), SSMJIT_PREPARE_WAIT),
+                     SSMJIT_OK);
+    char got[1024];
+    loaded_units(ctx, got, sizeof got);
+    assert_string_equal(got, "gate_fwd_f16,state_update_f16");
+    ssmjit_context_destroy(ctx);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--warm-child"))
@@ -303,6 +514,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_application_created_context),
         cmocka_unit_test(test_threads_share_a_fresh_context),
         cmocka_unit_test(test_ptx_path),
+        cmocka_unit_test(test_call_compiles_only_its_units),
+        cmocka_unit_test(test_prepare_then_call),
     };
     tu_apply_test_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);

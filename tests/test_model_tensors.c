@@ -439,9 +439,10 @@ static void test_model_load_checks_first(void **state)
 {
     (void)state;
     static const sj_driver no_driver;
-    ssmjit_context *ctx = calloc(1, sizeof *ctx);
+    ssmjit_context *ctx = sj_context_alloc();
     assert_non_null(ctx);
     ctx->drv = &no_driver;
+    ctx->cache.mode = SSMJIT_CACHE_OFF;
     sj_mamba_config hf = config(hf_json);
     model m;
     build(&m, &hf, 0, 10, 0);
