@@ -15,4 +15,9 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only);
  * prefill, decode at batch 1 and 64, a training step. */
 int bench_model(ssmjit_context *ctx, int quick);
 
+/* First use (bench_cold.c): each case cold in a fresh process with an
+ * empty cache, then warm; and the children it runs. */
+int bench_cold(ssmjit_context *ctx);
+int bench_cold_child(const char *kind, const char *arg);
+
 #endif

@@ -21,6 +21,10 @@ int cli_run(int argc, char **argv);
 /* Prints "ssmjit: <what>: <status>: <detail>" to stderr; returns CLI_FAILED. */
 int cli_fail(const char *what, ssmjit_status st);
 
+/* A compile callback (ssmjit_context_options.on_compile) that tells, on
+ * stderr, of each compile that took over half a second, and of failures. */
+void cli_compile_progress(const ssmjit_compile_event *ev, void *user);
+
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 

@@ -13,7 +13,7 @@
 #include "ops_prepare.h"
 
 static const char help[] =
-    "usage: ssmjit bench [--engine] [--ops] [--model] [--quick] [--only TEXT]\n"
+    "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--quick] [--only TEXT]\n"
     "Times, on GPU 0 (default: every part):\n"
     "  --engine  warm starts in fresh processes (the first op call, a model's\n"
     "            kernels, every kernel; cuModuleLoadData against cuLibraryLoadData),\n"
@@ -25,6 +25,10 @@ static const char help[] =
     "  --model   a mamba-130m-shaped model (d_model 768, 24 layers, N 16, vocab\n"
     "            50280) with random bf16 weights: prefill of 8 x 2048 tokens, greedy\n"
     "            decode at batch 1 and 64, a training step on 8 x 2048 tokens\n"
+    "  --cold    first use: the first scan forward and backward call, `ssmjit run`\n"
+    "            on a 130m-shaped checkpoint, a first training step from load, and\n"
+    "            `ssmjit prewarm` of one arch, each in a fresh process with an empty\n"
+    "            cache and CUDA_CACHE_DISABLE=1, then warm (not part of the default)\n"
     "  --quick   smaller shapes, for a smoke test\n"
     "  --only TEXT  only the ops whose name contains TEXT (implies --ops)\n";
 
@@ -252,11 +256,15 @@ static int bench_engine(ssmjit_context *ctx)
 
 int cli_bench(int argc, char **argv)
 {
-    int engine = 0, ops = 0, model = 0, quick = 0;
+    int engine = 0, ops = 0, model = 0, quick = 0, cold = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--startup-child") && i + 1 < argc)
             return startup_child(argv[i + 1]);
+        else if (!strcmp(argv[i], "--cold-child") && i + 1 < argc)
+            return bench_cold_child(argv[i + 1], i + 2 < argc ? argv[i + 2] : NULL);
+        else if (!strcmp(argv[i], "--cold"))
+            cold = 1;
         else if (!strcmp(argv[i], "--engine"))
             engine = 1;
         else if (!strcmp(argv[i], "--ops"))
@@ -273,10 +281,13 @@ int cli_bench(int argc, char **argv)
             return h ? CLI_OK : CLI_USAGE;
         }
     }
-    if (!engine && !ops && !model)
+    if (!engine && !ops && !model && !cold)
         engine = ops = model = 1;
     ssmjit_context *ctx;
-    ssmjit_status st = ssmjit_context_create(NULL, &ctx);
+    ssmjit_context_options o;
+    ssmjit_context_options_init(&o);
+    o.on_compile = cli_compile_progress;
+    ssmjit_status st = ssmjit_context_create(&o, &ctx);
     if (st != SSMJIT_OK)
         return cli_fail("context", st);
     int rc = engine ? bench_engine(ctx) : CLI_OK;
@@ -284,6 +295,8 @@ int cli_bench(int argc, char **argv)
         rc = bench_ops(ctx, quick, only);
     if (rc == CLI_OK && model)
         rc = bench_model(ctx, quick);
+    if (rc == CLI_OK && cold)
+        rc = bench_cold(ctx);
     ssmjit_context_destroy(ctx);
     return rc;
 }

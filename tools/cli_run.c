@@ -193,7 +193,10 @@ int cli_run(int argc, char **argv)
         return CLI_USAGE;
     }
     ssmjit_context *ctx;
-    ssmjit_status st = ssmjit_context_create(NULL, &ctx);
+    ssmjit_context_options co;
+    ssmjit_context_options_init(&co);
+    co.on_compile = cli_compile_progress;
+    ssmjit_status st = ssmjit_context_create(&co, &ctx);
     if (st != SSMJIT_OK) {
         free(o.tokens);
         return cli_fail("run: context", st);

@@ -31,6 +31,18 @@ int cli_fail(const char *what, ssmjit_status st)
     return CLI_FAILED;
 }
 
+void cli_compile_progress(const ssmjit_compile_event *ev, void *user)
+{
+    (void)user;
+    if (!ev->done || (ev->status == SSMJIT_OK && ev->seconds <= 0.5))
+        return;
+    if (ev->status == SSMJIT_OK)
+        fprintf(stderr, "ssmjit: compiled %s for %s in %.2f s\n", ev->unit, ev->target, ev->seconds);
+    else
+        fprintf(stderr, "ssmjit: compiling %s for %s failed: %s\n", ev->unit, ev->target,
+                ssmjit_status_string(ev->status));
+}
+
 double cli_now(void)
 {
     struct timespec ts;
