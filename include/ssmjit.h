@@ -392,8 +392,9 @@ typedef struct ssmjit_cache_target_stats {
  * (out may be NULL when cap is 0) gets one record per target, in the order
  * of their names; *count (may be NULL) the number of targets, which may be
  * more than cap.  A directory that does not exist gives zero counts.
- * SSMJIT_ERR_INVALID_ARG when SSMJIT_CACHE_MAX_BYTES is not valid,
- * SSMJIT_ERR_IO when dir cannot be read.  Nothing is written on failure. */
+ * SSMJIT_ERR_INVALID_ARG when SSMJIT_CACHE_MAX_BYTES is not valid (or out
+ * is NULL with cap > 0), SSMJIT_ERR_IO when dir cannot be read,
+ * SSMJIT_ERR_NO_MEMORY.  Nothing is written on failure. */
 SSMJIT_API ssmjit_status ssmjit_cache_targets(const char *dir, ssmjit_cache_stats *totals,
                                               ssmjit_cache_target_stats *out, size_t cap,
                                               size_t *count);

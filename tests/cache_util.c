@@ -34,12 +34,21 @@ static void fill(const uint8_t key[32], unsigned char *buf, size_t size)
     }
 }
 
-void cu_path(const char *dir, const uint8_t key[32], char *path, size_t cap)
+void cu_path_named(const char *dir, const uint8_t key[32], const char *label, const char *target, char *path,
+                   size_t cap)
 {
-    assert_int_equal(sj_cache_entry_path(dir, key, "sm_90", 13, 0, 0, path, cap), 0);
+    sj_cache_entry_id id = {.label = label, .target = target, .nvrtc_major = 13, .nvrtc_minor = 0};
+    memcpy(id.key, key, 32);
+    assert_int_equal(sj_cache_entry_path(dir, &id, path, cap), 0);
 }
 
-ssmjit_status cu_store(const char *dir, uint64_t max_bytes, unsigned i, size_t size)
+void cu_path(const char *dir, const uint8_t key[32], char *path, size_t cap)
+{
+    cu_path_named(dir, key, "unit", "sm_90", path, cap);
+}
+
+ssmjit_status cu_store_named(const char *dir, uint64_t max_bytes, unsigned i, size_t size, const char *label,
+                             const char *target)
 {
     uint8_t key[32];
     char path[4200];
@@ -47,10 +56,27 @@ ssmjit_status cu_store(const char *dir, uint64_t max_bytes, unsigned i, size_t s
     assert_non_null(payload);
     cu_key(i, key);
     fill(key, payload, size);
-    cu_path(dir, key, path, sizeof path);
+    cu_path_named(dir, key, label, target, path, sizeof path);
     ssmjit_status st = sj_cache_store(dir, max_bytes, path, key, 0, payload, size);
     free(payload);
     return st;
+}
+
+void cu_write_named(const char *dir, unsigned i, size_t size, const char *label, const char *target, char *path,
+                    size_t cap)
+{
+    uint8_t key[32];
+    unsigned char payload[4096];
+    assert_true(size <= sizeof payload);
+    cu_key(i, key);
+    fill(key, payload, size);
+    cu_path_named(dir, key, label, target, path, cap);
+    assert_int_equal(sj_cache_entry_write(path, key, 0, payload, size), SSMJIT_OK);
+}
+
+ssmjit_status cu_store(const char *dir, uint64_t max_bytes, unsigned i, size_t size)
+{
+    return cu_store_named(dir, max_bytes, i, size, "unit", "sm_90");
 }
 
 int cu_entry_good(const char *path, const char *name, size_t *size)

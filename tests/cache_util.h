@@ -11,11 +11,26 @@
 
 void cu_key(unsigned i, uint8_t key[32]);
 
-/* Path of key's entry under dir (target sm_90, NVRTC 13.0, CUBIN). */
+/* Path of key's entry under dir (label "unit", target sm_90, NVRTC 13.0,
+ * CUBIN). */
 void cu_path(const char *dir, const uint8_t key[32], char *path, size_t cap);
+
+/* The same for an entry named for `label` (a kernel) and `target`. */
+void cu_path_named(const char *dir, const uint8_t key[32], const char *label, const char *target, char *path,
+                   size_t cap);
 
 /* Stores entry i with a payload of `size` bytes (sj_cache_store). */
 ssmjit_status cu_store(const char *dir, uint64_t max_bytes, unsigned i, size_t size);
+
+/* The same, named for `label` and `target` (cu_path_named). */
+ssmjit_status cu_store_named(const char *dir, uint64_t max_bytes, unsigned i, size_t size, const char *label,
+                             const char *target);
+
+/* Writes entry i (up to 4096 payload bytes) as cu_store_named would, but
+ * with sj_cache_entry_write alone: no housekeeping walk after it, so that
+ * tests can fill a large cache quickly.  Its path goes to path. */
+void cu_write_named(const char *dir, unsigned i, size_t size, const char *label, const char *target, char *path,
+                    size_t cap);
 
 /* 1 when the reader accepts the entry at path (named for its key) and its
  * payload is exactly what cu_store wrote, 0 when the reader refuses it;

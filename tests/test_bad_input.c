@@ -49,6 +49,8 @@ typedef struct outputs {
     const char *path;
     char dir[64];
     ssmjit_cache_stats stats;
+    ssmjit_prewarm_result prewarm;
+    ssmjit_cache_target_stats targets[2];
     ssmjit_context_info info;
     ssmjit_device_info device;
     int32_t order[4], seg_start[5], seg_id[4];
@@ -193,7 +195,12 @@ static ssmjit_status without_cache_env(args *a, ssmjit_status (*call)(args *))
 
 static ssmjit_status prewarm(args *a)
 {
-    return ssmjit_prewarm_module(&a->popts, 0, &a->out->was_cached);
+    return ssmjit_prewarm_unit(&a->popts, 0, &a->out->was_cached);
+}
+
+static ssmjit_status prewarm_all(args *a)
+{
+    return ssmjit_prewarm(&a->popts, &a->out->prewarm);
 }
 
 static ssmjit_status resolve_default_dir(args *a)
@@ -204,6 +211,16 @@ static ssmjit_status resolve_default_dir(args *a)
 static ssmjit_status verify_default_dir(args *a) { return ssmjit_cache_verify(NULL, 0, &a->out->stats); }
 
 static ssmjit_status clear_default_dir(args *a) { return ssmjit_cache_clear(NULL, &a->out->removed); }
+
+static ssmjit_status targets(args *a)
+{
+    return ssmjit_cache_targets(a->cache_dir, &a->out->stats, a->out->targets, 2, &a->out->count);
+}
+
+static ssmjit_status targets_default_dir(args *a)
+{
+    return ssmjit_cache_targets(NULL, &a->out->stats, a->out->targets, 2, &a->out->count);
+}
 
 static ssmjit_status act_fwd(args *a)
 {
@@ -494,16 +511,45 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(nvrtc_archs_count_null, INVALID_ARG, "ssmjit_nvrtc_supported_archs: count is NULL",                 \
       return ssmjit_nvrtc_supported_archs(a->out->archs, 4, NULL))                                        \
     /* prewarming */                                                                                      \
-    X(prewarm_opts_null, INVALID_ARG, "ssmjit_prewarm_module: opts is NULL",                              \
-      return ssmjit_prewarm_module(NULL, 0, &a->out->was_cached))                                         \
-    X(prewarm_was_cached_null, INVALID_ARG, "ssmjit_prewarm_module: was_cached is NULL",                  \
-      return ssmjit_prewarm_module(&a->popts, 0, NULL))                                                   \
+    X(prewarm_opts_null, INVALID_ARG, "ssmjit_prewarm_unit: opts is NULL",                                \
+      return ssmjit_prewarm_unit(NULL, 0, &a->out->was_cached))                                           \
+    X(prewarm_was_cached_null, INVALID_ARG, "ssmjit_prewarm_unit: was_cached is NULL",                    \
+      return ssmjit_prewarm_unit(&a->popts, 0, NULL))                                                     \
     X(prewarm_struct_size_0, INVALID_ARG, "opts->struct_size = 0: initialise",                            \
       a->popts.struct_size = 0; return prewarm(a))                                                        \
-    X(prewarm_module_count, INVALID_ARG, "module index * is not below",                                   \
-      return ssmjit_prewarm_module(&a->popts, ssmjit_module_count(), &a->out->was_cached))                \
-    X(prewarm_module_max, INVALID_ARG, "module index 18446744073709551615 is not below",                  \
-      return ssmjit_prewarm_module(&a->popts, SIZE_MAX, &a->out->was_cached))                             \
+    X(prewarm_unit_count, INVALID_ARG, "unit index * is not below",                                       \
+      return ssmjit_prewarm_unit(&a->popts, ssmjit_unit_count(), &a->out->was_cached))                    \
+    X(prewarm_unit_max, INVALID_ARG, "unit index 18446744073709551615 is not below",                      \
+      return ssmjit_prewarm_unit(&a->popts, SIZE_MAX, &a->out->was_cached))                               \
+    X(prewarm_fast_math_2, INVALID_ARG, "opts->fast_math = 2 is not -1, 0 or 1",                          \
+      a->popts.fast_math = 2; return prewarm(a))                                                          \
+    X(prewarm_fast_math_minus_2, INVALID_ARG, "opts->fast_math = -2 is not -1, 0 or 1",                   \
+      a->popts.fast_math = -2; return prewarm(a))                                                         \
+    X(prewarm_env_cache_ro, INVALID_ARG, "prewarm writes into the cache, and SSMJIT_CACHE=ro forbids",    \
+      return with_env(a, "SSMJIT_CACHE", "ro", prewarm))                                                  \
+    X(prewarm_env_cache_off, INVALID_ARG, "SSMJIT_CACHE=off forbids writing",                             \
+      return with_env(a, "SSMJIT_CACHE", "off", prewarm))                                                 \
+    X(prewarm_env_cache_bad, INVALID_ARG, "SSMJIT_CACHE='sometimes' is not rw, ro or off",                \
+      return with_env(a, "SSMJIT_CACHE", "sometimes", prewarm))                                           \
+    X(prewarm_all_opts_null, INVALID_ARG, "ssmjit_prewarm: opts is NULL",                                 \
+      return ssmjit_prewarm(NULL, &a->out->prewarm))                                                      \
+    X(prewarm_all_struct_size_0, INVALID_ARG, "opts->struct_size = 0: initialise",                        \
+      a->popts.struct_size = 0; return prewarm_all(a))                                                    \
+    X(prewarm_all_fast_math_2, INVALID_ARG, "opts->fast_math = 2 is not -1, 0 or 1",                      \
+      a->popts.fast_math = 2; return prewarm_all(a))                                                      \
+    X(prewarm_all_arch_null, INVALID_ARG, "architecture string is NULL",                                  \
+      a->popts.arch = NULL; return prewarm_all(a))                                                        \
+    X(prewarm_all_arch_suffix, INVALID_ARG, "'sm_90a' is not an architecture",                            \
+      a->popts.arch = "sm_90a"; return prewarm_all(a))                                                    \
+    X(prewarm_all_cache_dir_too_long, INVALID_ARG, "cache directory path is longer than",                 \
+      a->popts.cache_dir = a->long_dir; return prewarm_all(a))                                            \
+    X(prewarm_all_define_space, INVALID_ARG, "defines[0] must be",                                        \
+      a->defines[0] = "A 1"; a->popts.defines = a->defines; a->popts.num_defines = 1;                     \
+      return prewarm_all(a))                                                                              \
+    X(prewarm_all_env_cache_ro, INVALID_ARG, "prewarm writes into the cache, and SSMJIT_CACHE=ro forbids", \
+      return with_env(a, "SSMJIT_CACHE", "ro", prewarm_all))                                              \
+    X(prewarm_all_env_cache_off, INVALID_ARG, "SSMJIT_CACHE=off forbids writing",                         \
+      return with_env(a, "SSMJIT_CACHE", "off", prewarm_all))                                             \
     X(prewarm_arch_null, INVALID_ARG, "architecture string is NULL",                                      \
       a->popts.arch = NULL; return prewarm(a))                                                            \
     X(prewarm_arch_empty, INVALID_ARG, "'' is not an architecture", a->popts.arch = ""; return prewarm(a)) \
@@ -534,6 +580,13 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(clear_dir_too_long, INVALID_ARG, "cache directory path is longer than",                             \
       return ssmjit_cache_clear(a->long_dir, &a->out->removed))                                           \
     X(clear_no_env, INVALID_ARG, "no cache directory", return without_cache_env(a, clear_default_dir))    \
+    X(targets_out_null, INVALID_ARG, "ssmjit_cache_targets: out is NULL but cap is 2",                    \
+      return ssmjit_cache_targets(a->cache_dir, &a->out->stats, NULL, 2, &a->out->count))                 \
+    X(targets_dir_too_long, INVALID_ARG, "cache directory path is longer than",                           \
+      return ssmjit_cache_targets(a->long_dir, &a->out->stats, a->out->targets, 2, &a->out->count))       \
+    X(targets_no_env, INVALID_ARG, "no cache directory", return without_cache_env(a, targets_default_dir)) \
+    X(targets_max_bytes, INVALID_ARG, "SSMJIT_CACHE_MAX_BYTES='lots' is not a byte count",                \
+      return with_env(a, "SSMJIT_CACHE_MAX_BYTES", "lots", targets))                                      \
     /* elementwise */                                                                                     \
     X(act_fwd_ctx_null, INVALID_ARG, "ssmjit_activation_fwd: ctx is NULL", a->ctx = NULL; return act_fwd(a)) \
     X(act_bwd_ctx_null, INVALID_ARG, "ssmjit_activation_bwd: ctx is NULL", a->ctx = NULL; return act_bwd(a)) \
@@ -1186,19 +1239,17 @@ static ssmjit_context *stand_in_context(void)
 {
     static const sj_driver no_driver;
     static char loaded;
-    ssmjit_context *ctx = calloc(1, sizeof *ctx);
+    ssmjit_context *ctx = sj_context_alloc();
     assert_non_null(ctx);
     ctx->drv = &no_driver;
     ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
     ctx->want_arch = 90;
     ctx->fast_math = -1;
-    ctx->cache_mode = SSMJIT_CACHE_OFF;
-    pthread_mutex_init(&ctx->target_lock, NULL);
-    for (int m = 0; m < SJ_MODULE_COUNT; m++)
-        for (int f = 0; f < 2; f++) {
-            pthread_mutex_init(&ctx->modules[m][f].lock, NULL);
-            atomic_store(&ctx->modules[m][f].handle, (CUmodule)(void *)&loaded);
-        }
+    ctx->cache.mode = SSMJIT_CACHE_OFF;
+    /* fn set, module left NULL: nothing for destroy to unload */
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
+        for (int f = 0; f < 2; f++)
+            atomic_store(&ctx->units[u][f].fn, (CUfunction)(void *)&loaded);
     return ctx;
 }
 
@@ -1357,8 +1408,12 @@ static void test_values_for_bad_input(void **state)
     assert_int_equal(ssmjit_dtype_size((ssmjit_dtype)-1), 0);
     assert_null(ssmjit_module_name(ssmjit_module_count()));
     assert_null(ssmjit_module_name(SIZE_MAX));
-    assert_int_equal(ssmjit_module_default_fast_math(ssmjit_module_count()), -1);
-    assert_int_equal(ssmjit_module_default_fast_math(SIZE_MAX), -1);
+    assert_null(ssmjit_unit_name(ssmjit_unit_count()));
+    assert_null(ssmjit_unit_name(SIZE_MAX));
+    assert_true(ssmjit_unit_module(ssmjit_unit_count()) == (size_t)-1);
+    assert_true(ssmjit_unit_module(SIZE_MAX) == (size_t)-1);
+    assert_int_equal(ssmjit_unit_default_fast_math(ssmjit_unit_count()), -1);
+    assert_int_equal(ssmjit_unit_default_fast_math(SIZE_MAX), -1);
     /* documented no-ops */
     ssmjit_context_options_init(NULL);
     ssmjit_prewarm_options_init(NULL);

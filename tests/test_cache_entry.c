@@ -34,7 +34,7 @@ static int setup(void **state)
     f->size = 1000 + (size_t)tu_uniform(0, 2000);
     for (size_t i = 0; i < f->size; i++)
         f->payload[i] = (unsigned char)tu_uniform(0, 256);
-    assert_int_equal(sj_cache_entry_path(f->dir, f->key, "sm_90", 13, 0, 0, f->path, sizeof f->path), 0);
+    cu_path(f->dir, f->key, f->path, sizeof f->path);
     assert_int_equal(sj_cache_entry_write(f->path, f->key, 0, f->payload, f->size), SSMJIT_OK);
     *state = f;
     return 0;
@@ -58,13 +58,18 @@ static void test_round_trip_and_layout(void **state)
     assert_int_equal(size, f->size);
     assert_memory_equal(got, f->payload, size);
     free(got);
-    /* <dir>/<2 hex>/<2 hex>/<64 hex>-sm_90-nvrtc13.0.cubin */
+    /* <dir>/<2 hex>/<2 hex>/<64 hex>-<label>-sm_90-nvrtc13.0.cubin */
     const char *rel = f->path + strlen(f->dir) + 1;
-    assert_int_equal(strlen(rel), 2 + 1 + 2 + 1 + 64 + strlen("-sm_90-nvrtc13.0.cubin"));
+    char hex[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", f->key[i]);
+    assert_int_equal(strlen(rel), 2 + 1 + 2 + 1 + 64 + strlen("-unit-sm_90-nvrtc13.0.cubin"));
     assert_true(rel[2] == '/' && rel[5] == '/');
-    assert_memory_equal(rel, rel + 6, 2);
-    assert_memory_equal(rel + 3, rel + 8, 2);
-    assert_non_null(strstr(rel, "-sm_90-nvrtc13.0.cubin"));
+    assert_memory_equal(rel, hex, 2);
+    assert_memory_equal(rel + 3, hex + 2, 2);
+    assert_memory_equal(rel + 6, hex, 64);
+    assert_string_equal(rel + 6 + 64, "-unit-sm_90-nvrtc13.0.cubin");
+    assert_true(sj_cache_is_entry_name(rel + 6));
     struct stat st;
     char sub[4200];
     snprintf(sub, sizeof sub, "%s/%.2s", f->dir, rel);

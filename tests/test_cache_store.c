@@ -71,8 +71,12 @@ static void test_max_bytes_values(void **state)
     o.arch = "sm_80";
     o.cache_dir = dir;
     int cached;
-    assert_int_equal(ssmjit_prewarm_module(&o, 0, &cached), SSMJIT_ERR_INVALID_ARG);
+    assert_int_equal(ssmjit_prewarm_unit(&o, 0, &cached), SSMJIT_ERR_INVALID_ARG);
     assert_non_null(strstr(ssmjit_last_error(), "SSMJIT_CACHE_MAX_BYTES"));
+    ssmjit_prewarm_result r;
+    assert_int_equal(ssmjit_prewarm(&o, &r), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "SSMJIT_CACHE_MAX_BYTES"));
+    assert_int_equal(tu_dir_entries(dir), 0);
     setenv("SSMJIT_CACHE_MAX_BYTES", "7M", 1);
     assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
     assert_true(s.max_bytes == 7ull << 20);

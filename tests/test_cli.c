@@ -1,6 +1,7 @@
 /* The ssmjit command line: help and exit codes, prewarm into a fresh
- * directory, then cache stats / verify / clear on what it wrote; stats
- * with the size cap. */
+ * directory, then cache stats / verify / clear on what it wrote; prewarm
+ * refused under SSMJIT_CACHE=ro/off; stats with the size cap and per
+ * target. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -81,48 +82,183 @@ static void test_info_without_gpu_is_not_an_error(void **state)
     assert_non_null(strstr(out, "cache:"));
 }
 
+/* Runs `ssmjit <args>` with stderr apart: stdout in out, stderr in err. */
+static int cli_split(const char *args, char *err, size_t cap)
+{
+    const char *exe = getenv("SSMJIT_CLI");
+    assert_non_null(exe);
+    char *dir = tu_mkdtemp(), path[4200], cmd[16384];
+    snprintf(path, sizeof path, "%s/stderr", dir);
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", exe, args, path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    assert_true(WIFEXITED(status));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(err, 1, cap - 1, f);
+    err[n] = '\0';
+    fclose(f);
+    tu_rmtree(dir);
+    free(dir);
+    return WEXITSTATUS(status);
+}
+
+/* Number of lines of `text` that start with `prefix`. */
+static int lines_starting(const char *text, const char *prefix)
+{
+    int n = 0;
+    for (const char *l = text; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+        n += !strncmp(l, prefix, strlen(prefix));
+    return n;
+}
+
 static void test_prewarm_then_cache_commands(void **state)
 {
     (void)state;
     if (!have_nvrtc())
         skip();
-    char *dir = tu_mkdtemp(), args[4300];
+    int major, minor;
+    assert_int_equal(ssmjit_nvrtc_version(&major, &minor, NULL), SSMJIT_OK);
+    const size_t units = ssmjit_unit_count();
+    char *dir = tu_mkdtemp(), args[4300], expect[4400];
     snprintf(args, sizeof args, "prewarm --arch sm_80 --fast-math on --jobs 2 --cache-dir '%s'", dir);
     assert_int_equal(cli(args), 0);
-    char expect[128];
-    snprintf(expect, sizeof expect, "%zu compiled, 0 already cached, 0 failed", ssmjit_module_count());
+    snprintf(expect, sizeof expect, "prewarming %zu kernels x 1 variants for sm_80 into %s with 2 jobs\n", units, dir);
+    if (strncmp(out, expect, strlen(expect)))
+        fail_msg("prewarm said:\n%s", out);
+    snprintf(expect, sizeof expect, "\nsm_80 fast-math %zu compiled, 0 already cached, 0 failed in ", units);
     if (!strstr(out, expect))
         fail_msg("prewarm said:\n%s", out);
-    assert_int_equal(cli(args), 0);
-    snprintf(expect, sizeof expect, "0 compiled, %zu already cached, 0 failed", ssmjit_module_count());
+    snprintf(expect, sizeof expect, "\nprewarm: %zu compiled, 0 already cached, 0 failed in ", units);
     assert_non_null(strstr(out, expect));
+    /* every other line reports a slow compile of one kernel of the batch */
+    assert_int_equal(lines_starting(out, "  FAILED"), 0);
+    int slow = lines_starting(out, "  compiled ");
+    assert_true(slow <= (int)units);
+    for (const char *l = strstr(out, "\n  compiled "); l; l = strstr(l + 1, "\n  compiled ")) {
+        char unit[128], target[16], variant[16];
+        double seconds;
+        assert_int_equal(sscanf(l, "\n  compiled %127s %15s %15s %lf s", unit, target, variant, &seconds), 4);
+        int known = 0;
+        for (size_t u = 0; u < units; u++)
+            known |= !strcmp(unit, ssmjit_unit_name(u));
+        assert_true(known);
+        assert_string_equal(target, "sm_80");
+        assert_string_equal(variant, "fast-math");
+        assert_true(seconds > 0.5);
+    }
+    int lines = 0;
+    for (const char *c = out; *c; c++)
+        lines += *c == '\n';
+    assert_int_equal(lines, 3 + slow);
+
+    /* one entry per unit, named for its kernel (a few kernels are units of
+     * two modules: one entry for each) */
+    size_t kernels = 0;
+    const char *lone = NULL; /* a kernel that is one unit */
+    for (size_t u = 0; u < units; u++) {
+        size_t same = 0, first = u;
+        for (size_t v = 0; v < units; v++)
+            if (!strcmp(ssmjit_unit_name(v), ssmjit_unit_name(u))) {
+                same++;
+                first = v < first ? v : first;
+            }
+        kernels += first == u;
+        if (same == 1 && !lone)
+            lone = ssmjit_unit_name(u);
+        char cmd[4600];
+        snprintf(cmd, sizeof cmd, "test $(find '%s' -name '*-%s-sm_80-nvrtc%d.%d.cubin' | wc -l) = %zu", dir,
+                 ssmjit_unit_name(u), major, minor, same);
+        if (system(cmd) != 0)
+            fail_msg("not %zu entries for unit %s", same, ssmjit_unit_name(u));
+    }
+    snprintf(expect, sizeof expect, "find '%s' -name '*.cubin' | wc -l | grep -qx %zu", dir, units);
+    assert_int_equal(system(expect), 0);
+
+    assert_int_equal(cli(args), 0);
+    snprintf(expect, sizeof expect, "prewarm: 0 compiled, %zu already cached, 0 failed", units);
+    assert_non_null(strstr(out, expect));
+    assert_int_equal(lines_starting(out, "  compiled "), 0);
 
     snprintf(args, sizeof args, "cache verify --cache-dir '%s'", dir);
     assert_int_equal(cli(args), 0);
-    snprintf(expect, sizeof expect, "entries: %zu\n", ssmjit_module_count());
+    snprintf(expect, sizeof expect, "entries: %zu\n", units);
     assert_non_null(strstr(out, expect));
     assert_non_null(strstr(out, "bad entries: 0"));
 
-    /* damage one entry: verify exits 3, --remove-bad deletes it */
+    /* stats: the totals and one line for the one target */
+    char stats[4300], target_line[128];
+    snprintf(stats, sizeof stats, "cache stats --cache-dir '%s'", dir);
+    assert_int_equal(cli(stats), 0);
+    assert_non_null(strstr(out, expect));
+    assert_non_null(strstr(out, "bad entries: 0"));
+    snprintf(target_line, sizeof target_line, "\nsm_80-nvrtc%d.%d: %zu entries (%zu units), ", major, minor, units,
+             kernels);
+    if (!strstr(out, target_line))
+        fail_msg("stats said:\n%s", out);
+    assert_int_equal(lines_starting(out, "sm_"), 1);
+
+    /* damage one entry: stats, which reads no entry, still counts it;
+     * verify exits 3, --remove-bad deletes it */
     char cmd[4400];
-    snprintf(cmd, sizeof cmd, "f=$(find '%s' -name '*.cubin' | head -1); printf 'JUNK' | dd of=\"$f\" bs=1 seek=100 conv=notrunc 2>/dev/null", dir);
+    assert_non_null(lone);
+    snprintf(cmd, sizeof cmd, "f=$(find '%s' -name '*-%s-sm_80-*.cubin'); printf 'JUNK' | dd of=\"$f\" bs=1 seek=100 conv=notrunc 2>/dev/null", dir, lone);
     assert_int_equal(system(cmd), 0);
+    assert_int_equal(cli(stats), 0);
+    assert_non_null(strstr(out, expect));
+    assert_non_null(strstr(out, target_line));
     assert_int_equal(cli(args), 3);
     assert_non_null(strstr(out, "bad entries: 1"));
     snprintf(args, sizeof args, "cache verify --remove-bad --cache-dir '%s'", dir);
     assert_int_equal(cli(args), 3);
     assert_non_null(strstr(out, "removed: 1"));
-    snprintf(args, sizeof args, "cache stats --cache-dir '%s'", dir);
-    assert_int_equal(cli(args), 0);
-    snprintf(expect, sizeof expect, "entries: %zu\n", ssmjit_module_count() - 1);
+    assert_int_equal(cli(stats), 0);
+    snprintf(expect, sizeof expect, "entries: %zu\n", units - 1);
     assert_non_null(strstr(out, expect));
     assert_non_null(strstr(out, "bad entries: 0"));
+    snprintf(target_line, sizeof target_line, "\nsm_80-nvrtc%d.%d: %zu entries (%zu units), ", major, minor,
+             units - 1, kernels - 1);
+    assert_non_null(strstr(out, target_line));
 
     snprintf(args, sizeof args, "cache clear --cache-dir '%s'", dir);
     assert_int_equal(cli(args), 0);
-    snprintf(args, sizeof args, "cache stats --cache-dir '%s'", dir);
-    assert_int_equal(cli(args), 0);
+    assert_int_equal(cli(stats), 0);
     assert_non_null(strstr(out, "entries: 0"));
+    assert_int_equal(lines_starting(out, "sm_"), 0);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Prewarm exists to write: under SSMJIT_CACHE=ro or off it refuses, says
+ * why, and leaves the directory as it was, toolchain record included. */
+static void test_prewarm_refused_without_write_access(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"ro", "off"};
+    char *dir = tu_mkdtemp(), args[4400], err[4096], missing[4300];
+    snprintf(missing, sizeof missing, "%s/not-yet", dir);
+    for (int m = 0; m < 2; m++)
+        for (int variant = 0; variant < 3; variant++) {
+            /* without --arch the archs come from NVRTC, which must be there */
+            if (variant == 2 && !have_nvrtc())
+                continue;
+            setenv("SSMJIT_CACHE", modes[m], 1);
+            snprintf(args, sizeof args, "prewarm %s --cache-dir '%s'", variant == 2 ? "" : "--arch sm_90",
+                     variant == 1 ? missing : dir);
+            int rc = cli_split(args, err, sizeof err);
+            unsetenv("SSMJIT_CACHE");
+            assert_int_equal(rc, 1);
+            char want[128];
+            snprintf(want, sizeof want, "prewarm writes into the cache, and SSMJIT_CACHE=%s forbids writing",
+                     modes[m]);
+            if (!strstr(err, want))
+                fail_msg("SSMJIT_CACHE=%s %s: stderr:\n%s\nstdout:\n%s", modes[m], args, err, out);
+            assert_null(strstr(out, "compiled,"));
+            assert_int_equal(tu_dir_entries(dir), 0);
+        }
     tu_rmtree(dir);
     free(dir);
 }
@@ -139,6 +275,7 @@ static void test_cache_stats_shows_cap(void **state)
     assert_int_equal(cli(args), 0);
     assert_non_null(strstr(out, "entries: 1\nbytes: 32768\ncap: 1073741824 bytes (0.0% used"));
     assert_non_null(strstr(out, "temp files: 1\n"));
+    assert_non_null(strstr(out, "\nsm_90-nvrtc13.0: 1 entries (1 units), 32.8 kB\n"));
     setenv("SSMJIT_CACHE_MAX_BYTES", "64K", 1);
     assert_int_equal(cli(args), 0);
     assert_non_null(strstr(out, "cap: 65536 bytes (50.0% used; SSMJIT_CACHE_MAX_BYTES)"));
@@ -149,6 +286,34 @@ static void test_cache_stats_shows_cap(void **state)
     assert_int_equal(cli(args), 1);
     assert_non_null(strstr(out, "SSMJIT_CACHE_MAX_BYTES='lots' is not a byte count"));
     unsetenv("SSMJIT_CACHE_MAX_BYTES");
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* stats groups entries by target, in the order of their names, counting
+ * the kernels (labels) apart from the entries. */
+static void test_cache_stats_per_target(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp(), args[4300];
+    /* sm_80: 3 entries of 2 kernels; compute_90: 1; sm_90: 2 of 2 */
+    assert_int_equal(cu_store_named(dir, 0, 0, 1000 - 64, "scan_fwd", "sm_80"), SSMJIT_OK);
+    assert_int_equal(cu_store_named(dir, 0, 1, 1000 - 64, "scan_fwd", "sm_80"), SSMJIT_OK);
+    assert_int_equal(cu_store_named(dir, 0, 2, 2000 - 64, "norm", "sm_80"), SSMJIT_OK);
+    assert_int_equal(cu_store_named(dir, 0, 3, 5000000 - 64, "scan_fwd", "compute_90"), SSMJIT_OK);
+    assert_int_equal(cu_store_named(dir, 0, 4, 500 - 64, "a", "sm_90"), SSMJIT_OK);
+    assert_int_equal(cu_store_named(dir, 0, 5, 100 - 64, "b", "sm_90"), SSMJIT_OK);
+    snprintf(args, sizeof args, "cache stats --cache-dir '%s'", dir);
+    assert_int_equal(cli(args), 0);
+    const char *want = "entries: 6\nbytes: 5004600\n";
+    if (!strstr(out, want))
+        fail_msg("stats said:\n%s", out);
+    want = "temp files: 0\n"
+           "compute_90-nvrtc13.0: 1 entries (1 units), 5.0 MB\n"
+           "sm_80-nvrtc13.0: 3 entries (2 units), 4.0 kB\n"
+           "sm_90-nvrtc13.0: 2 entries (2 units), 600 B\n";
+    if (!strstr(out, want))
+        fail_msg("stats said:\n%s", out);
     tu_rmtree(dir);
     free(dir);
 }
@@ -207,7 +372,9 @@ int main(void)
         cmocka_unit_test(test_help_and_usage_errors),
         cmocka_unit_test(test_info_without_gpu_is_not_an_error),
         cmocka_unit_test(test_prewarm_then_cache_commands),
+        cmocka_unit_test(test_prewarm_refused_without_write_access),
         cmocka_unit_test(test_cache_stats_shows_cap),
+        cmocka_unit_test(test_cache_stats_per_target),
         cmocka_unit_test(test_prewarm_without_nvrtc_fails_cleanly),
         cmocka_unit_test(test_no_cache_directory),
     };

@@ -25,11 +25,30 @@ static void check(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
                  (long long)B, (long long)D, (long long)N, ctx->props.sm_count, f.ns, f.groups, f.bd, f.buffers);
 }
 
+/* A context of no device (sj_context_alloc: zeroed, its locks made);
+ * ssmjit_context_destroy frees it. */
+static ssmjit_context *blank(void)
+{
+    ssmjit_context *ctx = sj_context_alloc();
+    assert_non_null(ctx);
+    return ctx;
+}
+
+/* An H200 as the driver reports it. */
+static ssmjit_context *h200(void)
+{
+    ssmjit_context *ctx = blank();
+    ctx->props.sm_count = 132;
+    ctx->props.max_threads_per_sm = 2048;
+    ctx->props.max_smem_per_block_optin = 232448;
+    ctx->props.max_smem_per_sm = 233472;
+    return ctx;
+}
+
 static void test_every_n(void **state)
 {
     (void)state;
-    ssmjit_context ctx;
-    memset(&ctx, 0, sizeof ctx);
+    ssmjit_context *ctx = blank();
     static const int sms[] = {1, 16, 132};
     static const int64_t batches[] = {1, 2, 8, 64}, dims[] = {1, 37, 1536, 4096, 100000};
     static const int forced[][3] = {{0, 0, 0}, {4, 0, 0}, {8, 0, 1}, {16, 0, 2}, {0, 16, 0},
@@ -37,26 +56,17 @@ static void test_every_n(void **state)
     for (size_t k = 0; k < sizeof forced / sizeof *forced; k++) {
         sj_scan_force_shape(forced[k][0], forced[k][1], forced[k][2]);
         for (size_t s = 0; s < sizeof sms / sizeof *sms; s++) {
-            ctx.props.sm_count = sms[s];
+            ctx->props.sm_count = sms[s];
             for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
                 for (size_t d = 0; d < sizeof dims / sizeof *dims; d++)
                     for (int64_t n = 1; n <= 256; n++)
-                        check(&ctx, batches[b], dims[d], n);
+                        check(ctx, batches[b], dims[d], n);
         }
     }
     sj_scan_force_shape(0, 0, 0);
+    ssmjit_context_destroy(ctx);
 }
 
-/* An H200 as the driver reports it. */
-static void h200(ssmjit_context *ctx)
-{
-    memset(ctx, 0, sizeof *ctx);
-    ctx->props.sm_count = 132;
-    ctx->props.max_threads_per_sm = 2048;
-    ctx->props.max_smem_per_block_optin = 232448;
-    ctx->props.max_smem_per_sm = 233472;
-    pthread_mutex_init(&ctx->split_lock, NULL);
-}
 
 /* The fastest variant bench/NOTES.md measured at each of these shapes (N =
  * 16, B sequences of D channels on an H200), which the automatic choice
@@ -66,8 +76,7 @@ static void h200(ssmjit_context *ctx)
 static void test_measured_choices(void **state)
 {
     (void)state;
-    ssmjit_context ctx;
-    h200(&ctx);
+    ssmjit_context *ctx = h200();
     static const struct {
         int64_t B, D;
         int ns, bd, buffers;
@@ -76,12 +85,13 @@ static void test_measured_choices(void **state)
         {64, 1536, 8, 128, 2}, {16, 1536, 8, 64, 1},  {8, 1536, 4, 32, 2}, {1, 1536, 4, 32, 2},
     };
     for (size_t i = 0; i < sizeof measured / sizeof *measured; i++) {
-        const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(&ctx, measured[i].B, measured[i].D, 16);
+        const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, measured[i].B, measured[i].D, 16);
         if (f.ns != measured[i].ns || f.bd != measured[i].bd || f.buffers != measured[i].buffers)
             fail_msg("B=%lld D=%lld: %d states a thread, %d channels a block, %d buffers; measured fastest %d, %d, %d",
                      (long long)measured[i].B, (long long)measured[i].D, f.ns, f.bd, f.buffers, measured[i].ns,
                      measured[i].bd, measured[i].buffers);
     }
+    ssmjit_context_destroy(ctx);
 }
 
 /* On a device that allows a block 64 KB of shared memory (sm_75) every
@@ -91,15 +101,14 @@ static void test_measured_choices(void **state)
 static void test_shared_memory_cap(void **state)
 {
     (void)state;
-    ssmjit_context ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.props.sm_count = 40;
-    ctx.props.max_smem_per_block_optin = 64 * 1024;
+    ssmjit_context *ctx = blank();
+    ctx->props.sm_count = 40;
+    ctx->props.max_smem_per_block_optin = 64 * 1024;
     static const int64_t batches[] = {1, 8, 64}, dims[] = {37, 1536, 4096};
     for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
         for (size_t d = 0; d < sizeof dims / sizeof *dims; d++)
             for (int64_t n = 1; n <= 256; n++) {
-                sj_scan_fwd_shape f = sj_scan_fwd_shape_for(&ctx, batches[b], dims[d], n);
+                sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, batches[b], dims[d], n);
                 unsigned bytes = sj_scan_fwd_smem_bytes(&f);
                 if (bytes > 64 * 1024 && f.bd != 16)
                     fail_msg("B=%lld D=%lld N=%lld: %u bytes at %d channels a block", (long long)batches[b],
@@ -107,10 +116,12 @@ static void test_shared_memory_cap(void **state)
                 if (n <= 176 && bytes > 64 * 1024)
                     fail_msg("N=%lld does not fit 64 KB: %u bytes", (long long)n, bytes);
             }
-    h200(&ctx);
-    sj_scan_fwd_shape f = sj_scan_fwd_shape_for(&ctx, 8, 4096, 16);
+    ssmjit_context_destroy(ctx);
+    ctx = h200();
+    sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, 8, 4096, 16);
     assert_int_equal(f.bd, 128);
     assert_true(sj_scan_fwd_smem_bytes(&f) > 64 * 1024);
+    ssmjit_context_destroy(ctx);
 }
 
 /* A backward block, with its static part, fits the 99 KB a block of
@@ -134,15 +145,14 @@ static void test_backward_shared_memory(void **state)
 static void test_stage_buffers(void **state)
 {
     (void)state;
-    ssmjit_context ctx;
-    h200(&ctx);
-    assert_int_equal(sj_scan_fwd_shape_for(&ctx, 8, 4096, 16).buffers, 2);
-    assert_int_equal(sj_scan_fwd_shape_for(&ctx, 8, 1536, 16).buffers, 2);
-    ctx.props.sm_count = 84;
-    ctx.props.max_threads_per_sm = 1536;
-    ctx.props.max_smem_per_block_optin = 101376;
-    ctx.props.max_smem_per_sm = 102400;
-    sj_scan_fwd_shape f = sj_scan_fwd_shape_for(&ctx, 8, 4096, 16);
+    ssmjit_context *ctx = h200();
+    assert_int_equal(sj_scan_fwd_shape_for(ctx, 8, 4096, 16).buffers, 2);
+    assert_int_equal(sj_scan_fwd_shape_for(ctx, 8, 1536, 16).buffers, 2);
+    ctx->props.sm_count = 84;
+    ctx->props.max_threads_per_sm = 1536;
+    ctx->props.max_smem_per_block_optin = 101376;
+    ctx->props.max_smem_per_sm = 102400;
+    sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, 8, 4096, 16);
     assert_int_equal(f.ns, 8);
     assert_int_equal(f.buffers, 1);
     assert_true((sj_scan_fwd_smem_bytes(&f) + 1024) * 2 <= 102400);
@@ -150,7 +160,7 @@ static void test_stage_buffers(void **state)
     for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
         for (size_t d = 0; d < sizeof dims / sizeof *dims; d++)
             for (int64_t n = 1; n <= 256; n++) {
-                f = sj_scan_fwd_shape_for(&ctx, batches[b], dims[d], n);
+                f = sj_scan_fwd_shape_for(ctx, batches[b], dims[d], n);
                 const unsigned bytes = sj_scan_fwd_smem_bytes(&f);
                 const int64_t given = (batches[b] * ((dims[d] + f.bd - 1) / f.bd) + 83) / 84;
                 sj_scan_fwd_shape one = f;
@@ -162,6 +172,7 @@ static void test_stage_buffers(void **state)
                     fail_msg("B=%lld D=%lld N=%lld: %d states a thread, %d channels, %d buffers, %u bytes",
                              (long long)batches[b], (long long)dims[d], (long long)n, f.ns, f.bd, f.buffers, bytes);
             }
+    ssmjit_context_destroy(ctx);
 }
 
 /* The split over L of the forward and backward on an H200: where one or
@@ -174,8 +185,7 @@ static void test_stage_buffers(void **state)
 static void test_split_choices(void **state)
 {
     (void)state;
-    ssmjit_context ctx;
-    h200(&ctx);
+    ssmjit_context *ctx = h200();
     static const struct {
         int64_t B, L, D;
         int split, bwd_split;
@@ -190,7 +200,7 @@ static void test_split_choices(void **state)
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             const int64_t B = shapes[i].B, L = shapes[i].L;
-            const int64_t S = sj_scan_split_segments(&ctx, B, L, shapes[i].D, 16, k > 0, k == 2);
+            const int64_t S = sj_scan_split_segments(ctx, B, L, shapes[i].D, 16, k > 0, k == 2);
             const int64_t Ls = S > 1 ? (k ? L / S / 16 * 16 : L / S) : L;
             if ((S > 1) != (k == 2 ? shapes[i].bwd_split : shapes[i].split) || S < 1 || S > 64 ||
                 (S > 1 && (Ls < (k == 2 ? 256 : 128) || (B > 1 && S * Ls != L))))
@@ -198,26 +208,28 @@ static void test_split_choices(void **state)
                          (long long)shapes[i].D, k == 2 ? "backward" : k ? "forward with checkpoint" : "forward",
                          (long long)S);
         }
-    ctx.props.sm_count = 1;
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16, 0, 0), 1);
-    h200(&ctx);
+    ctx->props.sm_count = 1;
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 16384, 1536, 16, 0, 0), 1);
+    ssmjit_context_destroy(ctx);
+    ctx = h200();
     sj_scan_force_split(5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 12, 1536, 16, 0, 0), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 15, 8, 16, 0, 0), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 12, 8, 16, 0, 0), 1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 4, 8, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 12, 1536, 16, 0, 0), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, 2, 15, 8, 16, 0, 0), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, 2, 12, 8, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 4, 8, 16, 0, 0), 1);
     /* with a checkpoint: segments of whole chunks */
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 80, 8, 16, 1, 0), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 79, 8, 16, 1, 0), 1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 160, 8, 16, 1, 0), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 150, 8, 16, 1, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 80, 8, 16, 1, 0), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 79, 8, 16, 1, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, 2, 160, 8, 16, 1, 0), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, 2, 150, 8, 16, 1, 0), 1);
     /* the backward: whole chunks, with or without a checkpoint */
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 80, 8, 16, 0, 1), 5);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 79, 8, 16, 0, 1), 1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 2, 150, 8, 16, 1, 1), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 80, 8, 16, 0, 1), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 79, 8, 16, 0, 1), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, 2, 150, 8, 16, 1, 1), 1);
     sj_scan_force_split(1);
-    assert_int_equal(sj_scan_split_segments(&ctx, 1, 16384, 1536, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 16384, 1536, 16, 0, 0), 1);
     sj_scan_force_split(0);
+    ssmjit_context_destroy(ctx);
 }
 
 /* Shapes whose splits differ, in both directions, and what a context
@@ -263,31 +275,29 @@ static void test_split_memo(void **state)
     int64_t want[MEMO_SHAPES];
     int splits = 0;
     for (size_t i = 0; i < MEMO_SHAPES; i++) {
-        ssmjit_context fresh;
-        h200(&fresh);
-        want[i] = memo_ask(&fresh, i);
+        ssmjit_context *fresh = h200();
+        want[i] = memo_ask(fresh, i);
         splits += want[i] > 1;
-        pthread_mutex_destroy(&fresh.split_lock);
+        ssmjit_context_destroy(fresh);
     }
     assert_true(splits >= 4 && splits < (int)MEMO_SHAPES); /* the shapes tell the memo's entries apart */
-    ssmjit_context ctx;
-    h200(&ctx);
+    ssmjit_context *ctx = h200();
     for (size_t k = 0; k < 3 * MEMO_SHAPES; k++) {
         const size_t i = (k * 5) % MEMO_SHAPES;
-        assert_int_equal(memo_ask(&ctx, i), want[i]);
-        assert_int_equal(memo_ask(&ctx, i), want[i]);
+        assert_int_equal(memo_ask(ctx, i), want[i]);
+        assert_int_equal(memo_ask(ctx, i), want[i]);
     }
     memo_worker w[4];
     pthread_t t[4];
     for (size_t k = 0; k < 4; k++) {
-        w[k] = (memo_worker){&ctx, want, k, 0};
+        w[k] = (memo_worker){ctx, want, k, 0};
         assert_int_equal(pthread_create(&t[k], NULL, memo_work, &w[k]), 0);
     }
     for (size_t k = 0; k < 4; k++) {
         assert_int_equal(pthread_join(t[k], NULL), 0);
         assert_int_equal(w[k].wrong, 0);
     }
-    pthread_mutex_destroy(&ctx.split_lock);
+    ssmjit_context_destroy(ctx);
 }
 
 int main(void)

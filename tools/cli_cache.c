@@ -1,12 +1,15 @@
 /* ssmjit cache stats|verify|clear */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 static const char help[] =
     "usage: ssmjit cache stats|verify|clear [--cache-dir DIR] [--remove-bad]\n"
-    "  stats   entries, bytes, the size cap, bad entries and temp files in the cache\n"
+    "  stats   entries, bytes, the size cap and temp files in the cache, and per\n"
+    "          target the entries, the kernels (units) they hold and their bytes;\n"
+    "          from names and sizes alone (fast): verify reads the entries\n"
     "  verify  check every entry's header, key and checksum; --remove-bad deletes\n"
     "          the bad ones; exit 3 when bad entries were found\n"
     "  clear   delete every cache entry\n";
@@ -49,17 +52,58 @@ int cli_cache(int argc, char **argv)
         return CLI_OK;
     }
     ssmjit_cache_stats s;
-    st = ssmjit_cache_verify(dir, !strcmp(cmd, "verify") && remove_bad, &s);
-    if (st != SSMJIT_OK)
+    ssmjit_cache_target_stats *targets = NULL;
+    size_t num_targets = 0;
+    int stats = !strcmp(cmd, "stats");
+    if (stats) {
+        /* One walk, or two when there are more targets than room for them
+         * (one that appears in between is left out). */
+        size_t room = 16;
+        for (int pass = 0; pass < 2; pass++) {
+            free(targets);
+            if (!(targets = calloc(room, sizeof *targets))) {
+                fprintf(stderr, "ssmjit: cache scan: out of memory\n");
+                return CLI_FAILED;
+            }
+            st = ssmjit_cache_targets(dir, &s, targets, room, &num_targets);
+            if (st != SSMJIT_OK || num_targets <= room)
+                break;
+            room = num_targets;
+        }
+        if (num_targets > room)
+            num_targets = room;
+    } else {
+        st = ssmjit_cache_verify(dir, remove_bad, &s);
+    }
+    if (st != SSMJIT_OK) {
+        free(targets);
         return cli_fail("cache scan", st);
+    }
     printf("cache: %s\nentries: %zu\nbytes: %llu\n", resolved, s.entries, (unsigned long long)s.bytes);
     if (s.max_bytes)
         printf("cap: %llu bytes (%.1f%% used; SSMJIT_CACHE_MAX_BYTES)\n", (unsigned long long)s.max_bytes,
                100.0 * (double)s.bytes / (double)s.max_bytes);
     else
         printf("cap: none (SSMJIT_CACHE_MAX_BYTES=0)\n");
-    printf("bad entries: %zu\ntemp files: %zu\n", s.bad_entries, s.temp_files);
+    if (stats)
+        printf("bad entries: %zu (by name and size; verify reads them)\n", s.bad_entries);
+    else
+        printf("bad entries: %zu\n", s.bad_entries);
+    printf("temp files: %zu\n", s.temp_files);
     if (s.removed)
         printf("removed: %zu\n", s.removed);
+    for (size_t i = 0; targets && i < num_targets; i++) {
+        double b = (double)targets[i].bytes;
+        printf("%s: %zu entries (%zu units), ", targets[i].target, targets[i].entries, targets[i].units);
+        if (b < 1e3)
+            printf("%.0f B\n", b);
+        else if (b < 1e6)
+            printf("%.1f kB\n", b / 1e3);
+        else if (b < 1e9)
+            printf("%.1f MB\n", b / 1e6);
+        else
+            printf("%.1f GB\n", b / 1e9);
+    }
+    free(targets);
     return !strcmp(cmd, "verify") && s.bad_entries ? CLI_BAD_CACHE : CLI_OK;
 }
