@@ -320,10 +320,18 @@ static void record_compile(const ssmjit_compile_event *ev, void *user)
     pthread_mutex_unlock(&log->lock);
 }
 
+/* A context whose kernels no earlier test of this process compiled: a
+ * define of its own gives every unit a key of its own, so that the
+ * process's in-memory images do not answer. */
 static ssmjit_context *logged_context(const char *dir, compile_log *log)
 {
+    static char define[64];
+    static const char *const defines[] = {define};
+    snprintf(define, sizeof define, "SSMJIT_ENGINE_TEST=%ld_%u", (long)getpid(), (unsigned)tu_uniform(0, 4e9));
     ssmjit_context_options o;
     ssmjit_context_options_init(&o);
+    o.defines = defines;
+    o.num_defines = 1;
     o.cache_dir = dir;
     o.on_compile = record_compile;
     o.on_compile_user = log;
@@ -472,7 +480,7 @@ static void test_prepare_then_call(void **state)
     int done_at_call = log.done;
     pthread_mutex_unlock(&log.lock);
     printf("# first call after prepare: %.3f s, %d of the prepared units compiled by then\n", call, done_at_call);
-    assert_true(done_at_call < 20);
+    assert_true(done_at_call >= 1 && done_at_call < 20); /* its own, and few others */
     t0 = now();
     ssmjit_context_destroy(ctx);
     double destroy = now() - t0;

@@ -113,7 +113,7 @@ static int write_checkpoint(ssmjit_context *ctx, const char *dir)
 /* ---- the children ---------------------------------------------------------- */
 
 typedef struct scan_buffers {
-    CUdeviceptr p[16];
+    CUdeviceptr p[32];
     int n;
 } scan_buffers;
 
@@ -122,6 +122,8 @@ typedef struct scan_buffers {
 static void *dev_filled(ssmjit_context *ctx, scan_buffers *b, size_t bytes, unsigned char byte, ssmjit_status *st)
 {
     CUdeviceptr d = 0;
+    if (*st == SSMJIT_OK && b->n == (int)(sizeof b->p / sizeof b->p[0]))
+        *st = SSMJIT_ERR_INTERNAL;
     if (*st == SSMJIT_OK)
         *st = SJ_CU(ctx->drv, MemAlloc, &d, bytes ? bytes : 1);
     if (*st == SSMJIT_OK) {
