@@ -65,21 +65,60 @@ static ssmjit_status check_options(const ssmjit_model_options *o, const char *op
     return sj_check_dtype(o->dtype, op, "opts->dtype");
 }
 
-/* The kernels of a model's forward and decoding (and backward), queued
- * first thing, so that they compile while the weights are read.  Ahead of
- * need only: what keeps it from queueing (no NVRTC, no toolchain record)
- * is reported by the call that needs a kernel, as without it. */
-static void prepare_kernels(ssmjit_context *ctx, const ssmjit_model_options *o)
+/* Of the ops' kernels, those a model of this shape can launch: its conv
+ * width's (and the element-wise fallback's, 8 taps), its residual
+ * stream's. */
+typedef struct model_kernels {
+    int taps;
+    const char *residual; /* dtype suffix */
+} model_kernels;
+
+static int has_suffix(const char *s, const char *sfx)
 {
-    if (o->prepare == SSMJIT_MODEL_PREPARE_NONE)
-        return;
-    if (sj_prepare(ctx,
-                   SJ_MODEL_INFERENCE_OPS | (o->prepare == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0),
-                   SSMJIT_DTYPE_BIT(o->dtype), 0) != SSMJIT_OK)
-        sj_error_clear();
+    size_t n = strlen(s), k = strlen(sfx);
+    return n > k && s[n - k - 1] == '_' && !strcmp(s + n - k, sfx);
 }
 
-/* Adds a tensor to the table; shape has ndim entries. */
+static int model_launches(const char *kernel, const void *arg)
+{
+    const model_kernels *k = arg;
+    char taps[8];
+    snprintf(taps, sizeof taps, "_t%d_", k->taps);
+    if (!strncmp(kernel, "rmsnorm_fwd_", 12) || !strncmp(kernel, "rmsnorm_bwd_", 12) ||
+        !strncmp(kernel, "embedding_fwd_", 14))
+        return has_suffix(kernel, k->residual);
+    if (!strncmp(kernel, "conv_update_", 12))
+        return strstr(kernel, taps) != NULL;
+    if (!strncmp(kernel, "conv_fwd_", 9) || !strncmp(kernel, "conv_bwd_t", 10))
+        return strstr(kernel, taps) || strstr(kernel, "_v1_");
+    return 1;
+}
+
+/* The ops (and the filter's argument) of what a model launches. */
+static unsigned model_ops(const ssmjit_model_config *cfg, ssmjit_dtype dtype, ssmjit_model_prepare what,
+                          model_kernels *k)
+{
+    *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8, sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : dtype)};
+    return what == SSMJIT_MODEL_PREPARE_NONE ? 0
+           : SJ_MODEL_INFERENCE_OPS | (what == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0);
+}
+
+ssmjit_status sj_model_units(const ssmjit_model_config *cfg, ssmjit_dtype dtype, ssmjit_model_prepare what,
+                             void (*visit)(size_t unit, void *arg), void *arg)
+{
+    model_kernels k;
+    unsigned ops = model_ops(cfg, dtype, what, &k);
+    return sj_op_units(ops, SSMJIT_DTYPE_BIT(dtype), model_launches, &k, visit, arg);
+}
+
+ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
+                               ssmjit_model_prepare what, unsigned flags)
+{
+    model_kernels k;
+    unsigned ops = model_ops(cfg, dtype, what, &k);
+    return ops ? sj_prepare(ctx, ops, SSMJIT_DTYPE_BIT(dtype), model_launches, &k, flags) : SSMJIT_OK;
+}
+
 static void add_tensor(ssmjit_model *m, sj_mamba_tensor kind, int64_t layer, ssmjit_dtype dtype,
                        int ndim, const int64_t *shape)
 {
@@ -157,7 +196,12 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     if (!opts)
         opts = &defaults;
     SJ_TRY(check_options(opts, op));
-    prepare_kernels(ctx, opts);
+    /* First thing, so that the kernels compile while the weights are read.
+     * Ahead of need only: what keeps them from queueing (no NVRTC, no
+     * toolchain record) is reported by the call that needs one, as
+     * without it. */
+    if (sj_model_prepare(ctx, cfg, opts->dtype, opts->prepare, 0) != SSMJIT_OK)
+        sj_error_clear();
 
     ssmjit_model *m = calloc(1, sizeof *m);
     if (m)

@@ -41,11 +41,13 @@ static const op_kernels table[] = {
       "scan_split_carry", "scan_split_starts"}},
     {SSMJIT_OP_STATE_UPDATE, SJ_MODULE_STATE_UPDATE, {"state_update_@"}},
     {SJ_OP_MODEL_FWD, SJ_MODULE_MODEL,
-     {"embedding_fwd_@_@", "embedding_fwd_@_f32", "argmax_rows_@", "conv_state_fill_@", "neg_exp_f32"}},
+     {"embedding_fwd_@_f32", "embedding_fwd_@_f16", "embedding_fwd_@_bf16", "argmax_rows_@", "conv_state_fill_@",
+      "neg_exp_f32"}},
     {SJ_OP_MODEL_BWD, SJ_MODULE_MODEL_BWD, {"embedding_bwd_@", "cross_entropy_@", "cross_entropy_sum", "mul_f32"}},
 };
 
-ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, void (*visit)(size_t unit, void *arg), void *arg)
+ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, sj_kernel_filter keep, const void *keep_arg,
+                          void (*visit)(size_t unit, void *arg), void *arg)
 {
     unsigned char seen[SJ_UNIT_COUNT] = {0};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -65,7 +67,7 @@ ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, void (*visit)(size_t un
                 if (u < 0)
                     return sj_error(SSMJIT_ERR_INTERNAL, "module %s has no kernel %s",
                                     sj_modules[table[i].module].name, name);
-                if (!seen[u]) {
+                if (!seen[u] && (!keep || keep(name, keep_arg))) {
                     seen[u] = 1;
                     visit((size_t)u, arg);
                 }
@@ -91,13 +93,14 @@ static void queue_unit(size_t u, void *p)
     a->units[a->n++] = u;
 }
 
-ssmjit_status sj_prepare(ssmjit_context *ctx, unsigned ops, unsigned dtypes, unsigned flags)
+ssmjit_status sj_prepare(ssmjit_context *ctx, unsigned ops, unsigned dtypes, sj_kernel_filter keep,
+                         const void *keep_arg, unsigned flags)
 {
     prepare_arg *a = calloc(1, sizeof *a);
     if (!a)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
     a->ctx = ctx;
-    ssmjit_status st = sj_op_units(ops, dtypes, queue_unit, a);
+    ssmjit_status st = sj_op_units(ops, dtypes, keep, keep_arg, queue_unit, a);
     if (st == SSMJIT_OK)
         st = a->st;
     /* Waiting loads them in the order queued, each as soon as it is there. */
@@ -122,5 +125,5 @@ SSMJIT_API ssmjit_status ssmjit_context_prepare(ssmjit_context *ctx, unsigned op
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: dtypes = 0x%x has bits that name no dtype", op, dtypes);
     if (flags & ~SSMJIT_PREPARE_WAIT)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: flags = 0x%x has unknown bits", op, flags);
-    return sj_prepare(ctx, ops, dtypes, flags);
+    return sj_prepare(ctx, ops, dtypes, NULL, NULL, flags);
 }

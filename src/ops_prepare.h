@@ -20,13 +20,20 @@
      SSMJIT_OP_STATE_UPDATE | SJ_OP_MODEL_FWD)
 #define SJ_MODEL_TRAINING_OPS (SSMJIT_OP_RMSNORM_BWD | SSMJIT_OP_CONV1D_BWD | SSMJIT_OP_SCAN_BWD | SJ_OP_MODEL_BWD)
 
+/* A caller's narrowing of an op's kernels by name (the model knows its
+ * conv width and residual dtype): nonzero keeps the kernel. */
+typedef int (*sj_kernel_filter)(const char *kernel, const void *arg);
+
 /* Calls visit(unit, arg) for every unit (index of sj_units) that an op of
- * `ops` may launch for a dtype of `dtypes`, each once; a name of the table
- * that is no unit is an SSMJIT_ERR_INTERNAL naming it. */
-ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, void (*visit)(size_t unit, void *arg), void *arg);
+ * `ops` may launch for a dtype of `dtypes` and that `keep` (may be NULL)
+ * keeps, each once; a name of the table that is no unit is an
+ * SSMJIT_ERR_INTERNAL naming it. */
+ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, sj_kernel_filter keep, const void *keep_arg,
+                          void (*visit)(size_t unit, void *arg), void *arg);
 
 /* Queues (flags 0) or loads (SSMJIT_PREPARE_WAIT) those units in ctx, in
  * its variant of each. */
-ssmjit_status sj_prepare(ssmjit_context *ctx, unsigned ops, unsigned dtypes, unsigned flags);
+ssmjit_status sj_prepare(ssmjit_context *ctx, unsigned ops, unsigned dtypes, sj_kernel_filter keep,
+                         const void *keep_arg, unsigned flags);
 
 #endif

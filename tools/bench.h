@@ -4,6 +4,10 @@
 
 #include "ssmjit.h"
 
+/* The mamba-130m shape the benchmarks use (random weights): d_model 768,
+ * 24 layers, N 16, vocab 50280, tied embeddings, f32 residual stream. */
+extern const ssmjit_model_config bench_130m;
+
 /* Median of v[0..n) (sorts v). */
 double bench_median(double *v, int n);
 

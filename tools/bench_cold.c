@@ -15,11 +15,6 @@
 #include "cli.h"
 #include "context.h"
 
-/* The mamba-130m shape of bench --model. */
-static const ssmjit_model_config model_130m = {.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4,
-                                               .dt_rank = 48, .n_layer = 24, .vocab_size = 50280,
-                                               .norm_eps = 1e-5, .tie_embeddings = 1, .residual_in_fp32 = 1};
-
 static int fail_errno(const char *what, const char *path)
 {
     fprintf(stderr, "ssmjit bench: %s '%s': %s\n", what, path, strerror(errno));
@@ -36,7 +31,7 @@ static int write_checkpoint(ssmjit_context *ctx, const char *dir)
     ssmjit_model_options mo;
     ssmjit_model_options_init(&mo);
     mo.prepare = SSMJIT_MODEL_PREPARE_NONE;
-    ssmjit_status st = ssmjit_model_create(ctx, &model_130m, &mo, 7, &m);
+    ssmjit_status st = ssmjit_model_create(ctx, &bench_130m, &mo, 7, &m);
     if (st != SSMJIT_OK)
         return cli_fail("model", st);
     char path[4400];
@@ -44,7 +39,7 @@ static int write_checkpoint(ssmjit_context *ctx, const char *dir)
     FILE *f = fopen(path, "w");
     if (!f)
         return fail_errno("cannot write", path);
-    const ssmjit_model_config *c = &model_130m;
+    const ssmjit_model_config *c = &bench_130m;
     fprintf(f,
             "{\"model_type\": \"mamba\", \"hidden_size\": %lld, \"intermediate_size\": %lld, \"state_size\": %lld, "
             "\"conv_kernel\": %lld, \"time_step_rank\": %lld, \"num_hidden_layers\": %lld, \"vocab_size\": %lld, "
@@ -226,12 +221,12 @@ static int train_child(const char *model_dir)
         st = ssmjit_model_workspace_size(m, 1, L, SSMJIT_MODEL_TRAIN, &bytes);
     if (st == SSMJIT_OK)
         st = sj_context_enter(ctx, &pushed);
-    void *ws = dev(ctx, &b, bytes, &st), *logits = dev(ctx, &b, (size_t)(L * model_130m.vocab_size) * 2, &st),
+    void *ws = dev(ctx, &b, bytes, &st), *logits = dev(ctx, &b, (size_t)(L * bench_130m.vocab_size) * 2, &st),
          *loss = dev(ctx, &b, 4, &st);
     int32_t ids[512], targets[512];
     for (int i = 0; i < L; i++) {
-        ids[i] = (int32_t)((i * 7919) % model_130m.vocab_size);
-        targets[i] = (int32_t)((i * 104729 + 1) % model_130m.vocab_size);
+        ids[i] = (int32_t)((i * 7919) % bench_130m.vocab_size);
+        targets[i] = (int32_t)((i * 104729 + 1) % bench_130m.vocab_size);
     }
     ssmjit_model_forward_args fa = {.batch = 1, .seqlen = L, .ids = ids, .mode = SSMJIT_MODEL_TRAIN,
                                     .logits = logits, .workspace = ws, .workspace_bytes = bytes};

@@ -9,6 +9,10 @@
 #include "model.h"
 #include "ops_scan.h"
 
+const ssmjit_model_config bench_130m = {.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4,
+                                        .dt_rank = 48, .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5,
+                                        .tie_embeddings = 1, .residual_in_fp32 = 1};
+
 typedef struct model_bench {
     ssmjit_context *ctx;
     ssmjit_model *m;
@@ -150,9 +154,7 @@ static ssmjit_status time_decode(model_bench *b, int64_t B, int steps, double *t
 int bench_model(ssmjit_context *ctx, int quick)
 {
     model_bench b = {.ctx = ctx};
-    b.c = (ssmjit_model_config){.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
-                                .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
-                                .residual_in_fp32 = 1};
+    b.c = bench_130m;
     int64_t B = quick ? 2 : 8, L = quick ? 256 : 2048;
     ssmjit_status st = ssmjit_model_create(ctx, &b.c, NULL, 1, &b.m);
     if (st != SSMJIT_OK)

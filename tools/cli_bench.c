@@ -10,7 +10,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "context.h"
-#include "ops_prepare.h"
+#include "model.h"
 
 static const char help[] =
     "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--quick] [--only TEXT]\n"
@@ -48,8 +48,8 @@ double bench_median(double *v, int n)
  * a created context:
  *   first    the first op call (its unit looked up, read, checked, loaded,
  *            launched) and, apart, a second call of it
- *   model    every unit a mamba-model inference may need, loaded
- *            (what ssmjit_model_load queues, waited for)
+ *   model    every unit a mamba-130m-shaped bf16 model's inference may
+ *            need, loaded (what ssmjit_model_load queues, waited for)
  *   all      ssmjit_context_load_all
  *   module / library   every unit's image (read beforehand, untimed) loaded
  *            with cuModuleLoadData + cuModuleGetFunction, or with
@@ -143,8 +143,8 @@ static int startup_child(const char *kind)
         rc = startup_loads(ctx, !strcmp(kind, "library"));
     } else {
         st = !strcmp(kind, "all") ? ssmjit_context_load_all(ctx)
-                                  : sj_prepare(ctx, SJ_MODEL_INFERENCE_OPS, SSMJIT_DTYPE_BIT(SSMJIT_BF16),
-                                               SSMJIT_PREPARE_WAIT);
+                                  : sj_model_prepare(ctx, &bench_130m, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE,
+                                                     SSMJIT_PREPARE_WAIT);
         if (st == SSMJIT_OK)
             printf("%.4f\n", (cli_now() - t0) * 1e3);
         else
@@ -201,7 +201,7 @@ static int bench_engine(ssmjit_context *ctx)
     printf("engine  warm start (median of %d fresh processes each, from a created context):\n", RUNS);
     printf("engine    first op call: %.3f ms (a second call: %.3f ms)\n", bench_median(ms[0][0], RUNS),
            bench_median(ms[0][1], RUNS));
-    printf("engine    every unit a model's inference may use: %.3f ms\n", bench_median(ms[1][0], RUNS));
+    printf("engine    every unit a 130m-shaped model's inference may use: %.3f ms\n", bench_median(ms[1][0], RUNS));
     printf("engine    every unit (%d, load_all): %.3f ms\n", SJ_UNIT_COUNT, bench_median(ms[2][0], RUNS));
     printf("engine    loading the %d images alone: cuModuleLoadData %.3f ms, cuLibraryLoadData %.3f ms\n",
            SJ_UNIT_COUNT, bench_median(ms[3][0], RUNS), bench_median(ms[4][0], RUNS));

@@ -1,0 +1,115 @@
+/* The table of which kernels each op may launch (ssmjit_context_prepare,
+ * the model's load): every name in it is a unit for every dtype, together
+ * they reach every unit (a kernel no op launches would be dead), each op's
+ * are its own family's, and a mamba model's are exactly those it launches
+ * for its shape.  No GPU, no NVRTC: names only. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "model.h"
+#include "ops_prepare.h"
+
+typedef struct {
+    int count[SJ_UNIT_COUNT];
+    char names[4096];
+} visits;
+
+static void visit(size_t u, void *arg)
+{
+    visits *v = arg;
+    v->count[u]++;
+    if (v->names[0])
+        strncat(v->names, ",", sizeof v->names - strlen(v->names) - 1);
+    strncat(v->names, sj_units[u].kernel, sizeof v->names - strlen(v->names) - 1);
+}
+
+static void test_every_unit_once(void **state)
+{
+    (void)state;
+    visits *v = calloc(1, sizeof *v);
+    assert_int_equal(sj_op_units(SJ_OP_EVERY, SSMJIT_DTYPES_ALL, NULL, NULL, visit, v), SSMJIT_OK);
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
+        if (v->count[u] != 1)
+            fail_msg("unit %s of %s is reached %d times", sj_units[u].kernel, sj_modules[sj_units[u].module].name,
+                     v->count[u]);
+    free(v);
+}
+
+/* Each op, each dtype on its own: only kernels of that dtype (or of none). */
+static void test_op_by_op(void **state)
+{
+    (void)state;
+    static const char *const sfx[] = {"f32", "f16", "bf16"};
+    for (unsigned op = 1; op <= SJ_OP_MODEL_BWD; op <<= 1) {
+        if (!(op & SJ_OP_EVERY))
+            continue;
+        for (int d = 0; d < 3; d++) {
+            visits *v = calloc(1, sizeof *v);
+            assert_int_equal(sj_op_units(op, SSMJIT_DTYPE_BIT(d), NULL, NULL, visit, v), SSMJIT_OK);
+            assert_true(v->names[0] != '\0');
+            for (char *t = strtok(v->names, ","); t; t = strtok(NULL, ",")) {
+                int mentions = 0;
+                for (int e = 0; e < 3; e++) {
+                    char part[16];
+                    snprintf(part, sizeof part, "_%s", sfx[e]);
+                    const char *at = strstr(t, part);
+                    if (at && (at[strlen(part)] == '_' || at[strlen(part)] == '\0'))
+                        mentions |= 1 << e;
+                }
+                /* of this dtype first, or of none; f32 also names the
+                 * residual stream and the f32-only helpers */
+                if (mentions && !(mentions & (1 << d)) && !(mentions == 1))
+                    fail_msg("op 0x%x for %s reaches %s", op, sfx[d], t);
+            }
+            free(v);
+        }
+    }
+}
+
+static void test_model_units(void **state)
+{
+    (void)state;
+    ssmjit_model_config c = {.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
+                             .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
+                             .residual_in_fp32 = 1};
+    visits *v = calloc(1, sizeof *v);
+    assert_int_equal(sj_model_units(&c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
+    assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_f32,rmsnorm_fwd_stream_bf16_f32,conv_fwd_t4_v4_bf16,"
+                                  "conv_fwd_t8_v1_bf16,conv_update_t4_bf16,scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,"
+                                  "scan_fwd_ns16_bf16,scan_split_dtsum_bf16,scan_split_carry,state_update_bf16,"
+                                  "embedding_fwd_bf16_f32,argmax_rows_bf16,conv_state_fill_bf16,neg_exp_f32");
+    /* a bf16 residual stream and a wide conv */
+    memset(v, 0, sizeof *v);
+    c.residual_in_fp32 = 0;
+    c.d_conv = 6;
+    assert_int_equal(sj_model_units(&c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_TRAINING, visit, v), SSMJIT_OK);
+    assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_bf16,rmsnorm_fwd_stream_bf16_bf16,"
+                                  "rmsnorm_bwd_cached_bf16_bf16,rmsnorm_bwd_stream_bf16_bf16,rmsnorm_dweight,"
+                                  "conv_fwd_t8_v4_bf16,conv_fwd_t8_v1_bf16,conv_bwd_t8_v2_bf16,conv_bwd_t8_v1_bf16,"
+                                  "conv_bwd_reduce,conv_update_t8_bf16,scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,"
+                                  "scan_fwd_ns16_bf16,scan_split_dtsum_bf16,scan_split_carry,scan_bwd_bf16,"
+                                  "scan_bwd_reduce_bc_bf16,scan_bwd_reduce_params,scan_states_ns8_bf16,"
+                                  "scan_split_dtsum_bf16,scan_split_carry,scan_split_starts,state_update_bf16,"
+                                  "embedding_fwd_bf16_bf16,argmax_rows_bf16,conv_state_fill_bf16,neg_exp_f32,"
+                                  "embedding_bwd_bf16,cross_entropy_bf16,cross_entropy_sum,mul_f32");
+    memset(v, 0, sizeof *v);
+    assert_int_equal(sj_model_units(&c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_NONE, visit, v), SSMJIT_OK);
+    assert_string_equal(v->names, "");
+    free(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_unit_once),
+        cmocka_unit_test(test_op_by_op),
+        cmocka_unit_test(test_model_units),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
