@@ -230,8 +230,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 dst[e] = e < n ? src[e] : sj_from_float<T>(0.0f);
     };
     const bool ck16 = sj_group_ok<float, 4>(p.ckpt, N) && n0 + NS <= N;
-    auto issue = [&](sj_i64 c) {
-        const unsigned mode = copy_mode;
+    /* may_whole = false: the general copies only, for the first chunk
+     * before the loop (the same bytes land; one inlined copy of the
+     * whole-row paths, the loop's, is enough) */
+    auto issue = [&](sj_i64 c, const bool may_whole) {
+        const unsigned mode = may_whole ? copy_mode : 0u;
         if ((mode & CM_WHOLE16) && (c + 1) * TS <= L) {
             sj_bwd_copy_rows<T, E16>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
         } else if ((mode & CM_WHOLE) && (c + 1) * TS <= L) {
@@ -355,7 +358,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 
     float h0[NS];
     if (nch > 0) {
-        issue(nch - 1);
+        issue(nch - 1, false);
         sj_copy_wait();
         __syncthreads();
         commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0);
@@ -370,7 +373,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         /* read before the copies issue */
         const bool chunk_plain = p.NB == 1 && plain_flag[c & 1] && (copy_mode & CM_PLAIN);
         if (c > 0)
-            issue(c - 1);
+            issue(c - 1, true);
 #pragma unroll
         for (int k = 0; k < NS; ++k)
             dAc[k] = 0.0f;
