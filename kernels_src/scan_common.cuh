@@ -121,18 +121,6 @@ template <int K, typename V> struct sj_stager {
         for (int k = K; k < items; ++k)
             store(k, ready(load(k)));
     }
-
-    /* Held item k < K at a run-time k, by selection (v stays in
-     * registers), for the rolled loops of the general path. */
-    __device__ __forceinline__ V held(int k) const
-    {
-        V r = v[0];
-#pragma unroll
-        for (int j = 1; j < K; ++j)
-            if (k == j)
-                r = v[j];
-        return r;
-    }
 };
 
 template <typename T> __device__ __forceinline__ void sj_st(void *base, sj_i64 i, float v)
@@ -251,15 +239,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * ran 28% slower so (ptxas scheduled their recurrence worse) and gate
      * y as it leaves. */
     constexpr bool GATED = OUT && NS > 4;
-    /* The 8- and 16-state kernels keep one compact copy of their cold
-     * paths (the general staging, the empty segments): inlined at each
-     * use (before the loop and in it) and unrolled item by item they were
-     * 40% of the 16-state kernel's machine code and half of its NVRTC
-     * compile time, which is what limits the first run.  The 4-state
-     * kernels, which compile in well under a second, keep the arrangement
-     * their recurrence was tuned with (bench/NOTES.md: ptxas scheduled it
-     * up to 21% slower after other changes). */
-    constexpr bool COMPACT = NS > 4;
     const int nparts = GATED ? (int)p.buffers : 1;
     float *ypart = smem + (int)p.buffers * lay.buf; /* [nparts][TS][PS] */
     float *sbias = ypart + (OUT ? nparts * TS * PS : 0), *sDv = sbias + BD;
@@ -273,18 +252,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 
     if (p.final_state && dok)
         sj_for_empty_segments(p, [&](sj_i64 s) {
-            auto put = [&](int k) {
+            for (int k = 0; k < NS; ++k)
                 if (n0 + k < N)
                     p.final_state[(s * p.D + d) * N + n0 + k] = p.init ? p.init[(s * p.D + d) * N + n0 + k] : 0.0f;
-            };
-            if (COMPACT) {
-#pragma unroll 1
-                for (int k = 0; k < NS; ++k)
-                    put(k);
-            } else {
-                for (int k = 0; k < NS; ++k)
-                    put(k);
-            }
         });
 
     const sj_i64 nch = (p.L + TS - 1) / TS;
@@ -457,56 +427,12 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         *sj_f4(buf + (k < NS / 4 ? bc_held[k] : bc_at(k)).sh) = v;
     };
 
-    /* COMPACT kernels issue the other chunks' held items ahead only where
-     * every group is whole inside D and N or wholly outside (a tail
-     * chunk; the last block of D where D is a multiple of VE) and every
-     * tensor is aligned: one load a group (sj_load_group's own, or zeros).
-     * The rest (unaligned tensors, a group cut by D or N) load in the
-     * rolled commit: one copy of the element-by-element loads instead of
-     * one for each held item. */
-    const bool gvec = vu && vdelta && (!has_z || vz) && vbc && p.D % VE == 0 && N % 4 == 0;
-    auto group_or_zero = [&](const void *x, sj_i64 off, sj_i64 rem) {
-        return rem >= VE ? sj_load_group<T, VE>(x, off, VE, true) : make_uint4(0u, 0u, 0u, 0u);
-    };
-    auto load_td_vec = [&](sj_i64 c, int k) {
-        const td_item it = td_at(k);
-        const sj_i64 t = c * TS + it.i, dc = d0 + it.col;
-        sj_fwd_raw r = {};
-        if (t < p.L) {
-            const sj_i64 row = b * p.L + t;
-            r.u = group_or_zero(p.u, row * p.su + dc, p.D - dc);
-            r.delta = group_or_zero(p.delta, row * p.sdelta + dc, p.D - dc);
-            if (has_z)
-                r.z = group_or_zero(p.z, row * p.sz + dc, p.D - dc);
-        }
-        return r;
-    };
-    auto load_bc_vec = [&](sj_i64 c, int k) {
-        const bc_item &it = bc_held[k];
-        const sj_i64 t = c * TS + it.i;
-        if (t >= p.L || it.n >= N)
-            return make_uint4(0u, 0u, 0u, 0u);
-        const sj_i64 row = b * p.L + t;
-        return it.isC ? sj_load_group<T, 4>(p.C, row * p.sC + it.n, 4, true)
-                      : sj_load_group<T, 4>(p.B, row * p.sB + it.n, 4, true);
-    };
-
     sj_stager<NS / 4, sj_fwd_raw> st_td;
     sj_stager<NS / 4, uint4> st_bc;
-    /* may_fast = false: chunk c takes the general path even where it is
-     * fast (the first chunk's staging, before the loop: one copy of the
-     * fast path, the loop's, is enough). */
-    auto issue = [&](sj_i64 c, const bool may_fast) {
-        if (may_fast && fast_chunk(c)) {
+    auto issue = [&](sj_i64 c) {
+        if (fast_chunk(c)) {
             st_td.issue(cnt_td, [&](int k) { return load_td_fast(c, k); });
             st_bc.issue(cnt_bc, [&](int k) { return load_bc_fast(c, k); });
-            return;
-        }
-        if (COMPACT) {
-            if (gvec) {
-                st_td.issue(cnt_td, [&](int k) { return load_td_vec(c, k); });
-                st_bc.issue(cnt_bc, [&](int k) { return load_bc_vec(c, k); });
-            }
             return;
         }
         st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
@@ -515,7 +441,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     /* Returns false where this thread found a token of chunk c that is not
      * plain (a segment's first or last, or past L), for the
      * __syncthreads_and that ends the staging. */
-    auto commit = [&](sj_i64 c, float *buf, const bool may_fast) {
+    auto commit = [&](sj_i64 c, float *buf) {
         auto keep = [](const sj_fwd_raw &r) { return r; };
         auto put_bc = [&](int k, const float4 &v) { store_bc(buf, k, v); };
         auto td_fast = [&] {
@@ -530,27 +456,12 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
          * with; ptxas's schedule of the recurrence follows them (the 16-bit
          * 8-state kernels lost 2% with the 4-state one). */
         if (NS > 4) {
-            /* may_fast = false: a fast chunk c takes the general path,
-             * whose checks its groups pass (issue(c, false) held them
-             * where gvec) */
-            if (may_fast && fast_chunk(c)) {
+            if (fast_chunk(c)) {
                 td_fast();
                 st_bc.commit_held(cnt_bc, ready_bc, put_bc);
             } else {
-                /* commit() of the general path as loops: one inlined copy
-                 * of the loads, conversions and stores instead of K + 1
-                 * (NVRTC spent most of its time on those).  Item k < K
-                 * comes from the registers where issue() held it (gvec),
-                 * else it loads here: the same values either way, stored
-                 * in the same order. */
-#pragma unroll 1
-                for (int k = 0; k < cnt_td; ++k)
-                    store_td(buf, c, k, gvec && k < NS / 4 ? st_td.held(k) : load_td(c, k), true);
-#pragma unroll 1
-                for (int k = 0; k < cnt_bc; ++k) {
-                    const bc_item it = bc_at(k);
-                    *sj_f4(buf + it.sh) = ready_bc(gvec && k < NS / 4 ? st_bc.held(k) : load_bc_item(c, it));
-                }
+                td_general();
+                bc_general();
             }
         } else {
             if (fast_chunk(c))
@@ -570,11 +481,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * chunk c's when a thread commits chunk c + 1: a barrier comes first. */
     const int second = p.buffers > 1 ? lay.buf : 0;
     auto stage = [&](sj_i64 c) { return smem + (int)(c & 1) * second; };
-    issue(0, !COMPACT);
+    issue(0);
     /* Chunks without a segment boundary or the end of L (all of them but
      * the last, without cu_seqlens) run unrolled and branch-free, so that
      * the exponentials of later tokens overlap the recurrence. */
-    bool plain = __syncthreads_and(commit(0, stage(0), !COMPACT));
+    bool plain = __syncthreads_and(commit(0, stage(0)));
 
     const float Dg = GATED && g == 0 ? sDv[dl] : 0.0f;
     for (sj_i64 c = 0; c < nch; ++c) {
@@ -583,7 +494,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     *sgz = sdt + TS * RS;
         const int2 *info = (const int2 *)(sgz + TS * RS);
         if (c + 1 < nch)
-            issue(c + 1, true);
+            issue(c + 1);
 
         /* One token: the states; returns this group's part of y. */
         auto step = [&](int i) {
@@ -729,7 +640,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         }
         if (!second)
             __syncthreads();
-        plain = __syncthreads_and(c + 1 < nch ? commit(c + 1, stage(c + 1), true) : true);
+        plain = __syncthreads_and(c + 1 < nch ? commit(c + 1, stage(c + 1)) : true);
         if (late)
             output();
     }
