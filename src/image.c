@@ -142,6 +142,16 @@ static void tell(const sj_image_job *job, const char *target, int done, double s
     job->owner->on_compile(&ev, job->owner->user);
 }
 
+/* The cache entry of job's unit under key (target names its buffer). */
+static sj_cache_entry_id entry_id(const sj_image_job *job, const sj_toolchain *tc, const uint8_t key[32],
+                                  char *target, size_t cap)
+{
+    sj_arch_name(job->spec->arch, job->spec->ptx, target, cap);
+    sj_cache_entry_id id = {{0}, sj_units[job->unit].kernel, target, tc->major, tc->minor, job->spec->ptx};
+    memcpy(id.key, key, 32);
+    return id;
+}
+
 /* The cache's layers, else NVRTC (then the user's cache).  Sets *retry
  * when the NVRTC actually loaded is not the one the key was made for: the
  * caller must make the key again. */
@@ -150,9 +160,7 @@ static ssmjit_status produce(const sj_image_job *job, const sj_toolchain *tc, co
 {
     const sj_compile_spec *spec = job->spec;
     char target[32];
-    sj_arch_name(spec->arch, spec->ptx, target, sizeof target);
-    sj_cache_entry_id id = {{0}, sj_units[job->unit].kernel, target, tc->major, tc->minor, spec->ptx};
-    memcpy(id.key, key, 32);
+    sj_cache_entry_id id = entry_id(job, tc, key, target, sizeof target);
     int layer;
     if (sj_cache_lookup(job->cache, &id, &e->image, &e->size, &layer) == SSMJIT_OK) {
         e->origin = layer < 0 ? SJ_IMAGE_CACHE : SJ_IMAGE_LAYER;
@@ -250,13 +258,21 @@ static entry *add_entry(const uint8_t key[32], int state)
     return e;
 }
 
-ssmjit_status sj_image_request(const sj_image_job *job)
+/* The key of job's unit under the toolchain in use (from its record, else
+ * NVRTC), the process's hooks in place first. */
+static ssmjit_status job_key(const sj_image_job *job, sj_toolchain *tc, uint8_t key[32])
 {
     pthread_once(&hooks_once, install_hooks);
+    SJ_TRY(sj_toolchain_get(job->cache, 0, tc));
+    sj_compile_key(job->unit, job->spec, tc, key);
+    return SSMJIT_OK;
+}
+
+ssmjit_status sj_image_request(const sj_image_job *job)
+{
     sj_toolchain tc;
-    SJ_TRY(sj_toolchain_get(job->cache, 0, &tc));
     uint8_t key[32];
-    sj_compile_key(job->unit, job->spec, &tc, key);
+    SJ_TRY(job_key(job, &tc, key));
     pthread_mutex_lock(&lock);
     entry *e = find(key);
     if (!e) {
@@ -282,9 +298,7 @@ static ssmjit_status store_from_memory(const sj_image_job *job, const sj_toolcha
                                        const void *image, size_t size, sj_image_origin *origin)
 {
     char target[32];
-    sj_arch_name(job->spec->arch, job->spec->ptx, target, sizeof target);
-    sj_cache_entry_id id = {{0}, sj_units[job->unit].kernel, target, tc->major, tc->minor, job->spec->ptx};
-    memcpy(id.key, key, 32);
+    sj_cache_entry_id id = entry_id(job, tc, key, target, sizeof target);
     void *payload;
     size_t n;
     if (sj_cache_lookup(job->cache, &id, &payload, &n, NULL) == SSMJIT_OK) {
@@ -300,12 +314,10 @@ static ssmjit_status store_from_memory(const sj_image_job *job, const sj_toolcha
 ssmjit_status sj_image_get(const sj_image_job *job, const void **image, size_t *size,
                            sj_image_origin *origin)
 {
-    pthread_once(&hooks_once, install_hooks);
     for (int attempt = 0; attempt < 3; attempt++) {
         sj_toolchain tc;
-        SJ_TRY(sj_toolchain_get(job->cache, 0, &tc));
         uint8_t key[32];
-        sj_compile_key(job->unit, job->spec, &tc, key);
+        SJ_TRY(job_key(job, &tc, key));
 
         pthread_mutex_lock(&lock);
         entry *e = find(key);

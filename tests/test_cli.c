@@ -19,13 +19,14 @@
 
 static char out[1 << 16];
 
-/* Runs `ssmjit <args>`; returns the exit code, output (stdout+stderr) in out. */
-static int cli(const char *args)
+/* Runs `ssmjit <args> <redirect>` (of stderr); returns the exit code,
+ * stdout in out. */
+static int run_cli(const char *args, const char *redirect)
 {
     const char *exe = getenv("SSMJIT_CLI");
     assert_non_null(exe);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", exe, args);
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' %s %s", exe, args, redirect);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     size_t n = fread(out, 1, sizeof out - 1, p);
@@ -34,6 +35,9 @@ static int cli(const char *args)
     assert_true(WIFEXITED(status));
     return WEXITSTATUS(status);
 }
+
+/* Runs `ssmjit <args>`; returns the exit code, output (stdout+stderr) in out. */
+static int cli(const char *args) { return run_cli(args, "2>&1"); }
 
 static int have_nvrtc(void)
 {
@@ -85,25 +89,18 @@ static void test_info_without_gpu_is_not_an_error(void **state)
 /* Runs `ssmjit <args>` with stderr apart: stdout in out, stderr in err. */
 static int cli_split(const char *args, char *err, size_t cap)
 {
-    const char *exe = getenv("SSMJIT_CLI");
-    assert_non_null(exe);
-    char *dir = tu_mkdtemp(), path[4200], cmd[16384];
+    char *dir = tu_mkdtemp(), path[4200], redirect[4300];
     snprintf(path, sizeof path, "%s/stderr", dir);
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", exe, args, path);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    assert_true(WIFEXITED(status));
+    snprintf(redirect, sizeof redirect, "2>'%s'", path);
+    int rc = run_cli(args, redirect);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    n = fread(err, 1, cap - 1, f);
+    size_t n = fread(err, 1, cap - 1, f);
     err[n] = '\0';
     fclose(f);
     tu_rmtree(dir);
     free(dir);
-    return WEXITSTATUS(status);
+    return rc;
 }
 
 /* Number of lines of `text` that start with `prefix`. */

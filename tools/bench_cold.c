@@ -315,7 +315,7 @@ int bench_cold(ssmjit_context *ctx)
     snprintf(cases[1].command, sizeof cases[1].command, "'%s' bench --cold-child scan_bwd", exe);
     cases[1].what = "first ssmjit_selective_scan_bwd, bf16, same shape";
     snprintf(cases[2].command, sizeof cases[2].command,
-             "'%s' run --model '%s' --tokens 510,3158,8516,4,100 --steps 8 >/dev/null", exe, model);
+             "'%s' run --model '%s' --tokens 510,3158,8516,4,100 --steps 8 >> '%s/run.log'", exe, model, base);
     cases[2].what = "ssmjit run, 130m-shaped bf16 checkpoint, 5 tokens: whole command";
     snprintf(cases[3].command, sizeof cases[3].command, "'%s' bench --cold-child train '%s'", exe, model);
     cases[3].what = "first training step 1 x 512, from ssmjit_model_load";
@@ -340,7 +340,12 @@ int bench_cold(ssmjit_context *ctx)
                i == 4 ? (jobs == 1 ? " (1 job)" : "") : "");
         fflush(stdout);
     }
+    /* what the runs said of their parts (load, prefill, decode) */
     char cmd[4300];
+    snprintf(cmd, sizeof cmd, "sed 's/^/cold      run: /' '%s/run.log' | grep -v tokens:", base);
+    fflush(stdout);
+    if (system(cmd) != 0)
+        fprintf(stderr, "ssmjit bench: no output of the runs\n");
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0)
         fprintf(stderr, "ssmjit bench: could not remove %s\n", base);

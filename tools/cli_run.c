@@ -196,7 +196,9 @@ int cli_run(int argc, char **argv)
     ssmjit_context_options co;
     ssmjit_context_options_init(&co);
     co.on_compile = cli_compile_progress;
+    double t0 = cli_now();
     ssmjit_status st = ssmjit_context_create(&co, &ctx);
+    double t1 = cli_now();
     if (st != SSMJIT_OK) {
         free(o.tokens);
         return cli_fail("run: context", st);
@@ -207,6 +209,8 @@ int cli_run(int argc, char **argv)
     ssmjit_model *m;
     int rc, pushed;
     st = ssmjit_model_load(ctx, o.model, &mo, &m);
+    if (st == SSMJIT_OK)
+        printf("load: context %.2f ms, model %.2f ms\n", (t1 - t0) * 1e3, (cli_now() - t1) * 1e3);
     if (st != SSMJIT_OK) {
         rc = cli_fail(o.model, st);
     } else if ((st = sj_context_enter(ctx, &pushed)) != SSMJIT_OK) {
