@@ -12,6 +12,7 @@
 #include "error.h"
 #include "ops_model.h"
 #include "ops_prepare.h"
+#include "ops_scan.h"
 #include "validate.h"
 
 SSMJIT_API void ssmjit_model_options_init(ssmjit_model_options *opts)
@@ -71,6 +72,7 @@ static ssmjit_status check_options(const ssmjit_model_options *o, const char *op
 typedef struct model_kernels {
     int taps;
     const char *residual; /* dtype suffix */
+    unsigned states;      /* the forward scan's states a thread, as bits (sj_scan_fwd_states_used) */
 } model_kernels;
 
 static int has_suffix(const char *s, const char *sfx)
@@ -91,23 +93,28 @@ static int model_launches(const char *kernel, const void *arg)
         return strstr(kernel, taps) != NULL;
     if (!strncmp(kernel, "conv_fwd_", 9) || !strncmp(kernel, "conv_bwd_t", 10))
         return strstr(kernel, taps) || strstr(kernel, "_v1_");
+    int ns;
+    if (sscanf(kernel, "scan_fwd_ns%d_", &ns) == 1)
+        return ns < 32 && (k->states >> ns & 1);
     return 1;
 }
 
-/* The ops (and the filter's argument) of what a model launches. */
-static unsigned model_ops(const ssmjit_model_config *cfg, ssmjit_dtype dtype, ssmjit_model_prepare what,
-                          model_kernels *k)
+/* The ops (and the filter's argument) of what a model launches; with ctx
+ * NULL, the forward scan's kernels of every state count. */
+static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
+                          ssmjit_model_prepare what, model_kernels *k)
 {
-    *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8, sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : dtype)};
+    *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8, sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : dtype),
+                         ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state) : ~0u};
     return what == SSMJIT_MODEL_PREPARE_NONE ? 0
            : SJ_MODEL_INFERENCE_OPS | (what == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0);
 }
 
-ssmjit_status sj_model_units(const ssmjit_model_config *cfg, ssmjit_dtype dtype, ssmjit_model_prepare what,
-                             void (*visit)(size_t unit, void *arg), void *arg)
+ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
+                             ssmjit_model_prepare what, void (*visit)(size_t unit, void *arg), void *arg)
 {
     model_kernels k;
-    unsigned ops = model_ops(cfg, dtype, what, &k);
+    unsigned ops = model_ops(ctx, cfg, dtype, what, &k);
     return sj_op_units(ops, SSMJIT_DTYPE_BIT(dtype), model_launches, &k, visit, arg);
 }
 
@@ -115,7 +122,7 @@ ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *c
                                ssmjit_model_prepare what, unsigned flags)
 {
     model_kernels k;
-    unsigned ops = model_ops(cfg, dtype, what, &k);
+    unsigned ops = model_ops(ctx, cfg, dtype, what, &k);
     return ops ? sj_prepare(ctx, ops, SSMJIT_DTYPE_BIT(dtype), model_launches, &k, flags) : SSMJIT_OK;
 }
 

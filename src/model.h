@@ -233,12 +233,14 @@ ssmjit_status sj_model_copy_in(ssmjit_model *m, void *dst, const void *src, size
 ssmjit_status sj_model_check_ids(const ssmjit_model *m, const int32_t *ids, int64_t n,
                                  int ignore_ok, const char *op, const char *what);
 
-/* The kernels a model of this shape and dtype may launch: those of its
- * forward and decoding, and with `what` SSMJIT_MODEL_PREPARE_TRAINING its
- * backward's; visited (units) or queued (flags 0) or loaded
- * (SSMJIT_PREPARE_WAIT) in ctx. */
-ssmjit_status sj_model_units(const ssmjit_model_config *cfg, ssmjit_dtype dtype, ssmjit_model_prepare what,
-                             void (*visit)(size_t unit, void *arg), void *arg);
+/* The kernels a model of this shape and dtype may launch on ctx's device:
+ * those of its forward and decoding, and with `what`
+ * SSMJIT_MODEL_PREPARE_TRAINING its backward's (the forward scan's only
+ * with the states a thread its launch shapes take, every count where
+ * sj_model_units has no ctx); visited (units) or queued (flags 0) or
+ * loaded (SSMJIT_PREPARE_WAIT) in ctx. */
+ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
+                             ssmjit_model_prepare what, void (*visit)(size_t unit, void *arg), void *arg);
 ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
                                ssmjit_model_prepare what, unsigned flags);
 

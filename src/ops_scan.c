@@ -310,6 +310,14 @@ static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const scan_sha
     return (sj_scan_fwd_shape){n, (int)sj_ceil_div(sh->N, n), 16, 1, 1};
 }
 
+unsigned sj_scan_fwd_states_used(const ssmjit_context *ctx, int64_t D, int64_t N)
+{
+    unsigned used = 0;
+    for (int64_t B = 1; B <= 65535; B = B < 4096 ? B + 1 : 2 * B)
+        used |= 1u << sj_scan_fwd_shape_for(ctx, B, D, N).ns;
+    return used;
+}
+
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
 {
     scan_shape sh = {0};

@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "compile.h"
+#include "context.h"
 #include "model.h"
 #include "ops_prepare.h"
+#include "ops_scan.h"
 
 typedef struct {
     int count[SJ_UNIT_COUNT];
@@ -79,7 +81,7 @@ static void test_model_units(void **state)
                              .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
                              .residual_in_fp32 = 1};
     visits *v = calloc(1, sizeof *v);
-    assert_int_equal(sj_model_units(&c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
+    assert_int_equal(sj_model_units(NULL, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
     assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_f32,rmsnorm_fwd_stream_bf16_f32,conv_fwd_t4_v4_bf16,"
                                   "conv_fwd_t8_v1_bf16,conv_update_t4_bf16,scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,"
                                   "scan_fwd_ns16_bf16,scan_split_dtsum_bf16,scan_split_carry,state_update_bf16,"
@@ -88,7 +90,7 @@ static void test_model_units(void **state)
     memset(v, 0, sizeof *v);
     c.residual_in_fp32 = 0;
     c.d_conv = 6;
-    assert_int_equal(sj_model_units(&c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_TRAINING, visit, v), SSMJIT_OK);
+    assert_int_equal(sj_model_units(NULL, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_TRAINING, visit, v), SSMJIT_OK);
     assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_bf16,rmsnorm_fwd_stream_bf16_bf16,"
                                   "rmsnorm_bwd_cached_bf16_bf16,rmsnorm_bwd_stream_bf16_bf16,rmsnorm_dweight,"
                                   "conv_fwd_t8_v4_bf16,conv_fwd_t8_v1_bf16,conv_bwd_t8_v2_bf16,conv_bwd_t8_v1_bf16,"
@@ -99,9 +101,32 @@ static void test_model_units(void **state)
                                   "embedding_fwd_bf16_bf16,argmax_rows_bf16,conv_state_fill_bf16,neg_exp_f32,"
                                   "embedding_bwd_bf16,cross_entropy_bf16,cross_entropy_sum,mul_f32");
     memset(v, 0, sizeof *v);
-    assert_int_equal(sj_model_units(&c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_NONE, visit, v), SSMJIT_OK);
+    assert_int_equal(sj_model_units(NULL, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_NONE, visit, v), SSMJIT_OK);
     assert_string_equal(v->names, "");
     free(v);
+}
+
+/* On a device, the forward scan's kernels are those its launch shapes
+ * take: an H200's (132 SMs) at mamba-130m's D = 1536 and N = 16 never
+ * takes 16 states a thread, whatever the batch. */
+static void test_model_units_on_a_device(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = sj_context_alloc();
+    assert_non_null(ctx);
+    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
+    ssmjit_model_config c = {.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
+                             .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
+                             .residual_in_fp32 = 1};
+    assert_int_equal(sj_scan_fwd_states_used(ctx, 1536, 16), (1u << 4) | (1u << 8));
+    visits *v = calloc(1, sizeof *v);
+    assert_int_equal(sj_model_units(ctx, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
+    assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_split_dtsum_bf16"));
+    assert_null(strstr(v->names, "ns16"));
+    /* many states: 16 a thread */
+    assert_true(sj_scan_fwd_states_used(ctx, 1536, 256) & (1u << 16));
+    free(v);
+    ssmjit_context_destroy(ctx);
 }
 
 int main(void)
@@ -110,6 +135,7 @@ int main(void)
         cmocka_unit_test(test_every_unit_once),
         cmocka_unit_test(test_op_by_op),
         cmocka_unit_test(test_model_units),
+        cmocka_unit_test(test_model_units_on_a_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
