@@ -49,9 +49,9 @@ sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, in
 
 /* The states a thread (bit ns: 4, 8, 16) of the forward's launch shapes
  * for D and N on ctx's device, over every batch (a split's view rows
- * among them) up to 4096 and powers of two beyond: the kernels a model of
- * that shape may launch.  A batch outside them may take another, which
- * then compiles at its first use. */
+ * among them) up to 512 and steps of an eighth beyond: the kernels a
+ * model of that shape may launch.  A batch between the steps may take
+ * another, which then compiles at its first use. */
 unsigned sj_scan_fwd_states_used(const ssmjit_context *ctx, int64_t D, int64_t N);
 
 /* Dynamic shared memory, in bytes, of a forward block of that shape. */
