@@ -51,7 +51,7 @@ typedef enum ssmjit_status {
     SSMJIT_ERR_NVRTC_NOT_FOUND = 4, /* no usable NVRTC library (message lists what was tried) */
     SSMJIT_ERR_DRIVER_NOT_FOUND = 5,/* libcuda.so.1 could not be opened or initialised */
     SSMJIT_ERR_NO_DEVICE = 6,       /* no CUDA device, or the ordinal does not exist */
-    SSMJIT_ERR_COMPILE = 7,         /* NVRTC rejected a module (message holds the full log) */
+    SSMJIT_ERR_COMPILE = 7,         /* NVRTC rejected a kernel (message holds the full log) */
     SSMJIT_ERR_DRIVER = 8,          /* a driver or cuBLAS call failed (message names the call and error) */
     SSMJIT_ERR_IO = 9,              /* a file operation failed where it cannot be degraded */
     SSMJIT_ERR_INTERNAL = 10,       /* a bug in ssmjit */
@@ -118,7 +118,7 @@ typedef struct ssmjit_context_options {
                                     device's primary context; not destroyed by ssmjit */
     ssmjit_fast_math fast_math;  /* SSMJIT_FAST_MATH=0|1 in the environment overrides it */
     int lineinfo;                /* nonzero: compile with -lineinfo (for profilers) */
-    const char *const *defines;  /* extra "NAME" or "NAME=VALUE" macros for every module */
+    const char *const *defines;  /* extra "NAME" or "NAME=VALUE" macros for every kernel */
     size_t num_defines;
     const char *cache_dir;       /* NULL: SSMJIT_CACHE_DIR, $XDG_CACHE_HOME/ssmjit, ~/.cache/ssmjit */
     ssmjit_cache_mode cache_mode;
@@ -136,7 +136,7 @@ typedef struct ssmjit_context_options {
 SSMJIT_API void ssmjit_context_options_init(ssmjit_context_options *opts);
 
 /* Creates a context on a device.  opts may be NULL for all defaults.  Opens
- * the driver (not NVRTC: modules are compiled when first used).  The target
+ * the driver (not NVRTC: kernels are compiled when first used).  The target
  * architecture is the device's, capped to the newest one NVRTC supports;
  * SSMJIT_ARCH=sm_XY overrides the device's for testing.
  * Errors: SSMJIT_ERR_INVALID_ARG (out NULL, bad options, bad SSMJIT_ARCH or
@@ -146,15 +146,18 @@ SSMJIT_API void ssmjit_context_options_init(ssmjit_context_options *opts);
 SSMJIT_API ssmjit_status ssmjit_context_create(const ssmjit_context_options *opts,
                                                ssmjit_context **out);
 
-/* Unloads the context's modules and releases the primary context if the
- * library retained it.  Must not run while another thread uses ctx.  NULL is
- * a no-op. */
+/* Drops the context's compiles still queued on the pool, waits for its
+ * compiles that are running (a kernel a pool thread at most), unloads its
+ * kernels and releases the primary context if the library retained it.
+ * Must not run while another thread uses ctx.  NULL is a no-op.  (At exit
+ * the library likewise waits for compiles that are running, so that none is
+ * inside NVRTC while NVRTC is torn down.) */
 SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx);
 
 typedef struct ssmjit_context_info {
     int device;              /* ordinal */
     int cc_major, cc_minor;  /* device compute capability */
-    char target[16];         /* what modules are compiled for, e.g. "sm_90" or "compute_120" */
+    char target[16];         /* what kernels are compiled for, e.g. "sm_90" or "compute_120" */
     int target_is_ptx;       /* 1: PTX that the driver JIT-compiles (GPU newer than NVRTC) */
     int sm_count;
     ssmjit_cache_mode cache_mode; /* effective mode after env and fallbacks */
@@ -276,7 +279,7 @@ SSMJIT_API ssmjit_status ssmjit_nvrtc_supported_archs(int *archs, size_t cap, si
  *  - Writes: temp file in the entry's directory, fsync, rename; a process
  *    killed at any moment leaves no entry that loads, only a temp file
  *    (".tmp-<pid>-...") that later writers delete once it is an hour old.
- *    A write that fails (disk full, EACCES, EROFS) leaves the module in
+ *    A write that fails (disk full, EACCES, EROFS) leaves the kernel in
  *    memory, usable, with the one warning.
  *  - SSMJIT_CACHE_MAX_BYTES: size cap of the entries, as digits with an
  *    optional K, M, G or T suffix (KiB .. TiB); default 1G; 0 means no cap.
@@ -678,7 +681,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx,
  * "desc->width", "in->x.stride", "grads->dweight"); SSMJIT_ERR_UNSUPPORTED
  * for extents too large (B * L * D, B * D * (W + 1), B * L * a stride or
  * the workspace past 2^62, an empty extent counting as 1); then the
- * engine's errors (compile, driver) from the first use of a module.
+ * engine's errors (compile, driver) from the first use of a kernel.
  */
 
 typedef struct ssmjit_conv1d_desc {
