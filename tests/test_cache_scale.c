@@ -1,10 +1,10 @@
 /* ssmjit_cache_targets (what `ssmjit cache stats` prints): its counts per
  * target and unit against what is on disk, and a cache of 10,000 entries:
- * stats from names and sizes stays fast (best of three under 0.2 s: one
- * walk of ~9,500 leaf directories, ~0.14 s on an idle 2-core VM), verify
- * reads them all (under 5 s), and one store under a cap of about half
- * evicts the least recently used half.  Synthetic entries: no NVRTC
- * needed.  Times are printed as "# ..." lines. */
+ * stats and verify count them all right, and one store under a cap of
+ * about half evicts the least recently used half.  Synthetic entries: no
+ * NVRTC needed.  Times are printed as "# ..." lines for the record; how
+ * fast those stay is `ssmjit bench --cache`'s to say (bench/NOTES.md), not
+ * a test's. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -244,8 +244,7 @@ static void test_ten_thousand_entries(void **state)
         assert_int_equal(t[k].units, N / TARGETS / PER_LABEL);
         assert_int_equal(t[k].bytes, N / TARGETS * FILE_BYTES(PAYLOAD));
     }
-    if (stats_s >= 0.2)
-        fail_msg("stats of %d entries took %.3f s at best, want < 0.2 s", N, stats_s);
+    printf("# stats of %d entries, best of three: %.3f s\n", N, stats_s);
 
     /* verify: reads and checks every entry */
     ssmjit_cache_stats v;
@@ -256,8 +255,6 @@ static void test_ten_thousand_entries(void **state)
     assert_int_equal(v.entries, N);
     assert_int_equal(v.bad_entries, 0);
     assert_int_equal(v.bytes, totals.bytes);
-    if (verify_s >= 5.0)
-        fail_msg("verify of %d entries took %.3f s, want < 5 s", N, verify_s);
 
     /* eviction: entry i last used N - i seconds ago; one store under a cap
      * of half the entries removes the oldest half (and one more, for room) */
@@ -267,8 +264,6 @@ static void test_ten_thousand_entries(void **state)
     t0 = now();
     assert_int_equal(cu_store_named(dir, cap, N, PAYLOAD, "new", "sm_90"), SSMJIT_OK);
     double evict_s = now() - t0;
-    /* not bounded: unlink's cost is the file system's (on a disk mounted
-     * with discard, 0.2 to 3 ms each here) */
     printf("# store evicting %d of %d entries: %.3f s\n", N / 2 + 1, N + 1, evict_s);
     size_t kept = 0;
     for (unsigned i = 0; i < N; i++) {

@@ -19,6 +19,10 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only);
  * prefill, decode at batch 1 and 64, a training step. */
 int bench_model(ssmjit_context *ctx, int quick);
 
+/* The cache at 10,000 entries: stats, verify, eviction (bench_cache.c; no
+ * GPU needed). */
+int bench_cache(void);
+
 /* First use (bench_cold.c): each case cold in a fresh process with an
  * empty cache, then warm; and the children it runs. */
 int bench_cold(ssmjit_context *ctx);

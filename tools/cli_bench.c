@@ -13,7 +13,7 @@
 #include "model.h"
 
 static const char help[] =
-    "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--quick] [--only TEXT]\n"
+    "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--cache] [--quick] [--only TEXT]\n"
     "Times, on GPU 0 (default: every part):\n"
     "  --engine  warm starts in fresh processes (the first op call, a model's\n"
     "            kernels, every kernel; cuModuleLoadData against cuLibraryLoadData),\n"
@@ -29,6 +29,8 @@ static const char help[] =
     "            on a 130m-shaped checkpoint, a first training step from load, and\n"
     "            `ssmjit prewarm` of one arch, each in a fresh process with an empty\n"
     "            cache and CUDA_CACHE_DISABLE=1, then warm (not part of the default)\n"
+    "  --cache   the cache at 10,000 synthetic entries: stats, verify and a store\n"
+    "            that evicts half (no GPU needed; not part of the default)\n"
     "  --quick   smaller shapes, for a smoke test\n"
     "  --only TEXT  only the ops whose name contains TEXT (implies --ops)\n";
 
@@ -256,7 +258,7 @@ static int bench_engine(ssmjit_context *ctx)
 
 int cli_bench(int argc, char **argv)
 {
-    int engine = 0, ops = 0, model = 0, quick = 0, cold = 0;
+    int engine = 0, ops = 0, model = 0, quick = 0, cold = 0, cache = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--startup-child") && i + 1 < argc)
@@ -265,6 +267,8 @@ int cli_bench(int argc, char **argv)
             return bench_cold_child(argv[i + 1], i + 2 < argc ? argv[i + 2] : NULL);
         else if (!strcmp(argv[i], "--cold"))
             cold = 1;
+        else if (!strcmp(argv[i], "--cache"))
+            cache = 1;
         else if (!strcmp(argv[i], "--engine"))
             engine = 1;
         else if (!strcmp(argv[i], "--ops"))
@@ -281,6 +285,9 @@ int cli_bench(int argc, char **argv)
             return h ? CLI_OK : CLI_USAGE;
         }
     }
+    int rc = cache ? bench_cache() : CLI_OK;
+    if (rc != CLI_OK || (cache && !engine && !ops && !model && !cold))
+        return rc;
     if (!engine && !ops && !model && !cold)
         engine = ops = model = 1;
     ssmjit_context *ctx;
@@ -290,7 +297,7 @@ int cli_bench(int argc, char **argv)
     ssmjit_status st = ssmjit_context_create(&o, &ctx);
     if (st != SSMJIT_OK)
         return cli_fail("context", st);
-    int rc = engine ? bench_engine(ctx) : CLI_OK;
+    rc = engine ? bench_engine(ctx) : CLI_OK;
     if (rc == CLI_OK && ops)
         rc = bench_ops(ctx, quick, only);
     if (rc == CLI_OK && model)
