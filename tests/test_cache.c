@@ -901,6 +901,71 @@ static void test_pool_compiles_each_once(void **state)
     }
 }
 
+/* A child of fork() has none of the parent's pool threads: what they
+ * were producing when it forked must not leave it waiting forever; it
+ * produces the unit itself. */
+static void test_fork_while_compiling(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    const char *define = fresh_define();
+    sj_compile_spec spec = spec_80(&define);
+    sj_cache_config off = config(NULL, SSMJIT_CACHE_OFF, 1);
+    sj_image_owner owner = {NULL, NULL, 0};
+    sj_image_job job = {unit(), &spec, &off, &owner, 1};
+    assert_int_equal(sj_image_request(&job), SSMJIT_OK); /* a pool thread compiles it now */
+    fflush(stdout);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(60); /* a hang fails the test instead of stalling it */
+        sj_image_job mine = {unit(), &spec, &off, NULL, 1};
+        const void *image;
+        size_t size;
+        _exit(sj_image_get(&mine, &image, &size, NULL) == SSMJIT_OK && size > 1000 ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    sj_image_owner_release(&owner);
+}
+
+/* Child side of test_exit_while_compiling: queues several compiles and
+ * exits at once; the exit drops the queued ones and waits for the running
+ * ones, so that no worker is inside NVRTC while it is torn down. */
+static int exit_child(void)
+{
+    static const char *const kernels[] = {"act_fwd_silu_f16", "act_fwd_silu_bf16", "gate_fwd_f32", "gate_fwd_f16"};
+    static sj_image_owner owner = {NULL, NULL, 0};
+    static const char *define;
+    static sj_compile_spec spec;
+    static sj_cache_config off;
+    define = fresh_define();
+    spec = spec_80(&define);
+    off = config(NULL, SSMJIT_CACHE_OFF, 1);
+    /* one compile done first: the exit handler is registered after it */
+    const void *image;
+    size_t size;
+    sj_image_job first = {unit(), &spec, &off, NULL, 1};
+    if (sj_image_get(&first, &image, &size, NULL) != SSMJIT_OK)
+        return 2;
+    for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+        sj_image_job job = {(size_t)sj_unit_find(SJ_MODULE_ELEMENTWISE, kernels[i]), &spec, &off, &owner, 1};
+        if (sj_image_request(&job) != SSMJIT_OK)
+            return 3;
+    }
+    exit(0);
+}
+
+static void test_exit_while_compiling(void **state)
+{
+    (void)state;
+    NEED_NVRTC();
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(tu_run_self("--exit-child", "-"), 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--record-child"))
@@ -909,6 +974,8 @@ int main(int argc, char **argv)
         return untrusted_child(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--cache-path-child"))
         return cache_path_child(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--exit-child"))
+        return exit_child();
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_changes_with_each_input),
@@ -927,6 +994,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_prewarm_shares_lazy_entries),
         cmocka_unit_test(test_prewarm_honours_mode),
         cmocka_unit_test(test_pool_compiles_each_once),
+        cmocka_unit_test(test_fork_while_compiling),
+        cmocka_unit_test(test_exit_while_compiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
