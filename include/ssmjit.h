@@ -223,6 +223,9 @@ SSMJIT_API ssmjit_status ssmjit_context_prepare(ssmjit_context *ctx, unsigned op
  * idle. */
 SSMJIT_API void ssmjit_set_compile_threads(int n);
 
+/* The compile pool's threads in this process (as set, or the default). */
+SSMJIT_API int ssmjit_compile_threads(void);
+
 /* ------------------------------------------------------------------------ */
 /* Environment queries (no context needed)                                  */
 /* ------------------------------------------------------------------------ */
@@ -354,6 +357,15 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_unit(const ssmjit_prewarm_options *opts,
  * the unit), or one of ssmjit_prewarm_unit's argument errors before any
  * work. */
 SSMJIT_API ssmjit_status ssmjit_prewarm(const ssmjit_prewarm_options *opts, ssmjit_prewarm_result *result);
+
+/* The read-only cache layers a context with default options searches
+ * after its cache: the directories of SSMJIT_CACHE_PATH that pass the
+ * checks, then the one installed with the library if it exists, as one
+ * colon-separated list ("" for none; a left-out layer is warned of as a
+ * context would).  SSMJIT_ERR_INVALID_ARG (buf untouched) if buf is NULL
+ * or cap too small, or SSMJIT_CACHE, SSMJIT_CACHE_DIR or
+ * SSMJIT_CACHE_MAX_BYTES is not valid. */
+SSMJIT_API ssmjit_status ssmjit_cache_layers(char *buf, size_t cap);
 
 /* The cache directory in effect for `dir` (NULL: from the environment).
  * Writes a NUL-terminated path; SSMJIT_ERR_INVALID_ARG (buf untouched) if

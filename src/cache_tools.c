@@ -297,3 +297,27 @@ SSMJIT_API ssmjit_status ssmjit_cache_resolve_dir(const char *dir, char *buf, si
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_cache_resolve_dir: buf is NULL or cap is 0");
     return sj_cache_dir_resolve(dir, buf, cap);
 }
+
+SSMJIT_API ssmjit_status ssmjit_cache_layers(char *buf, size_t cap)
+{
+    if (!buf || cap == 0)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_cache_layers: buf is NULL or cap is 0");
+    sj_cache_config *c = malloc(sizeof *c);
+    char *list = malloc(SJ_CACHE_MAX_LAYERS * (PATH_MAX + 1) + 1);
+    ssmjit_status st = c && list ? sj_cache_config_init(c, NULL, SSMJIT_CACHE_DEFAULT, 0)
+                                 : sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
+    size_t len = 0;
+    if (st == SSMJIT_OK) {
+        list[0] = '\0';
+        for (size_t i = 0; i < c->num_layers; i++)
+            len += (size_t)sprintf(list + len, "%s%s", i ? ":" : "", c->layers[i]);
+        if (len >= cap)
+            st = sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_cache_layers: cap = %zu is too small for %zu bytes", cap,
+                          len + 1);
+        else
+            memcpy(buf, list, len + 1);
+    }
+    free(list);
+    free(c);
+    return st;
+}

@@ -244,6 +244,8 @@ SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx)
 
 SSMJIT_API void ssmjit_set_compile_threads(int n) { sj_pool_set_threads(n); }
 
+SSMJIT_API int ssmjit_compile_threads(void) { return sj_pool_threads(); }
+
 ssmjit_status sj_context_enter(ssmjit_context *ctx, int *pushed)
 {
     CUcontext current = NULL;

@@ -712,6 +712,16 @@ static int cache_path_child(const char *base)
         if (c.num_layers != 1 || strcmp(c.layers[0], d[4]))
             return 14;
     }
+    /* what `ssmjit info` shows: the same one layer (the user's cache is
+     * the default one here, so d[5] counts as a layer too) */
+    char shown[4096] = "untouched";
+    if (ssmjit_cache_layers(shown, 3) != SSMJIT_ERR_INVALID_ARG || strcmp(shown, "untouched"))
+        return 16;
+    if (ssmjit_cache_layers(shown, sizeof shown) != SSMJIT_OK)
+        return 17;
+    snprintf(pattern, sizeof pattern, "%s:%s", d[4], d[5]);
+    if (strcmp(shown, pattern))
+        return 18;
     fflush(stderr);
     if (count_lines(log, "ssmjit: warning") != 4)
         return 15;

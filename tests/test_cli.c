@@ -84,6 +84,24 @@ static void test_info_without_gpu_is_not_an_error(void **state)
     assert_non_null(strstr(out, "driver:"));
     assert_non_null(strstr(out, "cublas:"));
     assert_non_null(strstr(out, "cache:"));
+    assert_non_null(strstr(out, "compile units: "));
+    /* the read-only layers in effect, a bad one warned of and left out */
+    char *dir = tu_mkdtemp(), args[] = "info", line[4400];
+    setenv("SSMJIT_CACHE_PATH", dir, 1);
+    assert_int_equal(cli(args), 0);
+    snprintf(line, sizeof line, "cache layers (read-only): %s\n", dir);
+    assert_non_null(strstr(out, line));
+    snprintf(line, sizeof line, "%s/missing:%s", dir, dir);
+    setenv("SSMJIT_CACHE_PATH", line, 1);
+    assert_int_equal(cli(args), 0);
+    snprintf(line, sizeof line, "cache layers (read-only): %s\n", dir);
+    assert_non_null(strstr(out, line));
+    assert_non_null(strstr(out, "missing' ignored"));
+    unsetenv("SSMJIT_CACHE_PATH");
+    assert_int_equal(cli(args), 0);
+    assert_non_null(strstr(out, "cache layers (read-only): none\n"));
+    tu_rmtree(dir);
+    free(dir);
 }
 
 /* Runs `ssmjit <args>` with stderr apart: stdout in out, stderr in err. */

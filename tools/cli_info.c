@@ -69,6 +69,13 @@ int cli_info(int argc, char **argv)
         printf("cache: %s (mode %s)\n", dir, mode && *mode ? mode : "rw");
     else
         printf("cache: none: %s\n", ssmjit_last_error());
+    char layers[8 * 4097];
+    if (ssmjit_cache_layers(layers, sizeof layers) == SSMJIT_OK)
+        printf("cache layers (read-only): %s\n", layers[0] ? layers : "none");
+    else
+        printf("cache layers: %s\n", ssmjit_last_error());
+    printf("compile units: %zu kernels, compiled by %d pool threads\n", ssmjit_unit_count(),
+           ssmjit_compile_threads());
     const sj_cublas *cublas;
     if (sj_cublas_get(&cublas) == SSMJIT_OK)
         printf("cublas: %s (for the model's GEMMs)\n", cublas->path);
