@@ -219,7 +219,7 @@ SSMJIT_API ssmjit_status ssmjit_context_prepare(ssmjit_context *ctx, unsigned op
                                                 unsigned flags);
 
 /* Sets the compile pool's threads for this process (n <= 0: the default,
- * SSMJIT_COMPILE_THREADS or one per core).  Surplus threads leave once
+ * SSMJIT_COMPILE_THREADS or one per core).  Threads past the number stay
  * idle. */
 SSMJIT_API void ssmjit_set_compile_threads(int n);
 

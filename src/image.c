@@ -121,7 +121,15 @@ static void atfork_child(void)
     pthread_mutex_unlock(&lock);
 }
 
-static void install_hooks(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
+/* The exit handler is registered here too, for pools that start with no
+ * compile (every unit in the cache): then only their idle threads are to
+ * be joined.  Registered again after the first compile (register_exit),
+ * it runs before NVRTC's own handlers; a second run finds nothing to do. */
+static void install_hooks(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    atexit(stop_at_exit);
+}
 
 /* ---- producing ---------------------------------------------------------- */
 

@@ -1,17 +1,24 @@
-/* A plain FIFO of tasks and a set of detached worker threads. */
+/* A plain FIFO of tasks and a set of worker threads.  Workers are joinable
+ * and never leave before the pool stops (a worker past the wanted number
+ * just takes no task), so that stopping can join every one: at exit no
+ * thread of ours is left half torn down. */
 #include "pool.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#define MAX_THREADS 256
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER, idle = PTHREAD_COND_INITIALIZER;
 static sj_pool_task *head, *tail;
-static int wanted;   /* 0: not resolved yet */
-static int workers;  /* threads alive */
-static int busy;     /* workers running a task */
+static int wanted;  /* 0: not resolved yet */
+static int workers; /* threads started (and not joined) */
+static pthread_t threads[MAX_THREADS];
+static int busy;    /* workers running a task */
 static int stopping;
 
 static int default_threads(void)
@@ -20,17 +27,17 @@ static int default_threads(void)
     long n = env && *env ? strtol(env, NULL, 10) : 0;
     if (n <= 0)
         n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
 static void *worker(void *arg)
 {
-    (void)arg;
+    const int index = (int)(intptr_t)arg;
     pthread_mutex_lock(&lock);
     for (;;) {
-        while (!head && !stopping && workers <= wanted)
+        while (!stopping && (!head || index >= wanted))
             pthread_cond_wait(&work, &lock);
-        if (stopping || workers > wanted)
+        if (stopping)
             break;
         sj_pool_task *t = head;
         head = t->next;
@@ -43,8 +50,6 @@ static void *worker(void *arg)
         busy--;
         pthread_cond_broadcast(&idle);
     }
-    workers--;
-    pthread_cond_broadcast(&idle);
     pthread_mutex_unlock(&lock);
     return NULL;
 }
@@ -54,18 +59,9 @@ static int grow(void)
 {
     if (!wanted)
         wanted = default_threads();
-    while (workers < wanted && !stopping) {
-        pthread_t th;
-        pthread_attr_t attr;
-        if (pthread_attr_init(&attr) != 0)
-            break;
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int ok = pthread_create(&th, &attr, worker, NULL) == 0;
-        pthread_attr_destroy(&attr);
-        if (!ok)
-            break;
+    while (workers < wanted && !stopping &&
+           pthread_create(&threads[workers], NULL, worker, (void *)(intptr_t)workers) == 0)
         workers++;
-    }
     return workers;
 }
 
@@ -83,7 +79,7 @@ void sj_pool_submit(sj_pool_task *task)
     else
         head = task;
     tail = task;
-    pthread_cond_signal(&work);
+    pthread_cond_broadcast(&work);
     pthread_mutex_unlock(&lock);
 }
 
@@ -106,7 +102,7 @@ int sj_pool_cancel(sj_pool_task *task)
 void sj_pool_set_threads(int n)
 {
     pthread_mutex_lock(&lock);
-    wanted = n > 0 ? (n > 256 ? 256 : n) : default_threads();
+    wanted = n > 0 ? (n > MAX_THREADS ? MAX_THREADS : n) : default_threads();
     if (head)
         grow();
     pthread_cond_broadcast(&work);
@@ -141,5 +137,11 @@ void sj_pool_stop(void)
     pthread_cond_broadcast(&work);
     while (busy)
         pthread_cond_wait(&idle, &lock);
+    int n = workers;
+    workers = 0;
     pthread_mutex_unlock(&lock);
+    /* exit() may come from one of them (a callback): it cannot join itself */
+    for (int i = 0; i < n; i++)
+        if (!pthread_equal(threads[i], pthread_self()))
+            pthread_join(threads[i], NULL);
 }

@@ -17,8 +17,8 @@ void sj_pool_submit(sj_pool_task *task);
  * will not run), 0 if it already runs or ran. */
 int sj_pool_cancel(sj_pool_task *task);
 
-/* Workers wanted from now on; n <= 0: the default.  Surplus workers leave
- * once idle. */
+/* Workers wanted from now on; n <= 0: the default.  Surplus workers stay
+ * idle. */
 void sj_pool_set_threads(int n);
 
 /* Workers wanted (the default resolved). */
@@ -31,8 +31,9 @@ void sj_pool_atfork_parent(void);
 void sj_pool_atfork_child(void);
 
 /* Stops taking tasks (queued ones stay queued, to be cancelled by their
- * owner) and waits for the running ones: at exit, so that no worker is
- * inside NVRTC while its library is torn down. */
+ * owner), waits for the running ones and joins every worker: at exit, so
+ * that no worker is inside NVRTC while its library is torn down, and none
+ * is left half gone. */
 void sj_pool_stop(void);
 
 #endif

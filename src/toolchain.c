@@ -152,11 +152,19 @@ static void keep_record(const sj_cache_config *c, int always)
         write_record(c->dir, file, &tc_memo, &tc_identity);
 }
 
+/* A child of fork() must not find the lock held by a thread it does not
+ * have. */
+static void lock_tc(void) { pthread_mutex_lock(&tc_lock); }
+static void unlock_tc(void) { pthread_mutex_unlock(&tc_lock); }
+static void install_fork_hooks(void) { pthread_atfork(lock_tc, unlock_tc, unlock_tc); }
+static pthread_once_t fork_hooks_once = PTHREAD_ONCE_INIT;
+
 ssmjit_status sj_toolchain_get(const sj_cache_config *c, int confirmed, sj_toolchain *out)
 {
     ssmjit_status st = SSMJIT_OK;
     lib_identity recorded;
     sj_toolchain from_record;
+    pthread_once(&fork_hooks_once, install_fork_hooks);
     pthread_mutex_lock(&tc_lock);
     if (tc_state == 2 || (tc_state == 1 && !confirmed)) {
         /* Known already (from another directory, say): give this one a

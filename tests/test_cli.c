@@ -163,7 +163,7 @@ static void test_prewarm_then_cache_commands(void **state)
         assert_true(known);
         assert_string_equal(target, "sm_80");
         assert_string_equal(variant, "fast-math");
-        assert_true(seconds > 0.5);
+        assert_true(seconds >= 0.5); /* over 0.5 s, printed to two decimals */
     }
     int lines = 0;
     for (const char *c = out; *c; c++)
