@@ -62,6 +62,30 @@ static void unref(entry *e)
     }
 }
 
+/* Under lock: e leaves the table as FAILED with st (SSMJIT_OK: nothing
+ * failed, waiters look again) and `message`; the table's reference goes.
+ * Waiters are woken by the caller's broadcast. */
+static void fail_entry(entry *e, ssmjit_status st, const char *message)
+{
+    e->state = FAILED;
+    e->status = st;
+    e->message = message ? strdup(message) : NULL;
+    unlink_entry(e);
+    unref(e);
+}
+
+/* Under lock: takes queued e's task off the pool if no worker has started
+ * it (1), releasing the task's reference and its owner's count. */
+static int cancel_task(entry *e)
+{
+    if (e->state != QUEUED || !sj_pool_cancel(&e->task))
+        return 0;
+    if (e->job.owner)
+        e->job.owner->pending--;
+    e->refs--; /* the task's: the table's remains */
+    return 1;
+}
+
 /* ---- process hooks ------------------------------------------------------ */
 
 /* At exit no pool worker may be inside NVRTC while its library is torn
@@ -73,16 +97,8 @@ static void stop_at_exit(void)
     pthread_mutex_lock(&lock);
     for (entry *e = entries, *next; e; e = next) {
         next = e->next;
-        if (e->state == QUEUED && sj_pool_cancel(&e->task)) {
-            e->state = FAILED;
-            e->status = SSMJIT_ERR_INTERNAL;
-            e->message = strdup("the process is exiting");
-            unlink_entry(e);
-            if (e->job.owner)
-                e->job.owner->pending--;
-            e->refs--; /* the task's: the table's remains */
-            unref(e);  /* the table's */
-        }
+        if (cancel_task(e))
+            fail_entry(e, SSMJIT_ERR_INTERNAL, "the process is exiting");
     }
     pthread_cond_broadcast(&changed);
     pthread_mutex_unlock(&lock);
@@ -210,11 +226,7 @@ static ssmjit_status run_entry(entry *e, const sj_image_job *job, const sj_toolc
     } else {
         /* Failed, or stale, or done but not to be kept: out of the table.
          * Waiters take a failure as theirs, else look again. */
-        e->state = FAILED;
-        e->status = st;
-        e->message = st != SSMJIT_OK ? strdup(ssmjit_last_error()) : NULL;
-        unlink_entry(e);
-        unref(e);
+        fail_entry(e, st, st != SSMJIT_OK ? ssmjit_last_error() : NULL);
     }
     pthread_cond_broadcast(&changed);
     pthread_mutex_unlock(&lock);
@@ -237,14 +249,8 @@ static void run_task(sj_pool_task *task)
     if (st == SSMJIT_OK)
         (void)run_entry(e, &e->job, &tc, &retry);
     pthread_mutex_lock(&lock);
-    if (st != SSMJIT_OK) {
-        e->state = FAILED;
-        e->status = st;
-        e->message = strdup(ssmjit_last_error());
-        unlink_entry(e);
-        unref(e);
-        pthread_cond_broadcast(&changed);
-    }
+    if (st != SSMJIT_OK)
+        fail_entry(e, st, ssmjit_last_error());
     owner->pending--;
     unref(e); /* the task's */
     pthread_cond_broadcast(&changed);
@@ -329,11 +335,8 @@ ssmjit_status sj_image_get(const sj_image_job *job, const void **image, size_t *
 
         pthread_mutex_lock(&lock);
         entry *e = find(key);
-        if (e && e->state == QUEUED && sj_pool_cancel(&e->task)) {
+        if (e && cancel_task(e)) {
             /* nobody started it: this thread does, now */
-            if (e->job.owner)
-                e->job.owner->pending--;
-            e->refs--; /* the task's; the table still holds it */
             pthread_cond_broadcast(&changed);
         } else if (e) {
             e->refs++;
@@ -399,14 +402,8 @@ void sj_image_owner_release(sj_image_owner *owner)
     pthread_mutex_lock(&lock);
     for (entry *e = entries, *next; e; e = next) {
         next = e->next;
-        if (e->state == QUEUED && e->job.owner == owner && sj_pool_cancel(&e->task)) {
-            e->state = FAILED;
-            e->status = SSMJIT_OK; /* nothing failed: waiters produce it themselves */
-            unlink_entry(e);
-            owner->pending--;
-            e->refs--; /* the task's: the table's remains */
-            unref(e);  /* the table's */
-        }
+        if (e->job.owner == owner && cancel_task(e))
+            fail_entry(e, SSMJIT_OK, NULL); /* nothing failed: waiters produce it themselves */
     }
     pthread_cond_broadcast(&changed);
     while (owner->pending > 0)

@@ -116,6 +116,7 @@ typedef struct unit_task {
     sj_pool_task task; /* first: the pool hands it back */
     batch *b;
     size_t unit;
+    size_t cost; /* text_bytes(unit), the order of submission */
 } unit_task;
 
 static void run_unit(sj_pool_task *t)
@@ -151,11 +152,10 @@ static size_t text_bytes(size_t u)
     return n;
 }
 
-static int costlier_first(const void *a, const void *b)
+static int costlier_first(const void *pa, const void *pb)
 {
-    size_t x = text_bytes(((const unit_task *)a)->unit), y = text_bytes(((const unit_task *)b)->unit);
-    return x != y ? (x < y ? 1 : -1) : (((const unit_task *)a)->unit > ((const unit_task *)b)->unit) -
-                                           (((const unit_task *)a)->unit < ((const unit_task *)b)->unit);
+    const unit_task *a = pa, *b = pb;
+    return a->cost != b->cost ? (a->cost < b->cost ? 1 : -1) : (a->unit > b->unit) - (a->unit < b->unit);
 }
 
 SSMJIT_API ssmjit_status ssmjit_prewarm(const ssmjit_prewarm_options *opts, ssmjit_prewarm_result *result)
@@ -178,7 +178,7 @@ SSMJIT_API ssmjit_status ssmjit_prewarm(const ssmjit_prewarm_options *opts, ssmj
          * one of them alone on the pool; a module's text (source and
          * headers) stands for what its units cost. */
         for (size_t i = 0; i < SJ_UNIT_COUNT; i++)
-            tasks[i] = (unit_task){{run_unit, NULL}, b, i};
+            tasks[i] = (unit_task){{run_unit, NULL}, b, i, text_bytes(i)};
         qsort(tasks, SJ_UNIT_COUNT, sizeof *tasks, costlier_first);
         for (size_t i = 0; i < SJ_UNIT_COUNT; i++)
             sj_pool_submit(&tasks[i].task);

@@ -144,12 +144,20 @@ static int find_record(const sj_cache_config *c, sj_toolchain *tc, lib_identity 
 /* A record in the user's cache, when it is read-write: the next process
  * then starts from it without opening NVRTC.  `always`: replace one that
  * is there. */
+static char kept_in[PATH_MAX]; /* a user's cache known to hold the memo's record */
+
 static void keep_record(const sj_cache_config *c, int always)
 {
     char file[PATH_MAX];
-    if (c && tc_identity.path[0] && c->mode == SSMJIT_CACHE_RW && record_in(c->dir, file, sizeof file) &&
-        (always || access(file, F_OK) != 0) && sj_cache_config_mode(c) == SSMJIT_CACHE_RW)
+    /* Asked at every unit's lookup: a directory seen to hold the record
+     * is not asked about it again. */
+    if (!c || !tc_identity.path[0] || c->mode != SSMJIT_CACHE_RW || (!always && !strcmp(kept_in, c->dir)) ||
+        !record_in(c->dir, file, sizeof file))
+        return;
+    if ((always || access(file, F_OK) != 0) && sj_cache_config_mode(c) == SSMJIT_CACHE_RW)
         write_record(c->dir, file, &tc_memo, &tc_identity);
+    if (access(file, F_OK) == 0)
+        snprintf(kept_in, sizeof kept_in, "%s", c->dir);
 }
 
 /* A child of fork() must not find the lock held by a thread it does not

@@ -8,6 +8,10 @@
  * 24 layers, N 16, vocab 50280, tied embeddings, f32 residual stream. */
 extern const ssmjit_model_config bench_130m;
 
+/* The command line running this program with `args` (a fresh process of
+ * it): 0, or -1 when it does not fit in cap. */
+int bench_self_command(const char *args, char *cmd, size_t cap);
+
 /* Median of v[0..n) (sorts v). */
 double bench_median(double *v, int n);
 

@@ -286,11 +286,9 @@ static int run_case(const char *command, const char *cache, int timed, double *s
 
 int bench_cold(ssmjit_context *ctx)
 {
-    char exe[4096], base[] = "/tmp/ssmjit-cold-XXXXXX";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 || !mkdtemp(base))
+    char base[] = "/tmp/ssmjit-cold-XXXXXX";
+    if (!mkdtemp(base))
         return fail_errno("cannot set up", base);
-    exe[n] = '\0';
     /* every child, cold or warm, without the driver's compile cache */
     setenv("CUDA_CACHE_DISABLE", "1", 1);
     ssmjit_context_info info;
@@ -310,19 +308,22 @@ int bench_cold(ssmjit_context *ctx)
         char command[8800];
         int timed;
     } cases[5];
-    snprintf(cases[0].command, sizeof cases[0].command, "'%s' bench --cold-child scan_fwd", exe);
+    char args[5][4600];
+    snprintf(args[0], sizeof args[0], "bench --cold-child scan_fwd");
     cases[0].what = "first ssmjit_selective_scan_fwd, bf16, 1 x 2048 x 1536";
-    snprintf(cases[1].command, sizeof cases[1].command, "'%s' bench --cold-child scan_bwd", exe);
+    snprintf(args[1], sizeof args[1], "bench --cold-child scan_bwd");
     cases[1].what = "first ssmjit_selective_scan_bwd, bf16, same shape";
-    snprintf(cases[2].command, sizeof cases[2].command,
-             "'%s' run --model '%s' --tokens 510,3158,8516,4,100 --steps 8 >> '%s/run.log'", exe, model, base);
+    snprintf(args[2], sizeof args[2], "run --model '%s' --tokens 510,3158,8516,4,100 --steps 8 >> '%s/run.log'", model,
+             base);
     cases[2].what = "ssmjit run, 130m-shaped bf16 checkpoint, 5 tokens: whole command";
-    snprintf(cases[3].command, sizeof cases[3].command, "'%s' bench --cold-child train '%s'", exe, model);
+    snprintf(args[3], sizeof args[3], "bench --cold-child train '%s'", model);
     cases[3].what = "first training step 1 x 512, from ssmjit_model_load";
-    snprintf(cases[4].command, sizeof cases[4].command,
-             "'%s' prewarm --arch %s --jobs %ld >/dev/null", exe,
-             info.target_is_ptx ? "sm_90" : info.target, jobs);
+    snprintf(args[4], sizeof args[4], "prewarm --arch %s --jobs %ld >/dev/null", info.target_is_ptx ? "sm_90" : info.target,
+             jobs);
     cases[4].what = "ssmjit prewarm, one arch, every unit";
+    for (int i = 0; i < 5; i++)
+        if (bench_self_command(args[i], cases[i].command, sizeof cases[i].command) != 0)
+            return fail_errno("cannot name this program for", args[i]);
     cases[2].timed = cases[4].timed = 1;
     cases[0].timed = cases[1].timed = cases[3].timed = 0;
     printf("cold    each case in a fresh process, empty cache, CUDA_CACHE_DISABLE=1; then warm in another\n");

@@ -156,8 +156,7 @@ static int startup_child(const char *kind)
     return rc;
 }
 
-/* The command line running this program with `args`, in a fresh process. */
-static int self_command(const char *args, char *cmd, size_t cap)
+int bench_self_command(const char *args, char *cmd, size_t cap)
 {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -172,7 +171,7 @@ static int child_ms(const char *kind, double ms[2])
 {
     char cmd[4200], args[64];
     snprintf(args, sizeof args, "bench --startup-child %s", kind);
-    if (self_command(args, cmd, sizeof cmd) != 0)
+    if (bench_self_command(args, cmd, sizeof cmd) != 0)
         return -1;
     FILE *p = popen(cmd, "r");
     int n = p ? fscanf(p, "%lf %lf", &ms[0], &ms[1]) : 0;
