@@ -1,0 +1,77 @@
+/* What op implementations use from the engine: look up a kernel of an
+ * embedded module (compiling and caching the module on first use) and
+ * launch it on the caller's stream. */
+#ifndef SSMJIT_KERNEL_H
+#define SSMJIT_KERNEL_H
+
+#include <stdint.h>
+
+#include "cuda/cuda_api.h"
+#include "kernels_embedded.h"
+#include "ssmjit.h"
+
+/* Which fast-math default a kernel takes when neither the context option nor
+ * SSMJIT_FAST_MATH decides: forward and decode kernels are fast, backward
+ * kernels are exact because flushed denormals and approximate exp break
+ * gradients through long scans. */
+typedef enum sj_kernel_role {
+    SJ_ROLE_FORWARD = 0,
+    SJ_ROLE_BACKWARD = 1
+} sj_kernel_role;
+
+typedef struct sj_dim3 {
+    unsigned x, y, z;
+} sj_dim3;
+
+/* Grid arithmetic of the ops' launch shapes (b > 0). */
+static inline int64_t sj_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t sj_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+typedef struct sj_device_props {
+    int cc_major, cc_minor;
+    int sm_count;
+    int max_threads_per_sm;
+    int max_smem_per_block_optin; /* bytes a block can get after opting in */
+    int max_smem_per_sm;          /* bytes all resident blocks of an SM share */
+    int l2_bytes;
+} sj_device_props;
+
+/* The extern "C" kernel `name` of module `mod`, in the fast-math variant
+ * that `role` resolves to for this context.  The first call for a kernel
+ * compiles or reads its unit (that kernel alone) and loads it; later calls
+ * are a lock-free table lookup. */
+ssmjit_status sj_kernel_get(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
+                            const char *name, CUfunction *fn);
+
+/* Queues the units of the named kernels on the compile pool (those not
+ * loaded yet), so that a call that launches several waits for the slowest
+ * compile, not for their sum.  Returns at once. */
+ssmjit_status sj_kernels_request(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
+                                 const char *const *names, size_t n);
+
+/* Unit u (an index of sj_units) in variant `fast`: queued on the pool
+ * unless loaded (request), or loaded into the context now, waiting only
+ * for that unit (load). */
+ssmjit_status sj_unit_request(ssmjit_context *ctx, size_t u, int fast);
+ssmjit_status sj_unit_load(ssmjit_context *ctx, size_t u, int fast, CUfunction *fn);
+
+/* The variant unit u takes in this context (its module's role, or what the
+ * context forces), and whether it is loaded in that variant. */
+int sj_unit_fast(const ssmjit_context *ctx, size_t u);
+int sj_unit_loaded(const ssmjit_context *ctx, size_t u, int fast);
+
+/* cuLaunchKernel with the context made current if it is not, every error
+ * checked and reported with the kernel's name.  smem above 48 KiB is allowed
+ * (the function's dynamic shared-memory limit is raised first); above what
+ * the device allows a block, SSMJIT_ERR_UNSUPPORTED. */
+ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                        unsigned smem_bytes, void *stream, void **args);
+
+/* Properties of the context's device, read once at context creation. */
+const sj_device_props *sj_context_props(const ssmjit_context *ctx);
+
+/* Nonzero when backward ops must be bit-reproducible (option or
+ * SSMJIT_DETERMINISTIC=1). */
+int sj_context_deterministic(const ssmjit_context *ctx);
+
+#endif

@@ -1,0 +1,25 @@
+#include "context.h"
+#include "base/error.h"
+
+ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                        unsigned smem_bytes, void *stream, void **args)
+{
+    const int cap = ctx->props.max_smem_per_block_optin;
+    if (cap > 0 && smem_bytes > (unsigned)cap)
+        return sj_error(SSMJIT_ERR_UNSUPPORTED,
+                        "a kernel of this op needs %u bytes of shared memory a block; this GPU allows %d",
+                        smem_bytes, cap);
+    int pushed;
+    ssmjit_status st = sj_context_enter(ctx, &pushed);
+    if (st != SSMJIT_OK)
+        return st;
+    /* Above 48 KiB a kernel must opt in to dynamic shared memory. */
+    if (smem_bytes > 48 * 1024)
+        st = SJ_CU(ctx->drv, FuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                   (int)smem_bytes);
+    if (st == SSMJIT_OK)
+        st = SJ_CU(ctx->drv, LaunchKernel, fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                   smem_bytes, (CUstream)stream, args, NULL);
+    sj_context_leave(ctx, pushed);
+    return st;
+}

@@ -1,0 +1,247 @@
+/* The model's internals, shared by model.c (weights and tensors),
+ * model_load.c, model_forward.c, model_backward.c and model_step.c. */
+#ifndef SSMJIT_MODEL_H
+#define SSMJIT_MODEL_H
+
+#include "engine/context.h"
+#include "ops/gemm.h"
+#include "model_tensors.h"
+
+/* The weights of one layer, in the order of the tensor table. */
+typedef enum sj_layer_slot {
+    SJ_L_NORM,
+    SJ_L_IN_PROJ,
+    SJ_L_CONV,
+    SJ_L_CONV_BIAS,
+    SJ_L_X_PROJ,
+    SJ_L_DT_PROJ,
+    SJ_L_DT_BIAS,
+    SJ_L_A_LOG,
+    SJ_L_D,
+    SJ_L_OUT_PROJ,
+    SJ_L_COUNT
+} sj_layer_slot;
+
+/* The model-wide weights come first in the table. */
+enum { SJ_G_EMBEDDING, SJ_G_NORM_F, SJ_G_LM_HEAD };
+
+typedef struct sj_model_tensor {
+    char name[80];
+    sj_mamba_tensor kind;
+    ssmjit_dtype dtype;
+    int ndim;
+    int64_t shape[SSMJIT_MODEL_MAX_DIMS];
+    size_t numel;
+    CUdeviceptr data;
+    CUdeviceptr grad; /* f32, allocated by the first backward */
+    int owned;        /* data was allocated by the model */
+} sj_model_tensor;
+
+/* What a captured decode graph was built for: replaying it is valid only
+ * for the same pointers and batch. */
+typedef struct sj_step_key {
+    int64_t batch;
+    int host_ids;
+    const void *ids_device, *conv_state, *ssm_state, *logits, *next_ids, *workspace;
+} sj_step_key;
+
+/* Event pairs around the GEMMs and scans of a call, for the benchmark's
+ * breakdown of a training step (off unless sj_model_profile_start). */
+#define SJ_PROFILE_MAX 1024
+typedef enum sj_profile_kind { SJ_PROFILE_GEMM, SJ_PROFILE_SCAN, SJ_PROFILE_KINDS } sj_profile_kind;
+typedef struct sj_model_profile {
+    int count;
+    sj_profile_kind kind[SJ_PROFILE_MAX];
+    CUevent start[SJ_PROFILE_MAX], end[SJ_PROFILE_MAX];
+} sj_model_profile;
+
+struct ssmjit_model {
+    ssmjit_context *ctx;
+    const sj_driver *drv;
+    sj_blas *blas;
+    ssmjit_model_config cfg;
+    ssmjit_dtype dtype;
+    ssmjit_dtype res_dtype; /* of the residual stream */
+    int allow_tf32;
+
+    sj_model_tensor *t;
+    int64_t count;
+    int64_t layer_base;     /* index of layer 0's first tensor */
+    CUdeviceptr a_log_block; /* every layer's A_log, contiguous while none is rebound */
+    int a_log_rebound;
+    CUdeviceptr A;          /* [n_layer, d_inner, d_state] f32 = -exp(A_log) */
+
+    /* The last forward in a training mode, which a backward continues. */
+    struct {
+        int valid;
+        ssmjit_model_mode mode;
+        int64_t batch, seqlen;
+        void *workspace;
+        int32_t *ids;       /* host copy; NULL when the forward took embeds */
+    } train;
+
+    sj_model_profile *profile; /* NULL: not profiling */
+
+    CUstream capture;       /* the decode graph is captured on this stream */
+    sj_step_key key;
+    CUgraphExec graph;      /* NULL: none captured */
+};
+
+static inline sj_model_tensor *sj_layer_tensor(const ssmjit_model *m, int64_t layer,
+                                               sj_layer_slot s)
+{
+    return &m->t[m->layer_base + layer * SJ_L_COUNT + s];
+}
+
+static inline void *sj_lw(const ssmjit_model *m, int64_t layer, sj_layer_slot s)
+{
+    return (void *)(uintptr_t)sj_layer_tensor(m, layer, s)->data;
+}
+
+/* The LM head: the embedding when tied. */
+static inline const sj_model_tensor *sj_head_tensor(const ssmjit_model *m)
+{
+    return &m->t[m->cfg.tie_embeddings ? SJ_G_EMBEDDING : SJ_G_LM_HEAD];
+}
+
+static inline void *sj_head(const ssmjit_model *m)
+{
+    return (void *)(uintptr_t)sj_head_tensor(m)->data;
+}
+
+/* Where each buffer of a forward / backward lies in the caller's
+ * workspace: byte offsets.  Per-layer buffers are at offset + l * stride,
+ * stride being 0 where the layers share one buffer (inference, and what a
+ * recomputing backward rebuilds). */
+typedef struct sj_model_ws {
+    ssmjit_model_mode mode;
+    size_t total;
+    size_t layer_stride;
+    /* per layer (saved for the backward in the training modes) */
+    size_t resid, rstd, normed, xz, xdbl, dt;
+    /* per layer in SSMJIT_MODEL_TRAIN, else shared */
+    size_t xc, y, ckpt;
+    size_t xc_stride; /* layer_stride or 0 */
+    /* the final norm's input and output */
+    size_t resid_f, rstd_f, normed_f;
+    /* shared */
+    size_t ids, x;
+    /* backward only */
+    size_t g, dx, dnormed, dys, dxz, dxc, ddt, ddbl, dA, targets, row_loss, order, seg_start, seg_id;
+    size_t scan_ws, conv_ws, norm_ws;
+    size_t scan_ws_bytes, conv_ws_bytes, norm_ws_bytes;
+    /* the scan forward's split workspace (0 bytes where the scan does
+     * not split), shared by the layers */
+    size_t split, split_bytes;
+} sj_model_ws;
+
+/* Lays out the workspace of a forward in `mode` (with its backward) over
+ * B sequences of L tokens. */
+ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmjit_model_mode mode,
+                              const char *op, sj_model_ws *ws);
+
+/* The decode step's workspace: one token per sequence. */
+typedef struct sj_model_step_ws {
+    size_t total;
+    size_t ids, x, resid, normed, xz, xc, xdbl, dt, y;
+} sj_model_step_ws;
+
+ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char *op,
+                                   sj_model_step_ws *ws);
+
+/* Device address of a workspace buffer. */
+static inline void *sj_ws(void *base, size_t offset)
+{
+    return (char *)base + offset;
+}
+
+/* The scan descriptor of layer l's mixer over B x L tokens of the buffers
+ * at `base` (the forward writes y and, in SSMJIT_MODEL_TRAIN, the
+ * checkpoint). */
+ssmjit_selective_scan_desc sj_model_scan_desc(const ssmjit_model *m, const sj_model_ws *ws,
+                                              void *base, int64_t l, int64_t B, int64_t L);
+
+/* Shared steps of the forward, the backward's recomputation and the
+ * decode step. */
+ssmjit_status sj_model_check_shape(const ssmjit_model *m, int64_t B, int64_t L,
+                                   ssmjit_model_mode mode, const char *fn);
+/* RMSNorm of rows of x plus the residual stream (data NULL: none). */
+ssmjit_status sj_model_norm_fwd(ssmjit_model *m, int64_t rows, ssmjit_matrix x,
+                                ssmjit_matrix residual, const void *weight, void *normed,
+                                void *resid_out, void *rstd, void *stream);
+/* Layer l's conv + SiLU from the x half of ws->xz to ws->xc. */
+ssmjit_status sj_model_conv_fwd(ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l,
+                                int64_t B, int64_t L, void *stream);
+/* Layer l's selective scan from ws->xc, dt, xdbl, xz to ws->y. */
+ssmjit_status sj_model_scan_fwd(ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l,
+                                int64_t B, int64_t L, void *final_state, void *stream);
+/* Embedding rows of n token ids into out [n, d_model]: ids_dev holds the
+ * ids, copied there first from host_ids when that is set. */
+ssmjit_status sj_model_embed(ssmjit_model *m, const int32_t *host_ids, int64_t n, void *ids_dev,
+                             void *out, void *stream);
+
+/* Profiling for the benchmark: start records an event pair around each
+ * GEMM and scan that follows; stop waits for them and gives the
+ * milliseconds spent in each kind, then turns profiling off. */
+ssmjit_status sj_model_profile_start(ssmjit_model *m);
+ssmjit_status sj_model_profile_stop(ssmjit_model *m, double ms[SJ_PROFILE_KINDS]);
+/* Brackets one GEMM or scan launch (no-ops unless profiling). */
+void sj_model_profile_begin(ssmjit_model *m, sj_profile_kind kind, void *stream);
+void sj_model_profile_end(ssmjit_model *m, void *stream);
+
+/* Checks a config (field named in the message) and allocates a model whose
+ * tensors have device memory but no values. */
+ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg,
+                             const ssmjit_model_options *opts, ssmjit_model **out);
+
+/* Converts t->numel elements of src (host, src_dtype, any alignment) to
+ * the tensor's dtype and copies them to its device memory. */
+ssmjit_status sj_model_upload(ssmjit_model *m, sj_model_tensor *t, const void *src,
+                              ssmjit_dtype src_dtype);
+
+/* Writes A = -exp(A_log) for every layer. */
+ssmjit_status sj_model_refresh_a(ssmjit_model *m, void *stream);
+
+/* f32 gradients for every tensor, allocated once. */
+ssmjit_status sj_model_alloc_grads(ssmjit_model *m);
+
+/* Drops the captured decode graph. */
+void sj_model_drop_graph(ssmjit_model *m);
+
+/* A GEMM on the model's handle: C[m,n] = alpha op(A) op(B) + beta C with
+ * A and B in the model's dtype. */
+ssmjit_status sj_model_gemm(ssmjit_model *m, int64_t rows, int64_t cols, int64_t k,
+                            const void *a, int64_t lda, int trans_a, const void *b, int64_t ldb,
+                            int trans_b, void *c, int64_t ldc, ssmjit_dtype c_dtype, float beta,
+                            void *stream);
+
+/* The caller's workspace: set when need > 0, at least need bytes, 256-byte
+ * aligned. */
+ssmjit_status sj_model_check_workspace(const void *workspace, size_t bytes, size_t need, const char *op);
+
+/* A projection of rows of x by the weight w [out, in] (its shape from the
+ * tensor table): y[rows, out] = x[rows, in] w^T, rows ldx and ldy elements
+ * apart, in the model's dtype. */
+ssmjit_status sj_model_linear(ssmjit_model *m, const sj_model_tensor *w, int64_t rows, const void *x,
+                              int64_t ldx, void *y, int64_t ldy, void *stream);
+
+/* An asynchronous host-to-device copy on the model's context. */
+ssmjit_status sj_model_copy_in(ssmjit_model *m, void *dst, const void *src, size_t bytes, void *stream);
+
+/* Checks token ids on the host: each in [0, vocab) (or `ignore` when
+ * ignore_ok).  `what` names the argument in messages. */
+ssmjit_status sj_model_check_ids(const ssmjit_model *m, const int32_t *ids, int64_t n,
+                                 int ignore_ok, const char *op, const char *what);
+
+/* The kernels a model of this shape and dtype may launch on ctx's device:
+ * those of its forward and decoding, and with `what`
+ * SSMJIT_MODEL_PREPARE_TRAINING its backward's (the forward scan's only
+ * with the states a thread its launch shapes take, every count where
+ * sj_model_units has no ctx); visited (units) or queued (flags 0) or
+ * loaded (SSMJIT_PREPARE_WAIT) in ctx. */
+ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
+                             ssmjit_model_prepare what, void (*visit)(size_t unit, void *arg), void *arg);
+ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
+                               ssmjit_model_prepare what, unsigned flags);
+
+#endif

@@ -1,0 +1,164 @@
+/* Decode: ssmjit_model_step, one token per sequence, replayed from a CUDA
+ * graph once its kernels have run. */
+#include <string.h>
+
+#include "base/error.h"
+#include "model.h"
+#include "ops/ops_model.h"
+#include "ops/validate.h"
+
+static const char op[] = "ssmjit_model_step";
+
+SSMJIT_API ssmjit_status ssmjit_model_step_workspace_size(const ssmjit_model *m, int64_t batch,
+                                                          size_t *bytes)
+{
+    static const char fn[] = "ssmjit_model_step_workspace_size";
+    SJ_TRY(sj_model_check_shape(m, batch, 1, SSMJIT_MODEL_INFERENCE, fn));
+    SJ_TRY(sj_check_ptr(bytes, fn, "bytes"));
+    sj_model_step_ws ws;
+    SJ_TRY(sj_model_step_layout(m, batch, fn, &ws));
+    *bytes = ws.total;
+    return SSMJIT_OK;
+}
+
+/* Layer l for one token per sequence: the norm, the mixer with the conv
+ * and scan states advanced in place, and the output projection into x. */
+static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a,
+                                const sj_model_step_ws *ws, int64_t l, void *stream)
+{
+    const ssmjit_model_config *c = &m->cfg;
+    int64_t B = a->batch, dm = c->d_model, di = c->d_inner, n = c->d_state, r = c->dt_rank;
+    int64_t dbl = r + 2 * n;
+    size_t es = ssmjit_dtype_size(m->dtype);
+    void *base = a->workspace;
+    char *xz = sj_ws(base, ws->xz), *xc = sj_ws(base, ws->xc), *xdbl = sj_ws(base, ws->xdbl);
+    void *dt = sj_ws(base, ws->dt), *y = sj_ws(base, ws->y), *resid = sj_ws(base, ws->resid);
+    ssmjit_matrix residual = {l ? resid : NULL, 0};
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){sj_ws(base, ws->x), 0}, residual,
+                             sj_lw(m, l, SJ_L_NORM), sj_ws(base, ws->normed), resid, NULL, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_IN_PROJ), B, sj_ws(base, ws->normed), dm, xz, 2 * di,
+                           stream));
+    ssmjit_conv1d_desc cd = {m->dtype, B, 1, di, (int)c->d_conv, 1};
+    SJ_TRY(ssmjit_causal_conv1d_update(m->ctx, &cd, (ssmjit_matrix){xz, 2 * di}, sj_lw(m, l, SJ_L_CONV),
+                                       sj_lw(m, l, SJ_L_CONV_BIAS),
+                                       (float *)a->conv_state + l * B * di * c->d_conv,
+                                       (ssmjit_matrix){xc, 0}, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_X_PROJ), B, xc, di, xdbl, dbl, stream));
+    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_DT_PROJ), B, xdbl, dbl, dt, di, stream));
+    ssmjit_state_update_desc ud = {
+        .dtype = m->dtype, .batch = B, .dim = di, .dstate = n,
+        .x = {xc, 0}, .dt = {dt, 0},
+        .A = (const float *)(uintptr_t)m->A + l * di * n,
+        .B = {xdbl + (size_t)r * es, dbl}, .C = {xdbl + (size_t)(r + n) * es, dbl},
+        .D = sj_lw(m, l, SJ_L_D), .z = {xz + (size_t)di * es, 2 * di},
+        .dt_bias = sj_lw(m, l, SJ_L_DT_BIAS), .dt_softplus = 1,
+        .state = (float *)a->ssm_state + l * B * di * n, .out = {y, 0},
+    };
+    SJ_TRY(ssmjit_selective_state_update(m->ctx, &ud, stream));
+    return sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, sj_ws(base, ws->x), dm, stream);
+}
+
+/* Everything a step launches after its ids are on the device. */
+static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args *a,
+                                  const sj_model_step_ws *ws, const void *ids_dev, void *stream)
+{
+    const ssmjit_model_config *c = &m->cfg;
+    int64_t B = a->batch;
+    void *base = a->workspace, *x = sj_ws(base, ws->x), *normed = sj_ws(base, ws->normed);
+    SJ_TRY(sj_model_refresh_a(m, stream));
+    SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
+    for (int64_t l = 0; l < c->n_layer; l++)
+        SJ_TRY(layer_step(m, a, ws, l, stream));
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0}, (ssmjit_matrix){sj_ws(base, ws->resid), 0},
+                             (const void *)(uintptr_t)m->t[SJ_G_NORM_F].data, normed,
+                             sj_ws(base, ws->resid), NULL, stream));
+    SJ_TRY(sj_model_linear(m, sj_head_tensor(m), B, normed, c->d_model, a->logits, c->vocab_size, stream));
+    if (!a->next_ids)
+        return SSMJIT_OK;
+    return sj_argmax_rows(m->ctx, m->dtype, B, c->vocab_size, (ssmjit_matrix){a->logits, 0},
+                          a->next_ids, stream);
+}
+
+/* Records step_kernels into a graph on the model's capture stream (where
+ * nothing runs) and keeps it for the same key. */
+static ssmjit_status capture(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
+                             const void *ids_dev, const sj_step_key *key)
+{
+    int pushed;
+    SJ_TRY(sj_context_enter(m->ctx, &pushed));
+    ssmjit_status st = SJ_CU(m->drv, StreamBeginCapture, m->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (st == SSMJIT_OK) {
+        st = step_kernels(m, a, ws, ids_dev, m->capture);
+        CUgraph graph = NULL;
+        ssmjit_status end = SJ_CU(m->drv, StreamEndCapture, m->capture, &graph);
+        if (st == SSMJIT_OK)
+            st = end;
+        if (st == SSMJIT_OK)
+            st = SJ_CU(m->drv, GraphInstantiateWithFlags, &m->graph, graph, 0ull);
+        if (graph)
+            m->drv->GraphDestroy(graph);
+    }
+    if (st == SSMJIT_OK)
+        m->key = *key;
+    else
+        m->graph = NULL;
+    sj_context_leave(m->ctx, pushed);
+    return st;
+}
+
+static ssmjit_status check_args(const ssmjit_model *m, const ssmjit_model_step_args *a,
+                                sj_model_step_ws *ws)
+{
+    SJ_TRY(sj_check_ptr(m, op, "model"));
+    SJ_TRY(sj_check_ptr(a, op, "args"));
+    SJ_TRY(sj_model_check_shape(m, a->batch, 1, SSMJIT_MODEL_INFERENCE, op));
+    if (a->batch == 0)
+        return SSMJIT_OK;
+    if (!a->ids == !a->ids_device)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: exactly one of args->ids and args->ids_device must be set",
+                        op);
+    SJ_TRY(sj_check_ptr(a->conv_state, op, "args->conv_state"));
+    SJ_TRY(sj_check_ptr(a->ssm_state, op, "args->ssm_state"));
+    SJ_TRY(sj_check_ptr(a->logits, op, "args->logits"));
+    if (a->ids)
+        SJ_TRY(sj_model_check_ids(m, a->ids, a->batch, 0, op, "args->ids"));
+    SJ_TRY(sj_model_step_layout(m, a->batch, op, ws));
+    return sj_model_check_workspace(a->workspace, a->workspace_bytes, ws->total, op);
+}
+
+SSMJIT_API ssmjit_status ssmjit_model_step(ssmjit_model *m, const ssmjit_model_step_args *a,
+                                           void *stream)
+{
+    sj_model_step_ws ws;
+    SJ_TRY(check_args(m, a, &ws));
+    if (a->batch == 0)
+        return SSMJIT_OK;
+    const void *ids_dev = a->ids ? sj_ws(a->workspace, ws.ids) : (const void *)a->ids_device;
+    sj_step_key key;
+    memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
+    key.batch = a->batch;
+    key.host_ids = a->ids != NULL;
+    key.ids_device = ids_dev;
+    key.conv_state = a->conv_state;
+    key.ssm_state = a->ssm_state;
+    key.logits = a->logits;
+    key.next_ids = a->next_ids;
+    key.workspace = a->workspace;
+    int pushed;
+    SJ_TRY(sj_context_enter(m->ctx, &pushed));
+    ssmjit_status st = SSMJIT_OK;
+    if (a->ids)
+        st = sj_model_copy_in(m, (void *)ids_dev, a->ids, (size_t)a->batch * 4, stream);
+    if (st == SSMJIT_OK && m->graph && memcmp(&key, &m->key, sizeof key) == 0) {
+        st = SJ_CU(m->drv, GraphLaunch, m->graph, (CUstream)stream);
+    } else if (st == SSMJIT_OK) {
+        /* The first run loads every module and plans every GEMM, which
+         * must not happen inside a capture. */
+        sj_model_drop_graph(m);
+        st = step_kernels(m, a, &ws, ids_dev, stream);
+        if (st == SSMJIT_OK)
+            st = capture(m, a, &ws, ids_dev, &key);
+    }
+    sj_context_leave(m->ctx, pushed);
+    return st;
+}

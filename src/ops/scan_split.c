@@ -1,0 +1,424 @@
+/* The split over L of the selective scan's forward and backward
+ * (ssmjit_selective_scan_split_size; kernels_src/scan_common.cuh says
+ * how): the plan, and the passes over views of a row's segments. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/context.h"
+#include "base/error.h"
+#include "scan_internal.h"
+#include "validate.h"
+
+static atomic_int forced_split;
+
+void sj_scan_force_split(int segments)
+{
+    atomic_store_explicit(&forced_split, segments, memory_order_relaxed);
+}
+
+#define SPLIT_MAX 64        /* segments a row */
+/* A segment's least tokens, unless forced: the forward's 128, the
+ * backward's 256.  Their launches' and blocks' fixed costs weigh on short
+ * segments more than the models say (bench/NOTES.md: the backward at
+ * 1 x 2048 x 1536 in segments of 64 tokens ran f32 0.426 ms, of 256
+ * 0.385; the forward at 1 x 2048 x 1536 best at 128). */
+#define SPLIT_MIN_TOKENS 128
+#define SPLIT_MIN_TOKENS_BWD 256
+#define SPLIT_CH 64         /* SJ_SPLIT_CH, SJ_SPLIT_SLICES of scan_split_dtsum */
+#define SPLIT_SLICES 4
+/* A split must beat the unsplit op's modelled time by a tenth (the
+ * forward's model was fitted to within 3.4% of the measured variants). */
+#define SPLIT_GAIN 0.9
+
+/* Segments of Ls = L / S tokens, rounded down to whole chunks where the
+ * split keeps a checkpoint's layout (the view's rows are then the rows'
+ * chunks). */
+static int64_t split_tokens(const scan_shape *sh, int64_t S, int whole)
+{
+    return whole ? sh->L / S / SCAN_CHUNK * SCAN_CHUNK : sh->L / S;
+}
+
+static split_plan split_layout(const scan_shape *sh, int64_t S, int whole, int bwd)
+{
+    const int64_t Ls = split_tokens(sh, S, whole);
+    split_plan w = {S, Ls, sh->L - S * Ls, {0}, 0};
+    const size_t R = (size_t)(sh->B * S), D = (size_t)sh->D, DN = D * (size_t)sh->N, f = sizeof(float);
+    const size_t fwd[SP_FWD_PARTS] = {R * DN * f, w.tail ? DN * f : 0, R * D * f};
+    const size_t back[SP_BWD_PARTS] = {R * DN * f, R * DN * f,      R * DN * f,      R * D * f,
+                                       DN * f,     (R + 1) * DN * f, (R + 1) * D * f, (R + 1) * D * f};
+    const size_t *sizes = bwd ? back : fwd;
+    for (int i = 0; i < (bwd ? SP_BWD_PARTS : SP_FWD_PARTS); i++) {
+        w.part[i] = w.bytes;
+        w.bytes += align_up(sizes[i]);
+    }
+    return w;
+}
+
+/* Whether the rows of sh can be cut into S segments: several rows only
+ * into equal ones, no tokens left (the segments of all rows then form one
+ * [B S, L / S] view of every tensor). */
+static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens, int whole)
+{
+    const int64_t Ls = split_tokens(sh, S, whole);
+    return S >= 2 && S <= SPLIT_MAX && sh->B * S <= SCAN_MAX_BATCH && Ls >= min_tokens &&
+           (sh->B == 1 || S * Ls == sh->L);
+}
+
+/* Modelled cycles of the busiest SM for the forward over B rows of L
+ * tokens of sh's channels and states: sj_scan_fwd_chunk_cycles() a
+ * chunk, a partial last chunk counted twice (it takes the general path,
+ * not the fast one). */
+static double fwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_t B, int64_t L)
+{
+    scan_shape v = *sh;
+    v.B = B;
+    v.L = L;
+    const double c = sj_scan_fwd_chunk_cycles(pr, &v);
+    return c < 0 ? -1 : c * (double)(L / SCAN_CHUNK + (L % SCAN_CHUNK ? 2 : 0));
+}
+
+/* The same for the backward: blocks of BWD_BD channels, two an SM at
+ * most (registers and shared memory), a chunk about 16000 cycles a block
+ * with two on the SM and two thirds of that alone (on an H100 and H200:
+ * about 8 us a chunk at the reference shape, where every SM holds two;
+ * bench/NOTES.md has the split's variants this was checked against). */
+static double bwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_t B, int64_t L)
+{
+    const int64_t sms = pr->sm_count > 0 ? pr->sm_count : 1;
+    const int64_t per_sm = sj_ceil_div(B * sj_ceil_div(sh->D, BWD_BD), sms);
+    return (double)sj_ceil_div(L, SCAN_CHUNK) * (16000.0 * (double)(per_sm / 2) + 10700.0 * (double)(per_sm % 2));
+}
+
+/* The segments (1: none) of the forward's or backward's split that the
+ * model times fastest: twice the op over the segments, the tail, and for
+ * the launches more and the sums of dt (an element's softplus some 16
+ * instructions, issued a warp a cycle on each of an SM's 4 schedulers) a
+ * rough estimate. */
+static int64_t fastest_segments(const sj_device_props *pr, const scan_shape *sh, int whole, int bwd)
+{
+    const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
+    const double overhead = (bwd ? 6 : 3) * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+    double (*cycles)(const sj_device_props *, const scan_shape *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
+    double cost[SPLIT_MAX + 1], least = -1;
+    for (int64_t S = 2; S <= SPLIT_MAX; S++) {
+        cost[S] = -1;
+        if (!split_fits(sh, S, bwd ? SPLIT_MIN_TOKENS_BWD : SPLIT_MIN_TOKENS, whole))
+            continue;
+        const int64_t Ls = split_tokens(sh, S, whole), tail = sh->L - S * Ls;
+        const double seg = cycles(pr, sh, sh->B * S, Ls), rest = tail ? cycles(pr, sh, 1, tail) : 0;
+        if (seg > 0 && rest >= 0)
+            cost[S] = 2 * seg + rest + overhead;
+        if (cost[S] > 0 && (least < 0 || cost[S] < least))
+            least = cost[S];
+    }
+    const double unsplit = cycles(pr, sh, sh->B, sh->L);
+    if (least < 0 || unsplit < 0 || least >= unsplit * SPLIT_GAIN)
+        return 1;
+    /* Once the segments fill every SM more of them cost the same work in
+     * smaller waves: the fewest segments within 3% of the least time (a
+     * smaller workspace, longer segments). */
+    int64_t S = 2;
+    while (!(cost[S] > 0 && cost[S] <= least * 1.03))
+        S++;
+    return S;
+}
+
+/* fastest_segments() through the context's memo of each direction's last
+ * answer: costing every segment count takes some 18 us of CPU a forward
+ * at 1 x 2048 x 1536, and a model's layers ask the same each call.  The
+ * answer depends on the device (the context's) and these extents only. */
+static int64_t memo_segments(ssmjit_context *ctx, const scan_shape *sh, int whole, int bwd)
+{
+    const int64_t key[5] = {sh->B, sh->L, sh->D, sh->N, whole};
+    int64_t *memo = ctx->split_memo[bwd], S = 0;
+    pthread_mutex_lock(&ctx->split_lock);
+    if (memo[5] && memcmp(memo, key, sizeof key) == 0)
+        S = memo[5];
+    pthread_mutex_unlock(&ctx->split_lock);
+    if (S)
+        return S;
+    S = fastest_segments(sj_context_props(ctx), sh, whole, bwd);
+    pthread_mutex_lock(&ctx->split_lock);
+    memcpy(memo, key, sizeof key);
+    memo[5] = S;
+    pthread_mutex_unlock(&ctx->split_lock);
+    return S;
+}
+
+/* No split of sh's rows. */
+static split_plan no_split(const scan_shape *sh) { return (split_plan){1, sh->L, 0, {0}, 0}; }
+
+/* The split of the forward (bwd = 0) or backward of sh that the model
+ * times fastest, or none; whole: segments of whole chunks (a checkpoint
+ * is read or written through the view). */
+static split_plan plan_for(ssmjit_context *ctx, const scan_shape *sh, int whole, int bwd)
+{
+    const split_plan none = no_split(sh);
+    if (!sh->active)
+        return none;
+    const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
+    if (forced == 1)
+        return none;
+    if (forced > 1)
+        return split_fits(sh, forced, 1, whole) ? split_layout(sh, forced, whole, bwd) : none;
+    /* The forward's model rates many short rows too well (bench/NOTES.md:
+     * 2 x 4096 x 2560 in 16 segments, modelled 14% faster, ran 0.46 ms
+     * against 0.37 unsplit): it splits only where its unsplit grid leaves
+     * SMs without a block, where the split measured faster everywhere. */
+    if (!bwd) {
+        const sj_device_props *pr = sj_context_props(ctx);
+        const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, sh->B, sh->D, sh->N);
+        if ((double)(sh->B * sj_ceil_div(sh->D, f.bd)) >= (pr->sm_count > 0 ? pr->sm_count : 1))
+            return none;
+    }
+    const int64_t S = memo_segments(ctx, sh, whole, bwd);
+    return S > 1 ? split_layout(sh, S, whole, bwd) : none;
+}
+
+/* The op's split: the backward's segments are whole chunks (it reads the
+ * checkpoint through the view), as the forward's where it writes one.
+ * Never with cu_seqlens (the segments would need carrying across the
+ * sequences' starts). */
+split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+                              int bwd)
+{
+    if (desc->cu_seqlens)
+        return no_split(sh);
+    return plan_for(ctx, sh, bwd || desc->checkpoint != NULL, bwd);
+}
+
+int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
+                               int checkpoint, int backward)
+{
+    scan_shape sh = {0};
+    sh.B = sh.S = B;
+    sh.L = L;
+    sh.D = D;
+    sh.N = N;
+    sh.active = B > 0 && L > 0 && D > 0;
+    return plan_for(ctx, &sh, backward || checkpoint, backward).S;
+}
+
+/* The split plan of an op (bwd: the backward) whose caller gave a split
+ * workspace, S = 1 without one; an error where it does not hold the
+ * plan's. */
+ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                  const scan_shape *sh, int bwd, const char *op, split_plan *sp)
+{
+    *sp = no_split(sh);
+    if (!desc->split_workspace)
+        return SSMJIT_OK;
+    const split_plan plan = sj_scan_split_plan(ctx, desc, sh, bwd);
+    if (plan.S == 1)
+        return SSMJIT_OK;
+    if ((uintptr_t)desc->split_workspace % sizeof(float))
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->split_workspace is not 4-byte aligned", op);
+    if (desc->split_workspace_bytes < plan.bytes)
+        return sj_error(SSMJIT_ERR_INVALID_ARG,
+                        "%s: desc->split_workspace_bytes = %zu is below the %zu bytes the split needs", op,
+                        desc->split_workspace_bytes, plan.bytes);
+    *sp = plan;
+    return SSMJIT_OK;
+}
+
+/* The view of sh's rows as plan sp's segments. */
+static scan_shape split_view(const scan_shape *sh, const split_plan *sp)
+{
+    scan_shape v = *sh;
+    v.B = v.S = sh->B * sp->S;
+    v.L = sp->Ls;
+    v.nch = sj_ceil_div(v.L, SCAN_CHUNK);
+    return v;
+}
+
+/* sh's one row's tail after plan sp's segments. */
+static scan_shape split_tail(const scan_shape *sh, const split_plan *sp)
+{
+    scan_shape t = *sh;
+    t.L = sp->tail;
+    t.nch = sj_ceil_div(t.L, SCAN_CHUNK);
+    return t;
+}
+
+/* Element `row` (a token) of x's rows, as a device address (0 for NULL). */
+static uint64_t row_at(const void *x, int64_t row, int64_t stride, size_t elem)
+{
+    return x ? dptr(x) + (uint64_t)(row * stride) * elem : 0;
+}
+
+/* Points q's inputs at sh's one row's tokens from r0 on (a split's tail). */
+static void tail_inputs(sj_scan_params *q, const ssmjit_selective_scan_desc *desc, const scan_shape *sh, int64_t r0)
+{
+    const size_t es = ssmjit_dtype_size(desc->dtype);
+    q->u = row_at(desc->u.data, r0, sh->su, es);
+    q->delta = row_at(desc->delta.data, r0, sh->sdelta, es);
+    q->z = row_at(desc->z.data, r0, sh->sz, es);
+    q->B = row_at(desc->B.data, r0, sh->sB, es);
+    q->C = row_at(desc->C.data, r0, sh->sC, es);
+}
+
+/* The segments' sums of dt, by the forward's module (bwd = 0) or the
+ * backward's, each computing dt as its scan does. */
+static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                        const scan_shape *v, float *dtsum, int bwd, void *stream)
+{
+    char name[48];
+    snprintf(name, sizeof name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
+    CUfunction fn;
+    SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
+                         name, &fn));
+    uint64_t delta = dptr(desc->delta.data), dbias = dptr(desc->delta_bias), out = dptr(dtsum);
+    int64_t sdelta = v->sdelta, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
+    void *args[] = {&delta, &sdelta, &dbias, &softplus, &Ls, &D, &out};
+    sj_dim3 grid = {(unsigned)sj_ceil_div(D, SPLIT_CH), (unsigned)v->B, 1};
+    sj_dim3 block = {SPLIT_CH * SPLIT_SLICES, 1, 1};
+    return sj_launch(ctx, fn, grid, block, 0, stream, args);
+}
+
+/* scan_split_carry of the forward's module (bwd = 0, states: first
+ * segment first) or the backward's (adjoints: last segment first); see
+ * kernels_src/scan_common.cuh. */
+static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                        const scan_shape *sh, int64_t S, int bwd, const void *from,
+                                        const float *dtsum, const float *own, float *out, void *last, void *stream)
+{
+    CUfunction fn;
+    SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
+                         "scan_split_carry", &fn));
+    uint64_t A = dptr(desc->A), f = dptr(from), sums = dptr(dtsum), parts = dptr(own), to = dptr(out),
+             end = dptr(last);
+    int64_t B = sh->B, D = sh->D, N = sh->N, reverse = bwd;
+    void *args[] = {&A, &f, &sums, &parts, &to, &end, &B, &S, &D, &N, &reverse};
+    sj_dim3 block = {FLAT_THREADS, 1, 1};
+    return sj_launch(ctx, fn, flat_grid(B * D * N), block, 0, stream, args);
+}
+
+/* The forward over the segments of plan sp. */
+ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+                                const split_plan *sp, void *stream)
+{
+    char *ws = desc->split_workspace;
+    float *st = (float *)(ws + sp->part[SP_ST]), *last = (float *)(ws + sp->part[SP_LAST]),
+          *dtsum = (float *)(ws + sp->part[SP_FWD_DT]);
+    const scan_shape v = split_view(sh, sp);
+    sj_scan_params p = sj_scan_params_of(desc, &v);
+    p.y = dptr(desc->y.data);
+    p.sy = sh->sy;
+    p.init = 0;
+    p.final_state = dptr(st);
+    p.ckpt = 0;
+    /* the split's own kernels compile on the pool meanwhile (first call) */
+    char dtsum_name[48];
+    snprintf(dtsum_name, sizeof dtsum_name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
+    const char *const split_kernels[] = {dtsum_name, "scan_split_carry"};
+    SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 2));
+    SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
+    SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 0, stream));
+    SJ_TRY(launch_split_carry(ctx, desc, sh, sp->S, 0, desc->initial_state, dtsum, st, st,
+                              sp->tail ? last : desc->final_state, stream));
+    p.init = dptr(st);
+    p.final_state = 0;
+    /* the segments' chunks are the rows' (whole chunks a segment), so the
+     * view's checkpoint is the rows' */
+    p.ckpt = dptr(desc->checkpoint);
+    SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
+    if (!sp->tail)
+        return SSMJIT_OK;
+    /* The one row's last tokens, from the state the carry left them. */
+    const scan_shape t = split_tail(sh, sp);
+    const int64_t r0 = sp->S * sp->Ls;
+    sj_scan_params q = sj_scan_params_of(desc, &t);
+    tail_inputs(&q, desc, sh, r0);
+    q.y = row_at(desc->y.data, r0, sh->sy, ssmjit_dtype_size(desc->dtype));
+    q.sy = sh->sy;
+    q.init = dptr(last);
+    q.final_state = dptr(desc->final_state);
+    q.ckpt = row_at(desc->checkpoint, sp->S * (sp->Ls / SCAN_CHUNK), sh->D * sh->N, sizeof(float));
+    return sj_scan_launch_fwd(ctx, desc->dtype, &t, &q, stream);
+}
+
+/* A flat kernel of module scan_bwd over `items` items. */
+static ssmjit_status launch_bwd_flat(ssmjit_context *ctx, const char *kernel, int64_t items, void **args,
+                                     void *stream)
+{
+    CUfunction fn;
+    SJ_TRY(sj_scan_bwd_kernel(ctx, kernel, NULL, &fn));
+    sj_dim3 block = {FLAT_THREADS, 1, 1};
+    return sj_launch(ctx, fn, flat_grid(items), block, 0, stream, args);
+}
+
+/* The backward over plan sp's segments (kernels_src/scan_bwd.cu says how):
+ * p holds the op's inputs, gradients, checkpoint and d_final_state; the
+ * per-row partials go to the split workspace, then into dA, dD and
+ * ddelta_bias. */
+ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                const ssmjit_selective_scan_grads *gr, const scan_shape *sh, const int64_t s[6],
+                                const sj_scan_params *op, char *ws, const bwd_layout *w, const split_plan *sp,
+                                void *stream)
+{
+    char *sw = desc->split_workspace;
+    float *starts = (float *)(sw + sp->part[SP_STARTS]), *local = (float *)(sw + sp->part[SP_LOCAL]),
+          *enter = (float *)(sw + sp->part[SP_ENTER]), *dtsum = (float *)(sw + sp->part[SP_BWD_DT]),
+          *tail_dinit = (float *)(sw + sp->part[SP_TAIL]);
+    const scan_shape v = split_view(sh, sp);
+    const int64_t R = v.B, nchv = v.nch, DN = sh->D * sh->N, S = sp->S;
+    int64_t B = sh->B, D = sh->D, N = sh->N; /* kernel arguments */
+    {
+        uint64_t ck = op->ckpt, init = op->init, out = dptr(starts);
+        int64_t Sv = S, nch = nchv;
+        void *args[] = {&ck, &init, &out, &B, &Sv, &nch, &D, &N};
+        SJ_TRY(launch_bwd_flat(ctx, "scan_split_starts", R * DN, args, stream));
+    }
+    SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 1, stream));
+    /* The tail (one row) first: what enters its end is the op's, and what
+     * leaves its start enters the segments. */
+    const uint64_t dB = dptr(gr->dB.data), dC = dptr(gr->dC.data);
+    if (sp->tail) {
+        const scan_shape t = split_tail(sh, sp);
+        const int64_t r0 = S * sp->Ls;
+        const size_t es = ssmjit_dtype_size(desc->dtype);
+        sj_scan_params q = *op;
+        q.L = t.L;
+        q.nseq = 1;
+        tail_inputs(&q, desc, sh, r0);
+        q.dy = row_at(gr->dy.data, r0, s[0], es);
+        q.du = row_at(gr->du.data, r0, s[1], es);
+        q.ddelta = row_at(gr->ddelta.data, r0, s[2], es);
+        q.dz = row_at(gr->dz.data, r0, s[5], es);
+        /* the tail's chunks follow the segments' in the checkpoint, and
+         * its state entering is the one after their last chunk */
+        const void *ckpt = (const void *)(uintptr_t)op->ckpt;
+        q.ckpt = row_at(ckpt, S * nchv, DN, sizeof(float));
+        q.init = row_at(ckpt, S * nchv - 1, DN, sizeof(float));
+        q.dinit = dptr(tail_dinit);
+        q.ws_dA = dptr(sw + sp->part[SP_DA]) + (uint64_t)(R * DN) * sizeof(float);
+        q.ws_dD = dptr(sw + sp->part[SP_DD]) + (uint64_t)(R * D) * sizeof(float);
+        q.ws_db = dptr(sw + sp->part[SP_DB]) + (uint64_t)(R * D) * sizeof(float);
+        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &t, &q, ws, w, row_at(gr->dB.data, r0, s[3], es), s[3],
+                                row_at(gr->dC.data, r0, s[4], es), s[4], stream));
+    }
+    /* The segments with no adjoint entering their ends: the gradients of
+     * their start states alone (the other outputs are overwritten). */
+    sj_scan_params p = *op;
+    p.L = v.L;
+    p.nseq = R;
+    p.init = dptr(starts);
+    p.dfinal = 0;
+    p.dinit = dptr(local);
+    p.ws_dA = dptr(sw + sp->part[SP_DA]);
+    p.ws_dD = dptr(sw + sp->part[SP_DD]);
+    p.ws_db = dptr(sw + sp->part[SP_DB]);
+    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, dB, s[3], dC, s[4], stream));
+    SJ_TRY(launch_split_carry(ctx, desc, sh, S, 1, sp->tail ? (const void *)tail_dinit : gr->d_final_state, dtsum,
+                              local, enter, gr->d_initial_state, stream));
+    /* Again, with the carried adjoints entering the segments' ends. */
+    p.dfinal = dptr(enter);
+    p.dinit = 0;
+    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, dB, s[3], dC, s[4], stream));
+    return sj_scan_reduce_params(ctx, gr, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SP_DA],
+                                 sw + sp->part[SP_DD], sw + sp->part[SP_DB], stream);
+}
+
