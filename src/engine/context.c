@@ -146,6 +146,19 @@ SSMJIT_API ssmjit_status ssmjit_context_create(const ssmjit_context_options *opt
     return SSMJIT_OK;
 }
 
+/* The units' modules (module.c loads them into the context's slots). */
+static void unload_units(ssmjit_context *ctx)
+{
+    int pushed = 0;
+    if (sj_context_enter(ctx, &pushed) != SSMJIT_OK)
+        return;
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
+        for (int fast = 0; fast < 2; fast++)
+            if (ctx->units[u][fast].module)
+                (void)SJ_CU(ctx->drv, ModuleUnload, ctx->units[u][fast].module);
+    sj_context_leave(ctx, pushed);
+}
+
 SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx)
 {
     if (!ctx)
@@ -154,12 +167,14 @@ SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx)
      * for: none may call its callback, or read its settings, later. */
     sj_image_owner_release(&ctx->owner);
     if (ctx->cu)
-        sj_units_unload(ctx);
+        unload_units(ctx);
     if (ctx->owns_primary)
         (void)SJ_CU(ctx->drv, DevicePrimaryCtxRelease, ctx->device);
     pthread_mutex_destroy(&ctx->target_lock);
     pthread_mutex_destroy(&ctx->unit_lock);
-    pthread_mutex_destroy(&ctx->split_lock);
+    if (ctx->ops_state)
+        ctx->ops_state_free(ctx->ops_state);
+    pthread_mutex_destroy(&ctx->ops_state_lock);
     free(ctx->defines);
     free(ctx);
 }
@@ -171,7 +186,7 @@ ssmjit_context *sj_context_alloc(void)
         return NULL;
     pthread_mutex_init(&ctx->target_lock, NULL);
     pthread_mutex_init(&ctx->unit_lock, NULL);
-    pthread_mutex_init(&ctx->split_lock, NULL);
+    pthread_mutex_init(&ctx->ops_state_lock, NULL);
     return ctx;
 }
 
@@ -200,6 +215,16 @@ ssmjit_status sj_context_spec(ssmjit_context *ctx, int fast, const sj_compile_sp
     return st;
 }
 
+void *sj_context_ops_state(ssmjit_context *ctx, void *(*make)(void), void (*release)(void *))
+{
+    pthread_mutex_lock(&ctx->ops_state_lock);
+    if (!ctx->ops_state && (ctx->ops_state = make()) != NULL)
+        ctx->ops_state_free = release;
+    void *state = ctx->ops_state;
+    pthread_mutex_unlock(&ctx->ops_state_lock);
+    return state;
+}
+
 int sj_context_fast(const ssmjit_context *ctx, sj_kernel_role role)
 {
     return ctx->fast_math >= 0 ? ctx->fast_math : role == SJ_ROLE_FORWARD;
@@ -223,22 +248,6 @@ SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_con
     out->cache_mode = sj_cache_config_mode(&ctx->cache);
     snprintf(out->cache_dir, sizeof out->cache_dir, "%s", ctx->cache.dir);
     out->deterministic = ctx->deterministic;
-    return SSMJIT_OK;
-}
-
-/* Every unit's image is asked of the pool first, so that compiles (on a
- * cold cache) and reads run side by side while this thread loads them
- * into the context in order, each as soon as it is there. */
-SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx)
-{
-    if (!ctx)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_context_load_all: ctx is NULL");
-    for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
-        SJ_TRY(sj_unit_request(ctx, u, sj_unit_fast(ctx, u)));
-    for (size_t u = 0; u < SJ_UNIT_COUNT; u++) {
-        CUfunction fn;
-        SJ_TRY(sj_unit_load(ctx, u, sj_unit_fast(ctx, u), &fn));
-    }
     return SSMJIT_OK;
 }
 

@@ -43,10 +43,11 @@ struct ssmjit_context {
     pthread_mutex_t unit_lock; /* serialises loads into units[] */
     sj_unit_slot units[SJ_UNIT_COUNT][2]; /* [unit][fast_math] */
 
-    /* the scan's split over L, each direction's last choice
-     * (scan_split.c: its key, then the segments; 0 none yet) */
-    pthread_mutex_t split_lock;
-    int64_t split_memo[2][6];
+    /* the ops layer's own state (sj_context_ops_state), freed with the
+     * context by ops_state_free */
+    pthread_mutex_t ops_state_lock;
+    void *ops_state;
+    void (*ops_state_free)(void *);
 };
 
 /* A zeroed context with its locks made (ssmjit_context_create fills it;
@@ -64,8 +65,5 @@ ssmjit_status sj_context_spec(ssmjit_context *ctx, int fast, const sj_compile_sp
 
 /* The fast-math variant a kernel of `role` takes in this context. */
 int sj_context_fast(const ssmjit_context *ctx, sj_kernel_role role);
-
-/* Unloads every unit (context destruction). */
-void sj_units_unload(ssmjit_context *ctx);
 
 #endif

@@ -74,4 +74,11 @@ const sj_device_props *sj_context_props(const ssmjit_context *ctx);
  * SSMJIT_DETERMINISTIC=1). */
 int sj_context_deterministic(const ssmjit_context *ctx);
 
+/* The one slot a context keeps for the ops layer's own state (today the
+ * scan split's memo), so that the engine need not know what it holds:
+ * made by make() on the first call (NULL if that fails, asked again
+ * next time), the same pointer after, freed by release() with the
+ * context. */
+void *sj_context_ops_state(ssmjit_context *ctx, void *(*make)(void), void (*release)(void *));
+
 #endif

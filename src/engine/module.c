@@ -110,14 +110,18 @@ ssmjit_status sj_kernels_request(ssmjit_context *ctx, sj_module_id mod, sj_kerne
     return SSMJIT_OK;
 }
 
-void sj_units_unload(ssmjit_context *ctx)
+/* Every unit's image is asked of the pool first, so that compiles (on a
+ * cold cache) and reads run side by side while this thread loads them
+ * into the context in order, each as soon as it is there. */
+SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx)
 {
-    int pushed = 0;
-    if (sj_context_enter(ctx, &pushed) != SSMJIT_OK)
-        return;
+    if (!ctx)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_context_load_all: ctx is NULL");
     for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
-        for (int fast = 0; fast < 2; fast++)
-            if (ctx->units[u][fast].module)
-                (void)SJ_CU(ctx->drv, ModuleUnload, ctx->units[u][fast].module);
-    sj_context_leave(ctx, pushed);
+        SJ_TRY(sj_unit_request(ctx, u, sj_unit_fast(ctx, u)));
+    for (size_t u = 0; u < SJ_UNIT_COUNT; u++) {
+        CUfunction fn;
+        SJ_TRY(sj_unit_load(ctx, u, sj_unit_fast(ctx, u), &fn));
+    }
+    return SSMJIT_OK;
 }

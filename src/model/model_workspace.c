@@ -4,8 +4,8 @@
 
 #include "base/error.h"
 #include "model.h"
+#include "ops/validate.h"
 
-#define ALIGN 256u
 #define MAX_BYTES ((size_t)1 << 62)
 
 typedef struct cursor {
@@ -13,18 +13,18 @@ typedef struct cursor {
     int overflow;
 } cursor;
 
-/* Reserves a * b elements of elem bytes, 256-byte aligned. */
+/* Reserves a * b elements of elem bytes, aligned as every workspace part. */
 static size_t take(cursor *c, int64_t a, int64_t b, size_t elem)
 {
     size_t bytes, start = c->off;
     if (__builtin_mul_overflow((size_t)a, (size_t)b, &bytes) ||
         __builtin_mul_overflow(bytes, elem, &bytes) || __builtin_add_overflow(start, bytes, &c->off) ||
-        __builtin_add_overflow(c->off, (size_t)ALIGN - 1, &c->off) || c->off > MAX_BYTES) {
+        __builtin_add_overflow(c->off, (size_t)SJ_WORKSPACE_ALIGN - 1, &c->off) || c->off > MAX_BYTES) {
         c->overflow = 1;
         c->off = 0;
         return 0;
     }
-    c->off &= ~(size_t)(ALIGN - 1);
+    c->off &= ~(size_t)(SJ_WORKSPACE_ALIGN - 1);
     return start;
 }
 
@@ -69,7 +69,7 @@ static ssmjit_status op_workspaces(const ssmjit_model *m, sj_model_ws *ws, int64
                                    size_t *ckpt, const char *op)
 {
     const ssmjit_model_config *c = &m->cfg;
-    void *stand_in = (void *)(uintptr_t)ALIGN;
+    void *stand_in = (void *)(uintptr_t)SJ_WORKSPACE_ALIGN;
     ssmjit_selective_scan_desc sd = sj_model_scan_desc(m, ws, stand_in, 0, B, L);
     ssmjit_status st = ssmjit_selective_scan_fwd_workspace_size(&sd, ckpt);
     if (st == SSMJIT_OK)

@@ -1,7 +1,7 @@
-/* What the selective-scan op files share: ops_scan.c (descriptors, the
- * launch shapes, forward, backward, decode step) and scan_split.c (the
- * split over L, which runs the others' kernels over views of a row's
- * segments). */
+/* What the selective-scan op files share: ops_scan.c (the public calls
+ * and their checks) above scan_split.c (the split over L, which runs the
+ * kernels over views of a row's segments) above scan_launch.c (launch
+ * shapes, the backward's workspace layout, the unsplit launches). */
 #ifndef SSMJIT_SCAN_INTERNAL_H
 #define SSMJIT_SCAN_INTERNAL_H
 
@@ -10,24 +10,24 @@
 
 #include "engine/kernel.h"
 #include "ops_scan.h"
+#include "validate.h"
 
 /* Must match kernels_src: SJ_SCAN_CHUNK, the backward's SJ_BWD_NBLK,
  * SJ_BWD_BD, SJ_BWD_THREADS, SJ_BWD_TP, SJ_BWD_BUF and the
  * shared-memory layout described beside them. */
-#define SCAN_CHUNK 16
-#define BWD_NBLK 16
-#define BWD_BD 64
-#define BWD_THREADS 256
-#define BWD_TP 36
-#define BWD_BUF (5 * SCAN_CHUNK * BWD_BD + 2 * SCAN_CHUNK * BWD_NBLK + 2 * SCAN_CHUNK)
-#define BWD_SMEM_FLOATS \
-    (2 * BWD_BUF + 2 * BWD_BD + 8 * 8 * BWD_TP + SCAN_CHUNK * 8 * 32 + BWD_BD * BWD_NBLK + 6 * BWD_THREADS)
+#define SJ_SCAN_CHUNK 16
+#define SJ_SCAN_BWD_NBLK 16
+#define SJ_SCAN_BWD_BD 64
+#define SJ_SCAN_BWD_THREADS 256
+#define SJ_SCAN_BWD_TP 36
+#define SJ_SCAN_BWD_BUF (5 * SJ_SCAN_CHUNK * SJ_SCAN_BWD_BD + 2 * SJ_SCAN_CHUNK * SJ_SCAN_BWD_NBLK + 2 * SJ_SCAN_CHUNK)
+#define SJ_SCAN_BWD_SMEM_FLOATS \
+    (2 * SJ_SCAN_BWD_BUF + 2 * SJ_SCAN_BWD_BD + 8 * 8 * SJ_SCAN_BWD_TP + SJ_SCAN_CHUNK * 8 * 32 + SJ_SCAN_BWD_BD * SJ_SCAN_BWD_NBLK + 6 * SJ_SCAN_BWD_THREADS)
 
-#define SCAN_MAX_N 256
-#define SCAN_MAX_BATCH 65535 /* gridDim.y */
-#define WS_ALIGN 256
-#define FLAT_THREADS 256u    /* reduction and decode kernels */
-#define FLAT_MAX_GRID 65535u /* they grid-stride over the rest */
+#define SJ_SCAN_MAX_N 256
+#define SJ_SCAN_MAX_BATCH 65535 /* gridDim.y */
+#define SJ_SCAN_FLAT_THREADS 256u    /* reduction and decode kernels */
+#define SJ_SCAN_FLAT_MAX_GRID 65535u /* they grid-stride over the rest */
 
 /* Mirror of struct sj_scan_params in kernels_src/scan_common.cuh: same
  * fields, same order, all 8 bytes. */
@@ -52,20 +52,20 @@ typedef struct sj_scan_params {
 _Static_assert(sizeof(sj_scan_params) == 45 * 8, "layout of sj_scan_params in scan_common.cuh");
 
 /* A checked descriptor's extents and strides. */
-typedef struct scan_shape {
+typedef struct sj_scan_extents {
     int64_t B, L, D, N;
     int64_t S;   /* segments: batch rows, or packed sequences */
-    int64_t nch; /* chunks of SCAN_CHUNK tokens */
+    int64_t nch; /* chunks of SJ_SCAN_CHUNK tokens */
     int64_t su, sdelta, sz, sB, sC, sy;
     int active;  /* B * L * D > 0: activations are read */
-} scan_shape;
+} sj_scan_extents;
 
 /* Byte offsets of the backward's workspace parts; each starts aligned. */
-typedef struct bwd_layout {
+typedef struct sj_scan_bwd_layout {
     size_t ckpt, bc, acc, dA, dD, db, total;
-    int64_t ndblk; /* channel blocks of BWD_BD */
-    int64_t nblocks; /* launches of BWD_NBLK states */
-} bwd_layout;
+    int64_t ndblk; /* channel blocks of SJ_SCAN_BWD_BD */
+    int64_t nblocks; /* launches of SJ_SCAN_BWD_NBLK states */
+} sj_scan_bwd_layout;
 
 /* S segments of Ls tokens a row, then (one row only) the last tail
  * tokens, which run as one more sequence from the carried state; S = 1:
@@ -77,21 +77,19 @@ typedef struct bwd_layout {
  * their ends [R, D, N], the sums of dt [R, D], the gradient of the tail's
  * start state [D, N], and per-row sums of dA [R + 1, D, N], dD and
  * ddelta_bias [R + 1, D] (the view's rows, then the tail's). */
-enum { SP_ST, SP_LAST, SP_FWD_DT, SP_FWD_PARTS };
-enum { SP_STARTS, SP_LOCAL, SP_ENTER, SP_BWD_DT, SP_TAIL, SP_DA, SP_DD, SP_DB, SP_BWD_PARTS };
-typedef struct split_plan {
+enum { SJ_SPLIT_ST, SJ_SPLIT_LAST, SJ_SPLIT_FWD_DT, SJ_SPLIT_FWD_PARTS };
+enum { SJ_SPLIT_STARTS, SJ_SPLIT_LOCAL, SJ_SPLIT_ENTER, SJ_SPLIT_BWD_DT, SJ_SPLIT_TAIL, SJ_SPLIT_DA, SJ_SPLIT_DD, SJ_SPLIT_DB, SJ_SPLIT_BWD_PARTS };
+typedef struct sj_scan_split {
     int64_t S, Ls, tail;
-    size_t part[SP_BWD_PARTS], bytes;
-} split_plan;
+    size_t part[SJ_SPLIT_BWD_PARTS], bytes;
+} sj_scan_split;
 
-static inline uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
+static inline uint64_t sj_dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
 
-static inline size_t align_up(size_t v) { return (v + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
-
-static inline sj_dim3 flat_grid(int64_t items)
+static inline sj_dim3 sj_scan_flat_grid(int64_t items)
 {
-    int64_t blocks = sj_ceil_div(items, FLAT_THREADS);
-    sj_dim3 g = {(unsigned)(blocks < FLAT_MAX_GRID ? blocks : FLAT_MAX_GRID), 1, 1};
+    int64_t blocks = sj_ceil_div(items, SJ_SCAN_FLAT_THREADS);
+    sj_dim3 g = {(unsigned)(blocks < SJ_SCAN_FLAT_MAX_GRID ? blocks : SJ_SCAN_FLAT_MAX_GRID), 1, 1};
     return g;
 }
 
@@ -99,59 +97,66 @@ static inline sj_dim3 flat_grid(int64_t items)
 /* ops_scan.c */
 
 /* The forward kernels' arguments of desc's inputs over sh's rows. */
-sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const scan_shape *sh);
+size_t sj_scan_checkpoint_bytes(const sj_scan_extents *sh);
+
+sj_scan_bwd_layout sj_scan_bwd_layout_of(const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh);
+
+sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh);
 
 /* The modelled cycles a chunk of the busiest SM for the forward over
  * sh's rows in the fastest shape (forced ones aside), -1 where none fits. */
-double sj_scan_fwd_chunk_cycles(const sj_device_props *pr, const scan_shape *sh);
+double sj_scan_fwd_chunk_cycles(const sj_device_props *pr, const sj_scan_extents *sh);
 
 /* The forward (module scan_fwd) over sh's rows, its launch shape chosen
  * for them. */
-ssmjit_status sj_scan_launch_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, const scan_shape *sh, sj_scan_params *p,
+ssmjit_status sj_scan_launch_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
                                  void *stream);
 
 /* Kernel `kernel` of module scan_bwd, suffixed with the dtype's name
  * when suffix is set. */
+ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
+                                    void *stream);
+
 ssmjit_status sj_scan_bwd_kernel(ssmjit_context *ctx, const char *kernel, const char *suffix, CUfunction *fn);
 
 /* The backward over the rows of sh (the op's, or a split's view or
  * tail): the scan kernels over p (inputs, gradients, states and the
  * per-row partials set), then dB and dC (at dB, dC) from their per-block
  * partials in ws. */
-ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const scan_shape *sh, sj_scan_params *p,
-                               char *ws, const bwd_layout *w, uint64_t dB, int64_t sdB, uint64_t dC, int64_t sdC,
+ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
+                               char *ws, const sj_scan_bwd_layout *w, uint64_t dB, int64_t sdB, uint64_t dC, int64_t sdC,
                                void *stream);
 
 /* dA, dD, ddelta_bias from `rows` rows of per-row partials (zeros when
  * there are none). */
 ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_grads *gr,
-                                    const scan_shape *sh, int64_t rows, const char *pdA, const char *pdD,
+                                    const sj_scan_extents *sh, int64_t rows, const char *pdA, const char *pdD,
                                     const char *pdb, void *stream);
 
 /* scan_split.c */
 
 /* The split of the forward (bwd = 0) or backward that the model times
  * fastest on ctx's device (S = 1: none). */
-split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+sj_scan_split sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
                               int bwd);
 
 /* The split plan of an op (bwd: the backward) whose caller gave a split
  * workspace, S = 1 without one; an error where it does not hold the
  * plan's. */
-ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
-                                  int bwd, const char *op, split_plan *sp);
+ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
+                                  int bwd, const char *op, sj_scan_split *sp);
 
 /* The forward over plan sp's segments. */
-ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
-                                const split_plan *sp, void *stream);
+ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
+                                const sj_scan_split *sp, void *stream);
 
 /* The backward over plan sp's segments: p holds the op's inputs,
  * gradients, checkpoint and d_final_state (s[] the gradients' strides:
  * dy, du, ddelta, dB, dC, dz), ws and w its workspace; the per-row
  * partials go to the split workspace, then into dA, dD and ddelta_bias. */
 ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                const ssmjit_selective_scan_grads *gr, const scan_shape *sh, const int64_t s[6],
-                                const sj_scan_params *p, char *ws, const bwd_layout *w, const split_plan *sp,
+                                const ssmjit_selective_scan_grads *gr, const sj_scan_extents *sh, const int64_t s[6],
+                                const sj_scan_params *p, char *ws, const sj_scan_bwd_layout *w, const sj_scan_split *sp,
                                 void *stream);
 
 #endif

@@ -5,9 +5,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "engine/context.h"
 #include "base/error.h"
 #include "scan_internal.h"
 #include "validate.h"
@@ -36,23 +36,23 @@ void sj_scan_force_split(int segments)
 /* Segments of Ls = L / S tokens, rounded down to whole chunks where the
  * split keeps a checkpoint's layout (the view's rows are then the rows'
  * chunks). */
-static int64_t split_tokens(const scan_shape *sh, int64_t S, int whole)
+static int64_t split_tokens(const sj_scan_extents *sh, int64_t S, int whole)
 {
-    return whole ? sh->L / S / SCAN_CHUNK * SCAN_CHUNK : sh->L / S;
+    return whole ? sh->L / S / SJ_SCAN_CHUNK * SJ_SCAN_CHUNK : sh->L / S;
 }
 
-static split_plan split_layout(const scan_shape *sh, int64_t S, int whole, int bwd)
+static sj_scan_split split_layout(const sj_scan_extents *sh, int64_t S, int whole, int bwd)
 {
     const int64_t Ls = split_tokens(sh, S, whole);
-    split_plan w = {S, Ls, sh->L - S * Ls, {0}, 0};
+    sj_scan_split w = {S, Ls, sh->L - S * Ls, {0}, 0};
     const size_t R = (size_t)(sh->B * S), D = (size_t)sh->D, DN = D * (size_t)sh->N, f = sizeof(float);
-    const size_t fwd[SP_FWD_PARTS] = {R * DN * f, w.tail ? DN * f : 0, R * D * f};
-    const size_t back[SP_BWD_PARTS] = {R * DN * f, R * DN * f,      R * DN * f,      R * D * f,
+    const size_t fwd[SJ_SPLIT_FWD_PARTS] = {R * DN * f, w.tail ? DN * f : 0, R * D * f};
+    const size_t back[SJ_SPLIT_BWD_PARTS] = {R * DN * f, R * DN * f,      R * DN * f,      R * D * f,
                                        DN * f,     (R + 1) * DN * f, (R + 1) * D * f, (R + 1) * D * f};
     const size_t *sizes = bwd ? back : fwd;
-    for (int i = 0; i < (bwd ? SP_BWD_PARTS : SP_FWD_PARTS); i++) {
+    for (int i = 0; i < (bwd ? SJ_SPLIT_BWD_PARTS : SJ_SPLIT_FWD_PARTS); i++) {
         w.part[i] = w.bytes;
-        w.bytes += align_up(sizes[i]);
+        w.bytes += sj_workspace_align_up(sizes[i]);
     }
     return w;
 }
@@ -60,10 +60,10 @@ static split_plan split_layout(const scan_shape *sh, int64_t S, int whole, int b
 /* Whether the rows of sh can be cut into S segments: several rows only
  * into equal ones, no tokens left (the segments of all rows then form one
  * [B S, L / S] view of every tensor). */
-static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens, int whole)
+static int split_fits(const sj_scan_extents *sh, int64_t S, int64_t min_tokens, int whole)
 {
     const int64_t Ls = split_tokens(sh, S, whole);
-    return S >= 2 && S <= SPLIT_MAX && sh->B * S <= SCAN_MAX_BATCH && Ls >= min_tokens &&
+    return S >= 2 && S <= SPLIT_MAX && sh->B * S <= SJ_SCAN_MAX_BATCH && Ls >= min_tokens &&
            (sh->B == 1 || S * Ls == sh->L);
 }
 
@@ -71,25 +71,25 @@ static int split_fits(const scan_shape *sh, int64_t S, int64_t min_tokens, int w
  * tokens of sh's channels and states: sj_scan_fwd_chunk_cycles() a
  * chunk, a partial last chunk counted twice (it takes the general path,
  * not the fast one). */
-static double fwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_t B, int64_t L)
+static double fwd_cycles(const sj_device_props *pr, const sj_scan_extents *sh, int64_t B, int64_t L)
 {
-    scan_shape v = *sh;
+    sj_scan_extents v = *sh;
     v.B = B;
     v.L = L;
     const double c = sj_scan_fwd_chunk_cycles(pr, &v);
-    return c < 0 ? -1 : c * (double)(L / SCAN_CHUNK + (L % SCAN_CHUNK ? 2 : 0));
+    return c < 0 ? -1 : c * (double)(L / SJ_SCAN_CHUNK + (L % SJ_SCAN_CHUNK ? 2 : 0));
 }
 
-/* The same for the backward: blocks of BWD_BD channels, two an SM at
+/* The same for the backward: blocks of SJ_SCAN_BWD_BD channels, two an SM at
  * most (registers and shared memory), a chunk about 16000 cycles a block
  * with two on the SM and two thirds of that alone (on an H100 and H200:
  * about 8 us a chunk at the reference shape, where every SM holds two;
  * bench/NOTES.md has the split's variants this was checked against). */
-static double bwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_t B, int64_t L)
+static double bwd_cycles(const sj_device_props *pr, const sj_scan_extents *sh, int64_t B, int64_t L)
 {
     const int64_t sms = pr->sm_count > 0 ? pr->sm_count : 1;
-    const int64_t per_sm = sj_ceil_div(B * sj_ceil_div(sh->D, BWD_BD), sms);
-    return (double)sj_ceil_div(L, SCAN_CHUNK) * (16000.0 * (double)(per_sm / 2) + 10700.0 * (double)(per_sm % 2));
+    const int64_t per_sm = sj_ceil_div(B * sj_ceil_div(sh->D, SJ_SCAN_BWD_BD), sms);
+    return (double)sj_ceil_div(L, SJ_SCAN_CHUNK) * (16000.0 * (double)(per_sm / 2) + 10700.0 * (double)(per_sm % 2));
 }
 
 /* The segments (1: none) of the forward's or backward's split that the
@@ -97,11 +97,11 @@ static double bwd_cycles(const sj_device_props *pr, const scan_shape *sh, int64_
  * the launches more and the sums of dt (an element's softplus some 16
  * instructions, issued a warp a cycle on each of an SM's 4 schedulers) a
  * rough estimate. */
-static int64_t fastest_segments(const sj_device_props *pr, const scan_shape *sh, int whole, int bwd)
+static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
     const double overhead = (bwd ? 6 : 3) * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
-    double (*cycles)(const sj_device_props *, const scan_shape *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
+    double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
         cost[S] = -1;
@@ -126,37 +126,65 @@ static int64_t fastest_segments(const sj_device_props *pr, const scan_shape *sh,
     return S;
 }
 
+/* Each direction's last answer of fastest_segments() in a context: its
+ * key (B, L, D, N, whole), then the segments (0: none yet). */
+typedef struct split_memo {
+    pthread_mutex_t lock;
+    int64_t last[2][6];
+} split_memo;
+
+static void *memo_make(void)
+{
+    split_memo *m = calloc(1, sizeof *m);
+    if (m)
+        pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+static void memo_free(void *p)
+{
+    split_memo *m = p;
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
 /* fastest_segments() through the context's memo of each direction's last
  * answer: costing every segment count takes some 18 us of CPU a forward
  * at 1 x 2048 x 1536, and a model's layers ask the same each call.  The
- * answer depends on the device (the context's) and these extents only. */
-static int64_t memo_segments(ssmjit_context *ctx, const scan_shape *sh, int whole, int bwd)
+ * answer depends on the device (the context's) and these extents only.
+ * Without memory for the memo the answer is computed each time. */
+static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, int whole, int bwd)
 {
     const int64_t key[5] = {sh->B, sh->L, sh->D, sh->N, whole};
-    int64_t *memo = ctx->split_memo[bwd], S = 0;
-    pthread_mutex_lock(&ctx->split_lock);
-    if (memo[5] && memcmp(memo, key, sizeof key) == 0)
-        S = memo[5];
-    pthread_mutex_unlock(&ctx->split_lock);
+    split_memo *m = sj_context_ops_state(ctx, memo_make, memo_free);
+    int64_t S = 0;
+    if (m) {
+        pthread_mutex_lock(&m->lock);
+        if (m->last[bwd][5] && memcmp(m->last[bwd], key, sizeof key) == 0)
+            S = m->last[bwd][5];
+        pthread_mutex_unlock(&m->lock);
+    }
     if (S)
         return S;
     S = fastest_segments(sj_context_props(ctx), sh, whole, bwd);
-    pthread_mutex_lock(&ctx->split_lock);
-    memcpy(memo, key, sizeof key);
-    memo[5] = S;
-    pthread_mutex_unlock(&ctx->split_lock);
+    if (m) {
+        pthread_mutex_lock(&m->lock);
+        memcpy(m->last[bwd], key, sizeof key);
+        m->last[bwd][5] = S;
+        pthread_mutex_unlock(&m->lock);
+    }
     return S;
 }
 
 /* No split of sh's rows. */
-static split_plan no_split(const scan_shape *sh) { return (split_plan){1, sh->L, 0, {0}, 0}; }
+static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split){1, sh->L, 0, {0}, 0}; }
 
 /* The split of the forward (bwd = 0) or backward of sh that the model
  * times fastest, or none; whole: segments of whole chunks (a checkpoint
  * is read or written through the view). */
-static split_plan plan_for(ssmjit_context *ctx, const scan_shape *sh, int whole, int bwd)
+static sj_scan_split plan_for(ssmjit_context *ctx, const sj_scan_extents *sh, int whole, int bwd)
 {
-    const split_plan none = no_split(sh);
+    const sj_scan_split none = no_split(sh);
     if (!sh->active)
         return none;
     const int forced = atomic_load_explicit(&forced_split, memory_order_relaxed);
@@ -182,7 +210,7 @@ static split_plan plan_for(ssmjit_context *ctx, const scan_shape *sh, int whole,
  * checkpoint through the view), as the forward's where it writes one.
  * Never with cu_seqlens (the segments would need carrying across the
  * sequences' starts). */
-split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
+sj_scan_split sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
                               int bwd)
 {
     if (desc->cu_seqlens)
@@ -193,7 +221,7 @@ split_plan sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_d
 int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
                                int checkpoint, int backward)
 {
-    scan_shape sh = {0};
+    sj_scan_extents sh = {0};
     sh.B = sh.S = B;
     sh.L = L;
     sh.D = D;
@@ -206,12 +234,12 @@ int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_
  * workspace, S = 1 without one; an error where it does not hold the
  * plan's. */
 ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                  const scan_shape *sh, int bwd, const char *op, split_plan *sp)
+                                  const sj_scan_extents *sh, int bwd, const char *op, sj_scan_split *sp)
 {
     *sp = no_split(sh);
     if (!desc->split_workspace)
         return SSMJIT_OK;
-    const split_plan plan = sj_scan_split_plan(ctx, desc, sh, bwd);
+    const sj_scan_split plan = sj_scan_split_plan(ctx, desc, sh, bwd);
     if (plan.S == 1)
         return SSMJIT_OK;
     if ((uintptr_t)desc->split_workspace % sizeof(float))
@@ -225,32 +253,32 @@ ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_sc
 }
 
 /* The view of sh's rows as plan sp's segments. */
-static scan_shape split_view(const scan_shape *sh, const split_plan *sp)
+static sj_scan_extents split_view(const sj_scan_extents *sh, const sj_scan_split *sp)
 {
-    scan_shape v = *sh;
+    sj_scan_extents v = *sh;
     v.B = v.S = sh->B * sp->S;
     v.L = sp->Ls;
-    v.nch = sj_ceil_div(v.L, SCAN_CHUNK);
+    v.nch = sj_ceil_div(v.L, SJ_SCAN_CHUNK);
     return v;
 }
 
 /* sh's one row's tail after plan sp's segments. */
-static scan_shape split_tail(const scan_shape *sh, const split_plan *sp)
+static sj_scan_extents split_tail(const sj_scan_extents *sh, const sj_scan_split *sp)
 {
-    scan_shape t = *sh;
+    sj_scan_extents t = *sh;
     t.L = sp->tail;
-    t.nch = sj_ceil_div(t.L, SCAN_CHUNK);
+    t.nch = sj_ceil_div(t.L, SJ_SCAN_CHUNK);
     return t;
 }
 
 /* Element `row` (a token) of x's rows, as a device address (0 for NULL). */
 static uint64_t row_at(const void *x, int64_t row, int64_t stride, size_t elem)
 {
-    return x ? dptr(x) + (uint64_t)(row * stride) * elem : 0;
+    return x ? sj_dptr(x) + (uint64_t)(row * stride) * elem : 0;
 }
 
 /* Points q's inputs at sh's one row's tokens from r0 on (a split's tail). */
-static void tail_inputs(sj_scan_params *q, const ssmjit_selective_scan_desc *desc, const scan_shape *sh, int64_t r0)
+static void tail_inputs(sj_scan_params *q, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh, int64_t r0)
 {
     const size_t es = ssmjit_dtype_size(desc->dtype);
     q->u = row_at(desc->u.data, r0, sh->su, es);
@@ -263,14 +291,14 @@ static void tail_inputs(sj_scan_params *q, const ssmjit_selective_scan_desc *des
 /* The segments' sums of dt, by the forward's module (bwd = 0) or the
  * backward's, each computing dt as its scan does. */
 static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                        const scan_shape *v, float *dtsum, int bwd, void *stream)
+                                        const sj_scan_extents *v, float *dtsum, int bwd, void *stream)
 {
     char name[48];
     snprintf(name, sizeof name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
     CUfunction fn;
     SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
                          name, &fn));
-    uint64_t delta = dptr(desc->delta.data), dbias = dptr(desc->delta_bias), out = dptr(dtsum);
+    uint64_t delta = sj_dptr(desc->delta.data), dbias = sj_dptr(desc->delta_bias), out = sj_dptr(dtsum);
     int64_t sdelta = v->sdelta, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
     void *args[] = {&delta, &sdelta, &dbias, &softplus, &Ls, &D, &out};
     sj_dim3 grid = {(unsigned)sj_ceil_div(D, SPLIT_CH), (unsigned)v->B, 1};
@@ -282,33 +310,33 @@ static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_select
  * segment first) or the backward's (adjoints: last segment first); see
  * kernels_src/scan_common.cuh. */
 static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                        const scan_shape *sh, int64_t S, int bwd, const void *from,
+                                        const sj_scan_extents *sh, int64_t S, int bwd, const void *from,
                                         const float *dtsum, const float *own, float *out, void *last, void *stream)
 {
     CUfunction fn;
     SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
                          "scan_split_carry", &fn));
-    uint64_t A = dptr(desc->A), f = dptr(from), sums = dptr(dtsum), parts = dptr(own), to = dptr(out),
-             end = dptr(last);
+    uint64_t A = sj_dptr(desc->A), f = sj_dptr(from), sums = sj_dptr(dtsum), parts = sj_dptr(own), to = sj_dptr(out),
+             end = sj_dptr(last);
     int64_t B = sh->B, D = sh->D, N = sh->N, reverse = bwd;
     void *args[] = {&A, &f, &sums, &parts, &to, &end, &B, &S, &D, &N, &reverse};
-    sj_dim3 block = {FLAT_THREADS, 1, 1};
-    return sj_launch(ctx, fn, flat_grid(B * D * N), block, 0, stream, args);
+    sj_dim3 block = {SJ_SCAN_FLAT_THREADS, 1, 1};
+    return sj_launch(ctx, fn, sj_scan_flat_grid(B * D * N), block, 0, stream, args);
 }
 
 /* The forward over the segments of plan sp. */
-ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const scan_shape *sh,
-                                const split_plan *sp, void *stream)
+ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
+                                const sj_scan_split *sp, void *stream)
 {
     char *ws = desc->split_workspace;
-    float *st = (float *)(ws + sp->part[SP_ST]), *last = (float *)(ws + sp->part[SP_LAST]),
-          *dtsum = (float *)(ws + sp->part[SP_FWD_DT]);
-    const scan_shape v = split_view(sh, sp);
+    float *st = (float *)(ws + sp->part[SJ_SPLIT_ST]), *last = (float *)(ws + sp->part[SJ_SPLIT_LAST]),
+          *dtsum = (float *)(ws + sp->part[SJ_SPLIT_FWD_DT]);
+    const sj_scan_extents v = split_view(sh, sp);
     sj_scan_params p = sj_scan_params_of(desc, &v);
-    p.y = dptr(desc->y.data);
+    p.y = sj_dptr(desc->y.data);
     p.sy = sh->sy;
     p.init = 0;
-    p.final_state = dptr(st);
+    p.final_state = sj_dptr(st);
     p.ckpt = 0;
     /* the split's own kernels compile on the pool meanwhile (first call) */
     char dtsum_name[48];
@@ -319,24 +347,24 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 0, stream));
     SJ_TRY(launch_split_carry(ctx, desc, sh, sp->S, 0, desc->initial_state, dtsum, st, st,
                               sp->tail ? last : desc->final_state, stream));
-    p.init = dptr(st);
+    p.init = sj_dptr(st);
     p.final_state = 0;
     /* the segments' chunks are the rows' (whole chunks a segment), so the
      * view's checkpoint is the rows' */
-    p.ckpt = dptr(desc->checkpoint);
+    p.ckpt = sj_dptr(desc->checkpoint);
     SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
     if (!sp->tail)
         return SSMJIT_OK;
     /* The one row's last tokens, from the state the carry left them. */
-    const scan_shape t = split_tail(sh, sp);
+    const sj_scan_extents t = split_tail(sh, sp);
     const int64_t r0 = sp->S * sp->Ls;
     sj_scan_params q = sj_scan_params_of(desc, &t);
     tail_inputs(&q, desc, sh, r0);
     q.y = row_at(desc->y.data, r0, sh->sy, ssmjit_dtype_size(desc->dtype));
     q.sy = sh->sy;
-    q.init = dptr(last);
-    q.final_state = dptr(desc->final_state);
-    q.ckpt = row_at(desc->checkpoint, sp->S * (sp->Ls / SCAN_CHUNK), sh->D * sh->N, sizeof(float));
+    q.init = sj_dptr(last);
+    q.final_state = sj_dptr(desc->final_state);
+    q.ckpt = row_at(desc->checkpoint, sp->S * (sp->Ls / SJ_SCAN_CHUNK), sh->D * sh->N, sizeof(float));
     return sj_scan_launch_fwd(ctx, desc->dtype, &t, &q, stream);
 }
 
@@ -346,8 +374,8 @@ static ssmjit_status launch_bwd_flat(ssmjit_context *ctx, const char *kernel, in
 {
     CUfunction fn;
     SJ_TRY(sj_scan_bwd_kernel(ctx, kernel, NULL, &fn));
-    sj_dim3 block = {FLAT_THREADS, 1, 1};
-    return sj_launch(ctx, fn, flat_grid(items), block, 0, stream, args);
+    sj_dim3 block = {SJ_SCAN_FLAT_THREADS, 1, 1};
+    return sj_launch(ctx, fn, sj_scan_flat_grid(items), block, 0, stream, args);
 }
 
 /* The backward over plan sp's segments (kernels_src/scan_bwd.cu says how):
@@ -355,19 +383,19 @@ static ssmjit_status launch_bwd_flat(ssmjit_context *ctx, const char *kernel, in
  * per-row partials go to the split workspace, then into dA, dD and
  * ddelta_bias. */
 ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                const ssmjit_selective_scan_grads *gr, const scan_shape *sh, const int64_t s[6],
-                                const sj_scan_params *op, char *ws, const bwd_layout *w, const split_plan *sp,
+                                const ssmjit_selective_scan_grads *gr, const sj_scan_extents *sh, const int64_t s[6],
+                                const sj_scan_params *op, char *ws, const sj_scan_bwd_layout *w, const sj_scan_split *sp,
                                 void *stream)
 {
     char *sw = desc->split_workspace;
-    float *starts = (float *)(sw + sp->part[SP_STARTS]), *local = (float *)(sw + sp->part[SP_LOCAL]),
-          *enter = (float *)(sw + sp->part[SP_ENTER]), *dtsum = (float *)(sw + sp->part[SP_BWD_DT]),
-          *tail_dinit = (float *)(sw + sp->part[SP_TAIL]);
-    const scan_shape v = split_view(sh, sp);
+    float *starts = (float *)(sw + sp->part[SJ_SPLIT_STARTS]), *local = (float *)(sw + sp->part[SJ_SPLIT_LOCAL]),
+          *enter = (float *)(sw + sp->part[SJ_SPLIT_ENTER]), *dtsum = (float *)(sw + sp->part[SJ_SPLIT_BWD_DT]),
+          *tail_dinit = (float *)(sw + sp->part[SJ_SPLIT_TAIL]);
+    const sj_scan_extents v = split_view(sh, sp);
     const int64_t R = v.B, nchv = v.nch, DN = sh->D * sh->N, S = sp->S;
     int64_t B = sh->B, D = sh->D, N = sh->N; /* kernel arguments */
     {
-        uint64_t ck = op->ckpt, init = op->init, out = dptr(starts);
+        uint64_t ck = op->ckpt, init = op->init, out = sj_dptr(starts);
         int64_t Sv = S, nch = nchv;
         void *args[] = {&ck, &init, &out, &B, &Sv, &nch, &D, &N};
         SJ_TRY(launch_bwd_flat(ctx, "scan_split_starts", R * DN, args, stream));
@@ -375,9 +403,9 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 1, stream));
     /* The tail (one row) first: what enters its end is the op's, and what
      * leaves its start enters the segments. */
-    const uint64_t dB = dptr(gr->dB.data), dC = dptr(gr->dC.data);
+    const uint64_t dB = sj_dptr(gr->dB.data), dC = sj_dptr(gr->dC.data);
     if (sp->tail) {
-        const scan_shape t = split_tail(sh, sp);
+        const sj_scan_extents t = split_tail(sh, sp);
         const int64_t r0 = S * sp->Ls;
         const size_t es = ssmjit_dtype_size(desc->dtype);
         sj_scan_params q = *op;
@@ -393,10 +421,10 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         const void *ckpt = (const void *)(uintptr_t)op->ckpt;
         q.ckpt = row_at(ckpt, S * nchv, DN, sizeof(float));
         q.init = row_at(ckpt, S * nchv - 1, DN, sizeof(float));
-        q.dinit = dptr(tail_dinit);
-        q.ws_dA = dptr(sw + sp->part[SP_DA]) + (uint64_t)(R * DN) * sizeof(float);
-        q.ws_dD = dptr(sw + sp->part[SP_DD]) + (uint64_t)(R * D) * sizeof(float);
-        q.ws_db = dptr(sw + sp->part[SP_DB]) + (uint64_t)(R * D) * sizeof(float);
+        q.dinit = sj_dptr(tail_dinit);
+        q.ws_dA = sj_dptr(sw + sp->part[SJ_SPLIT_DA]) + (uint64_t)(R * DN) * sizeof(float);
+        q.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]) + (uint64_t)(R * D) * sizeof(float);
+        q.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]) + (uint64_t)(R * D) * sizeof(float);
         SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &t, &q, ws, w, row_at(gr->dB.data, r0, s[3], es), s[3],
                                 row_at(gr->dC.data, r0, s[4], es), s[4], stream));
     }
@@ -405,20 +433,20 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     sj_scan_params p = *op;
     p.L = v.L;
     p.nseq = R;
-    p.init = dptr(starts);
+    p.init = sj_dptr(starts);
     p.dfinal = 0;
-    p.dinit = dptr(local);
-    p.ws_dA = dptr(sw + sp->part[SP_DA]);
-    p.ws_dD = dptr(sw + sp->part[SP_DD]);
-    p.ws_db = dptr(sw + sp->part[SP_DB]);
+    p.dinit = sj_dptr(local);
+    p.ws_dA = sj_dptr(sw + sp->part[SJ_SPLIT_DA]);
+    p.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]);
+    p.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]);
     SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, dB, s[3], dC, s[4], stream));
     SJ_TRY(launch_split_carry(ctx, desc, sh, S, 1, sp->tail ? (const void *)tail_dinit : gr->d_final_state, dtsum,
                               local, enter, gr->d_initial_state, stream));
     /* Again, with the carried adjoints entering the segments' ends. */
-    p.dfinal = dptr(enter);
+    p.dfinal = sj_dptr(enter);
     p.dinit = 0;
     SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, dB, s[3], dC, s[4], stream));
-    return sj_scan_reduce_params(ctx, gr, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SP_DA],
-                                 sw + sp->part[SP_DD], sw + sp->part[SP_DB], stream);
+    return sj_scan_reduce_params(ctx, gr, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SJ_SPLIT_DA],
+                                 sw + sp->part[SJ_SPLIT_DD], sw + sp->part[SJ_SPLIT_DB], stream);
 }
 

@@ -31,4 +31,13 @@ ssmjit_status sj_check_dtype(ssmjit_dtype dtype, const char *op, const char *wha
 ssmjit_status sj_resolve_stride(int64_t stride, int64_t width, const char *op, const char *what,
                                 int64_t *out);
 
+/* Every op's and the model's workspace parts start at multiples of this
+ * many bytes: enough for any access of a kernel, and a cache line. */
+#define SJ_WORKSPACE_ALIGN 256
+
+static inline size_t sj_workspace_align_up(size_t v)
+{
+    return (v + SJ_WORKSPACE_ALIGN - 1) / SJ_WORKSPACE_ALIGN * SJ_WORKSPACE_ALIGN;
+}
+
 #endif
