@@ -18,6 +18,22 @@
  *  - The library never prints, except one warning on stderr when the cache
  *    directory cannot be written or is not trusted (suppressible, see
  *    ssmjit_context_options).
+ *  - Every op has one shape: ssmjit_<op>(ctx, desc, args, stream).  The
+ *    descriptor holds sizes and options (no pointers); the args struct
+ *    holds every tensor by name (device pointers or ssmjit_matrix views,
+ *    NULL for an absent optional one) and, where the op needs one, its
+ *    workspace.  The model calls take the same shape.
+ *  - Every struct a caller fills begins with `size_t struct_size`, which
+ *    must be sizeof that struct in this header: option structs get it
+ *    (with their defaults) from their _init function, every other one
+ *    from SSMJIT_STRUCT_INIT(type), or from the binding that sets it by
+ *    hand.  A wrong size is SSMJIT_ERR_INVALID_ARG naming the struct, so
+ *    a header and library of different versions are caught, not misread.
+ *    (Later versions will keep accepting the sizes of earlier ones and
+ *    read the fields such a struct lacks as their defaults.)
+ *  - A size query is named after what it sizes (..._workspace_size: the
+ *    op's scratch; ssmjit_selective_scan_checkpoint_size: the checkpoint)
+ *    and always takes the context, since sizes may depend on the device.
  */
 #ifndef SSMJIT_H
 #define SSMJIT_H
@@ -38,6 +54,10 @@ extern "C" {
 #define SSMJIT_VERSION_MAJOR 0
 #define SSMJIT_VERSION_MINOR 1
 #define SSMJIT_VERSION_PATCH 0
+
+/* A struct a caller fills, zeroed but for its struct_size (C99 and
+ * later; `type` must be a struct whose first member is struct_size). */
+#define SSMJIT_STRUCT_INIT(type) ((type){sizeof(type)})
 
 /* ------------------------------------------------------------------------ */
 /* Status and errors                                                        */
@@ -432,6 +452,20 @@ typedef enum ssmjit_dtype {
 /* Size in bytes of one element of dtype, 0 for an unknown dtype. */
 SSMJIT_API size_t ssmjit_dtype_size(ssmjit_dtype dtype);
 
+/* A view of an activation in device memory: a [rows, width] matrix, or a
+ * [batch, len, width] one whose row (b, t) is at
+ *     data + b * batch_stride + t * stride          (in elements)
+ * so that a view may be a column slice of a wider buffer (stride > width)
+ * or a window into longer sequences (batch_stride > len * stride).
+ * stride 0 means width; batch_stride 0 means len * stride, and must be 0
+ * for an op's [rows, width] operands.  data must be aligned to the
+ * element size. */
+typedef struct ssmjit_matrix {
+    void *data;            /* device pointer */
+    int64_t stride;        /* elements between rows (tokens); 0 = width */
+    int64_t batch_stride;  /* elements between sequences; 0 = len * stride */
+} ssmjit_matrix;
+
 /* ------------------------------------------------------------------------ */
 /* Elementwise ops (module "elementwise")                                   */
 /* ------------------------------------------------------------------------ */
@@ -447,11 +481,6 @@ typedef enum ssmjit_activation {
     SSMJIT_ACT_SILU = 0,     /* x * sigmoid(x) */
     SSMJIT_ACT_SOFTPLUS = 1  /* x <= 20 ? log1p(exp(x)) : x */
 } ssmjit_activation;
-
-typedef struct ssmjit_matrix {
-    void *data;        /* device pointer */
-    int64_t stride;    /* elements between rows; 0 = cols */
-} ssmjit_matrix;
 
 typedef struct ssmjit_unary_desc {
     ssmjit_dtype dtype;

@@ -443,10 +443,12 @@ static ssmjit_status model_calls_null(args *a, int which)
     /* contexts */                                                                                        \
     X(create_out_null, INVALID_ARG, "ssmjit_context_create: out is NULL",                                 \
       return ssmjit_context_create(&a->copts, NULL))                                                      \
-    X(create_struct_size_0, INVALID_ARG, "options->struct_size = 0: initialise",                          \
+    X(create_struct_size_0, INVALID_ARG, "options->struct_size = 0, not the ",                          \
       a->copts.struct_size = 0; return create(a))                                                         \
     X(create_struct_size_short, INVALID_ARG, "options->struct_size = ",                                   \
       a->copts.struct_size = sizeof a->copts - 1; return create(a))                                       \
+    X(create_struct_size_long, INVALID_ARG, "(fill it with ssmjit_context_options_init)",                 \
+      a->copts.struct_size = sizeof a->copts + 8; return create(a))                                       \
     X(create_fast_math_unknown, INVALID_ARG, "options->fast_math = 3 is not a ssmjit_fast_math",          \
       a->copts.fast_math = (ssmjit_fast_math)3; return create(a))                                         \
     X(create_fast_math_negative, INVALID_ARG, "options->fast_math = -1 is not",                           \
@@ -515,7 +517,7 @@ static ssmjit_status model_calls_null(args *a, int which)
       return ssmjit_prewarm_unit(NULL, 0, &a->out->was_cached))                                           \
     X(prewarm_was_cached_null, INVALID_ARG, "ssmjit_prewarm_unit: was_cached is NULL",                    \
       return ssmjit_prewarm_unit(&a->popts, 0, NULL))                                                     \
-    X(prewarm_struct_size_0, INVALID_ARG, "opts->struct_size = 0: initialise",                            \
+    X(prewarm_struct_size_0, INVALID_ARG, "opts->struct_size = 0, not the ",                            \
       a->popts.struct_size = 0; return prewarm(a))                                                        \
     X(prewarm_unit_count, INVALID_ARG, "unit index * is not below",                                       \
       return ssmjit_prewarm_unit(&a->popts, ssmjit_unit_count(), &a->out->was_cached))                    \
@@ -533,7 +535,7 @@ static ssmjit_status model_calls_null(args *a, int which)
       return with_env(a, "SSMJIT_CACHE", "sometimes", prewarm))                                           \
     X(prewarm_all_opts_null, INVALID_ARG, "ssmjit_prewarm: opts is NULL",                                 \
       return ssmjit_prewarm(NULL, &a->out->prewarm))                                                      \
-    X(prewarm_all_struct_size_0, INVALID_ARG, "opts->struct_size = 0: initialise",                        \
+    X(prewarm_all_struct_size_0, INVALID_ARG, "opts->struct_size = 0, not the ",                        \
       a->popts.struct_size = 0; return prewarm_all(a))                                                    \
     X(prewarm_all_fast_math_2, INVALID_ARG, "opts->fast_math = 2 is not -1, 0 or 1",                      \
       a->popts.fast_math = 2; return prewarm_all(a))                                                      \

@@ -137,3 +137,12 @@ SSMJIT_API const char *ssmjit_status_string(ssmjit_status status)
 }
 
 SSMJIT_API const char *ssmjit_version_string(void) { return SSMJIT_VERSION_STRING; }
+
+ssmjit_status sj_check_struct_size(size_t got, size_t want, const char *op, const char *what,
+                                   const char *init)
+{
+    SJ_FAIL_IF(got != want, SSMJIT_ERR_INVALID_ARG,
+               "%s: %s->struct_size = %zu, not the %zu bytes this library's struct has (fill it with %s)", op,
+               what, got, want, init);
+    return SSMJIT_OK;
+}

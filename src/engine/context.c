@@ -33,10 +33,8 @@ static int env_switch(const char *name, ssmjit_status *st)
 
 static ssmjit_status read_options(ssmjit_context *ctx, const ssmjit_context_options *o)
 {
-    if (o->struct_size < sizeof *o)
-        return sj_error(SSMJIT_ERR_INVALID_ARG,
-                        "options->struct_size = %zu: initialise options with ssmjit_context_options_init",
-                        o->struct_size);
+    SJ_TRY(sj_check_struct_size(o->struct_size, sizeof *o, "ssmjit_context_create", "options",
+                                "ssmjit_context_options_init"));
     if (o->fast_math < SSMJIT_FAST_MATH_DEFAULT || o->fast_math > SSMJIT_FAST_MATH_OFF)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "options->fast_math = %d is not a ssmjit_fast_math",
                         (int)o->fast_math);

@@ -37,9 +37,8 @@ typedef struct prewarm {
 static ssmjit_status setup(const ssmjit_prewarm_options *o, prewarm *p)
 {
     memset(p, 0, sizeof *p);
-    if (o->struct_size < sizeof *o)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "opts->struct_size = %zu: initialise with ssmjit_prewarm_options_init",
-                        o->struct_size);
+    SJ_TRY(sj_check_struct_size(o->struct_size, sizeof *o, "ssmjit_prewarm", "opts",
+                                "ssmjit_prewarm_options_init"));
     if (o->fast_math < -1 || o->fast_math > 1)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "opts->fast_math = %d is not -1, 0 or 1", o->fast_math);
     int arch;

@@ -56,10 +56,7 @@ static ssmjit_status check_config(const ssmjit_model_config *c, const char *op)
 
 static ssmjit_status check_options(const ssmjit_model_options *o, const char *op)
 {
-    if (o->struct_size != sizeof *o)
-        return sj_error(SSMJIT_ERR_INVALID_ARG,
-                        "%s: opts->struct_size = %zu (fill opts with ssmjit_model_options_init)", op,
-                        o->struct_size);
+    SJ_TRY(sj_check_struct_size(o->struct_size, sizeof *o, op, "opts", "ssmjit_model_options_init"));
     if (o->prepare < SSMJIT_MODEL_PREPARE_INFERENCE || o->prepare > SSMJIT_MODEL_PREPARE_NONE)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: opts->prepare = %d is not a ssmjit_model_prepare", op,
                         (int)o->prepare);

@@ -31,6 +31,22 @@ ssmjit_status sj_check_dtype(ssmjit_dtype dtype, const char *op, const char *wha
 ssmjit_status sj_resolve_stride(int64_t stride, int64_t width, const char *op, const char *what,
                                 int64_t *out);
 
+/* How sj_check_matrix treats an operand. */
+enum {
+    SJ_MATRIX_REQUIRED = 1, /* data must be set when the extents are not empty */
+    SJ_MATRIX_ROWS = 2      /* a [rows, width] operand: batch_stride must be 0 */
+};
+
+/* Checks one activation operand `name` ("args->u") of [batch, len, width]
+ * elements of elem_size bytes (a [rows, width] one: batch 1, len rows,
+ * with SJ_MATRIX_ROWS) and writes it to *out with both strides resolved:
+ * stride 0 is width, else at least width; batch_stride 0 is len * stride,
+ * else at least that; data aligned to elem_size; every element's offset
+ * below 2^62.  An absent optional operand (data NULL, not required) is
+ * still checked for its strides, so a view's fields never go unread. */
+ssmjit_status sj_check_matrix(const char *op, const char *name, const ssmjit_matrix *m, size_t elem_size,
+                              int64_t batch, int64_t len, int64_t width, int flags, ssmjit_matrix *out);
+
 /* Every op's and the model's workspace parts start at multiples of this
  * many bytes: enough for any access of a kernel, and a cache line. */
 #define SJ_WORKSPACE_ALIGN 256
