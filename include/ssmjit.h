@@ -22,7 +22,8 @@
  *    descriptor holds sizes and options (no pointers); the args struct
  *    holds every tensor by name (device pointers or ssmjit_matrix views,
  *    NULL for an absent optional one) and, where the op needs one, its
- *    workspace.  The model calls take the same shape.
+ *    workspace.  The model calls take (model, args, stream): the model
+ *    is their descriptor.
  *  - Every struct a caller fills begins with `size_t struct_size`, which
  *    must be sizeof that struct in this header: option structs get it
  *    (with their defaults) from their _init function, every other one
@@ -33,7 +34,8 @@
  *    read the fields such a struct lacks as their defaults.)
  *  - A size query is named after what it sizes (..._workspace_size: the
  *    op's scratch; ssmjit_selective_scan_checkpoint_size: the checkpoint)
- *    and always takes the context, since sizes may depend on the device.
+ *    and always takes the context, since sizes may depend on the device
+ *    (the model's take the model, which holds its context).
  */
 #ifndef SSMJIT_H
 #define SSMJIT_H
@@ -145,9 +147,12 @@ typedef struct ssmjit_context_options {
     int quiet;                   /* nonzero (or SSMJIT_QUIET=1): no warning when the cache
                                     cannot be written or is not trusted */
     int deterministic;           /* nonzero (or SSMJIT_DETERMINISTIC=1): backward ops must
-                                    reproduce bit for bit.  Every backward op of this
-                                    version always does (no float atomics), so this
-                                    costs nothing; it is reported by get_info */
+                                    reproduce bit for bit.  A promise to hold the library
+                                    to, not a switch: every op of this version reproduces
+                                    (no float atomics) whatever it is, so today it changes
+                                    no result and costs nothing; an op that could not
+                                    keep it would refuse to run under it.  get_info
+                                    reports it */
     ssmjit_compile_callback on_compile; /* optional: progress of NVRTC compiles */
     void *on_compile_user;       /* passed to on_compile */
 } ssmjit_context_options;
@@ -921,7 +926,10 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd(ssmjit_context *ctx, const ssmjit_rm
 
 typedef struct ssmjit_model ssmjit_model;
 
+/* Filled by ssmjit_model_get_config (struct_size included); a caller
+ * that fills one for ssmjit_model_create sets struct_size too. */
 typedef struct ssmjit_model_config {
+    size_t struct_size;
     int64_t d_model;        /* hidden size */
     int64_t d_inner;        /* expand * d_model */
     int64_t d_state;        /* N, 1..256 */
@@ -1044,6 +1052,7 @@ SSMJIT_API ssmjit_status ssmjit_model_workspace_size(const ssmjit_model *model, 
                                                      size_t *bytes);
 
 typedef struct ssmjit_model_forward_args {
+    size_t struct_size;
     int64_t batch, seqlen;   /* B sequences of L tokens */
     const int32_t *ids;      /* host [B, L] token ids (0 <= id < vocab), or NULL to
                                 start from `embeds` */
@@ -1073,6 +1082,7 @@ SSMJIT_API ssmjit_status ssmjit_model_forward(ssmjit_model *model,
                                               void *stream);
 
 typedef struct ssmjit_model_backward_args {
+    size_t struct_size;
     void *logits;            /* device in/out [B, L, vocab]: the forward's logits, with
                                 targets; overwritten by their gradient */
     const int32_t *targets;  /* host [B, L] ids, -100 = ignored: the loss is the mean
@@ -1102,7 +1112,14 @@ SSMJIT_API ssmjit_status ssmjit_model_step_workspace_size(const ssmjit_model *mo
                                                           int64_t batch, size_t *bytes);
 
 typedef struct ssmjit_model_step_args {
+    size_t struct_size;
     int64_t batch;           /* B */
+    /* The ids come from host memory (ids, copied in with the step) or
+     * from device memory (ids_device, read by the graph, so a step can
+     * feed the previous step's next_ids without a round trip); exactly
+     * one is set.  Both are int32 pointers in C, so the field's name
+     * says which memory: the library cannot tell them apart, and a
+     * pointer of the wrong kind is read as the wrong memory. */
     const int32_t *ids;      /* host [B], or NULL to read ids_device */
     const int32_t *ids_device; /* device [B] (e.g. the previous step's next_ids) */
     void *conv_state;        /* device [n_layer, B, d_inner, d_conv] f32, updated */

@@ -144,7 +144,7 @@ static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, 
     a.ids = a.seg_start = a.seg_id = a.argmax_out = DEV;
     a.fa = a.fb = a.fy = a.row_loss = a.loss = DEV;
     a.logits = a.dlogits = m; /* the gradient over the logits */
-    a.mcfg = (ssmjit_model_config){64, 128, 16, 4, 4, 2, 97, 1e-5, 1, 1};
+    a.mcfg = (ssmjit_model_config){sizeof a.mcfg, 64, 128, 16, 4, 4, 2, 97, 1e-5, 1, 1};
     ssmjit_model_options_init(&a.mopts);
     return a;
 }
@@ -1167,6 +1167,8 @@ static ssmjit_status model_calls_null(args *a, int which)
       return ssmjit_model_create(a->ctx, &a->mcfg, NULL, 1, NULL))                                        \
     X(model_create_config_null, INVALID_ARG, "ssmjit_model_create: config is NULL",                       \
       ssmjit_model *m = NULL; return ssmjit_model_create(a->ctx, NULL, NULL, 1, &m))                      \
+    X(model_create_config_size, INVALID_ARG, "config->struct_size = 0, not the", a->mcfg.struct_size = 0;  \
+      return model_create(a))                                                                             \
     X(model_create_d_state_0, INVALID_ARG, "config->d_state = 0 is outside 1..256", a->mcfg.d_state = 0;   \
       return model_create(a))                                                                             \
     X(model_create_d_state_257, INVALID_ARG, "config->d_state = 257 is outside 1..256",                   \

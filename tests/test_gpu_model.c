@@ -58,7 +58,7 @@ static void open_fixture(fixture *f, int tied, ssmjit_dtype dtype)
     tu_seed();
     ref_mamba_cfg rc = small_cfg(tied);
     f->ref = ref_mamba_random(&rc);
-    ssmjit_model_config c = {(int64_t)rc.d_model, (int64_t)rc.d_inner, (int64_t)rc.d_state,
+    ssmjit_model_config c = {.struct_size = sizeof c, (int64_t)rc.d_model, (int64_t)rc.d_inner, (int64_t)rc.d_state,
                              (int64_t)rc.d_conv, (int64_t)rc.dt_rank, (int64_t)rc.n_layer,
                              (int64_t)rc.vocab, rc.eps, tied, 1};
     ssmjit_model_options o;
@@ -103,7 +103,7 @@ static void forward(fixture *f, size_t B, size_t L, const int *ids, ssmjit_model
     void *dlog = gu_alloc_poisoned(rows * V, f->dtype);
     void *dconv = conv ? gu_alloc_poisoned(nconv, SSMJIT_F32) : NULL;
     void *dssm = ssm ? gu_alloc_poisoned(nssm, SSMJIT_F32) : NULL;
-    ssmjit_model_forward_args a = {.batch = (int64_t)B, .seqlen = (int64_t)L, .ids = ids, .mode = mode,
+    ssmjit_model_forward_args a = {.struct_size = sizeof a, .batch = (int64_t)B, .seqlen = (int64_t)L, .ids = ids, .mode = mode,
                                    .logits = dlog, .last_only = last_only, .conv_state = dconv,
                                    .ssm_state = dssm, .workspace = ws, .workspace_bytes = bytes};
     assert_int_equal(ssmjit_model_forward(f->model, &a, NULL), SSMJIT_OK);
@@ -222,7 +222,7 @@ static void step(fixture *f, decoder *d, const int *ids, double *logits)
 {
     size_t V = f->ref.cfg.vocab;
     gu_poison(d->logits, d->B * V * ssmjit_dtype_size(f->dtype));
-    ssmjit_model_step_args a = {.batch = (int64_t)d->B, .ids = ids, .ids_device = ids ? NULL : d->next,
+    ssmjit_model_step_args a = {.struct_size = sizeof a, .batch = (int64_t)d->B, .ids = ids, .ids_device = ids ? NULL : d->next,
                                 .conv_state = d->conv, .ssm_state = d->ssm, .logits = d->logits,
                                 .next_ids = d->next, .workspace = d->ws, .workspace_bytes = d->ws_bytes};
     assert_int_equal(ssmjit_model_step(f->model, &a, NULL), SSMJIT_OK);
@@ -248,7 +248,7 @@ static void test_decode_continues_prefill(void **state)
     size_t bytes;
     void *ws = workspace(f.model, (int64_t)B, (int64_t)L1, SSMJIT_MODEL_INFERENCE, &bytes);
     void *plog = gu_alloc(B * V * 4);
-    ssmjit_model_forward_args a = {.batch = (int64_t)B, .seqlen = (int64_t)L1, .ids = prefix,
+    ssmjit_model_forward_args a = {.struct_size = sizeof a, .batch = (int64_t)B, .seqlen = (int64_t)L1, .ids = prefix,
                                    .logits = plog, .last_only = 1, .conv_state = d.conv,
                                    .ssm_state = d.ssm, .workspace = ws, .workspace_bytes = bytes};
     assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
@@ -384,13 +384,13 @@ static void check_backward_shape(int tied, ssmjit_model_mode mode, int use_dlogi
     size_t bytes;
     void *ws = workspace(f.model, (int64_t)B, (int64_t)L, mode, &bytes);
     void *dlog = gu_alloc(n * V * 4), *loss = gu_alloc(4), *ddl = dl ? gu_upload_new(dl, n * V, SSMJIT_F32) : NULL;
-    ssmjit_model_forward_args a = {.batch = (int64_t)B, .seqlen = (int64_t)L, .ids = ids, .mode = mode,
+    ssmjit_model_forward_args a = {.struct_size = sizeof a, .batch = (int64_t)B, .seqlen = (int64_t)L, .ids = ids, .mode = mode,
                                    .logits = dlog, .workspace = ws, .workspace_bytes = bytes};
     uint8_t *first = NULL;
     size_t total = 0;
     for (int run = 0; run < 2; run++) {
         assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
-        ssmjit_model_backward_args b = {.logits = use_dlogits ? NULL : dlog,
+        ssmjit_model_backward_args b = {.struct_size = sizeof b, .logits = use_dlogits ? NULL : dlog,
                                         .targets = use_dlogits ? NULL : targets,
                                         .loss = use_dlogits ? NULL : loss, .dlogits = ddl};
         assert_int_equal(ssmjit_model_backward(f.model, &b, NULL), SSMJIT_OK);
@@ -495,7 +495,7 @@ static void test_embeds(void **state)
     size_t bytes;
     void *ws = workspace(f.model, (int64_t)B, (int64_t)L, SSMJIT_MODEL_TRAIN, &bytes);
     void *dlog = gu_alloc_poisoned(n * V, SSMJIT_F32), *dgrad = gu_alloc_poisoned(n * dm, SSMJIT_F32);
-    ssmjit_model_forward_args a = {.batch = (int64_t)B, .seqlen = (int64_t)L, .embeds = demb,
+    ssmjit_model_forward_args a = {.struct_size = sizeof a, .batch = (int64_t)B, .seqlen = (int64_t)L, .embeds = demb,
                                    .mode = SSMJIT_MODEL_TRAIN, .logits = dlog, .workspace = ws,
                                    .workspace_bytes = bytes};
     assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
@@ -507,7 +507,7 @@ static void test_embeds(void **state)
     void *ddl = gu_upload_new(dl, n * V, SSMJIT_F32);
     ref_mamba grads = ref_mamba_alloc(rc);
     ref_mamba_backward_dlogits(&f.ref, B, L, ids, dl, &grads);
-    ssmjit_model_backward_args b = {.dlogits = ddl, .d_embeds = dgrad};
+    ssmjit_model_backward_args b = {.struct_size = sizeof b, .dlogits = ddl, .d_embeds = dgrad};
     assert_int_equal(ssmjit_model_backward(f.model, &b, NULL), SSMJIT_OK);
     double *gd = tu_doubles(n * dm), *wd = tu_doubles(n * dm);
     gu_download_as(gd, dgrad, n * dm, SSMJIT_F32);
@@ -700,7 +700,7 @@ static void test_validation(void **state)
     size_t bytes;
     void *ws = workspace(f.model, 1, 4, SSMJIT_MODEL_TRAIN, &bytes);
     void *logits = gu_alloc(4 * f.ref.cfg.vocab * 4);
-    ssmjit_model_forward_args a = {.batch = 1, .seqlen = 4, .ids = ids, .mode = SSMJIT_MODEL_TRAIN,
+    ssmjit_model_forward_args a = {.struct_size = sizeof a, .batch = 1, .seqlen = 4, .ids = ids, .mode = SSMJIT_MODEL_TRAIN,
                                    .logits = logits, .workspace = ws, .workspace_bytes = bytes};
     assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
     assert_non_null(strstr(ssmjit_last_error(), "args->ids[3] = 1000"));
@@ -716,7 +716,14 @@ static void test_validation(void **state)
     a.embeds = logits;
     assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
     a.embeds = NULL;
-    ssmjit_model_backward_args b = {.logits = logits, .targets = ids};
+    a.struct_size = sizeof a - 8;
+    assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "args->struct_size"));
+    a.struct_size = sizeof a;
+    ssmjit_model_backward_args b = {.struct_size = sizeof b + 8, .logits = logits, .targets = ids};
+    assert_int_equal(ssmjit_model_backward(f.model, &b, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "args->struct_size"));
+    b.struct_size = sizeof b;
     assert_int_equal(ssmjit_model_backward(f.model, &b, NULL), SSMJIT_ERR_INVALID_ARG);
     assert_non_null(strstr(ssmjit_last_error(), "no forward in a training mode"));
     assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
@@ -729,6 +736,9 @@ static void test_validation(void **state)
     assert_int_equal(ssmjit_model_tensor_at(f.model, ssmjit_model_tensor_count(f.model), &info),
                      SSMJIT_ERR_INVALID_ARG);
     ssmjit_model_step_args s = {.batch = 1, .ids = ids};
+    assert_int_equal(ssmjit_model_step(f.model, &s, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "args->struct_size = 0"));
+    s.struct_size = sizeof s;
     assert_int_equal(ssmjit_model_step(f.model, &s, NULL), SSMJIT_ERR_INVALID_ARG);
     assert_non_null(strstr(ssmjit_last_error(), "args->conv_state"));
     gu_free(ws);

@@ -77,7 +77,7 @@ static void test_op_by_op(void **state)
 static void test_model_units(void **state)
 {
     (void)state;
-    ssmjit_model_config c = {.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
+    ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
                              .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
                              .residual_in_fp32 = 1};
     visits *v = calloc(1, sizeof *v);
@@ -115,7 +115,7 @@ static void test_model_units_on_a_device(void **state)
     ssmjit_context *ctx = sj_context_alloc();
     assert_non_null(ctx);
     ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
-    ssmjit_model_config c = {.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
+    ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
                              .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
                              .residual_in_fp32 = 1};
     assert_int_equal(sj_scan_fwd_states_used(ctx, 1536, 16), (1u << 4) | (1u << 8));

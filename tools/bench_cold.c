@@ -228,11 +228,11 @@ static int train_child(const char *model_dir)
         ids[i] = (int32_t)((i * 7919) % bench_130m.vocab_size);
         targets[i] = (int32_t)((i * 104729 + 1) % bench_130m.vocab_size);
     }
-    ssmjit_model_forward_args fa = {.batch = 1, .seqlen = L, .ids = ids, .mode = SSMJIT_MODEL_TRAIN,
+    ssmjit_model_forward_args fa = {.struct_size = sizeof fa, .batch = 1, .seqlen = L, .ids = ids, .mode = SSMJIT_MODEL_TRAIN,
                                     .logits = logits, .workspace = ws, .workspace_bytes = bytes};
     if (st == SSMJIT_OK)
         st = ssmjit_model_forward(m, &fa, NULL);
-    ssmjit_model_backward_args ba = {.logits = logits, .targets = targets, .loss = loss};
+    ssmjit_model_backward_args ba = {.struct_size = sizeof ba, .logits = logits, .targets = targets, .loss = loss};
     if (st == SSMJIT_OK)
         st = ssmjit_model_backward(m, &ba, NULL);
     if (st == SSMJIT_OK)

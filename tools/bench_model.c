@@ -9,7 +9,7 @@
 #include "model.h"
 #include "ops_scan.h"
 
-const ssmjit_model_config bench_130m = {.d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4,
+const ssmjit_model_config bench_130m = {.struct_size = sizeof bench_130m, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4,
                                         .dt_rank = 48, .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5,
                                         .tie_embeddings = 1, .residual_in_fp32 = 1};
 
@@ -70,12 +70,12 @@ static ssmjit_status time_forward(model_bench *b, int64_t B, int64_t L, ssmjit_m
     for (int r = 0; r < runs && st == SSMJIT_OK; r++) {
         if (split && r == reps + 1)
             st = sj_model_profile_start(b->m);
-        ssmjit_model_forward_args a = {.batch = B, .seqlen = L, .ids = ids, .mode = mode, .logits = logits,
+        ssmjit_model_forward_args a = {.struct_size = sizeof a, .batch = B, .seqlen = L, .ids = ids, .mode = mode, .logits = logits,
                                        .workspace = ws, .workspace_bytes = bytes};
         double t0 = cli_now();
         st = ssmjit_model_forward(b->m, &a, b->stream);
         if (st == SSMJIT_OK && mode != SSMJIT_MODEL_INFERENCE) {
-            ssmjit_model_backward_args g = {.logits = logits, .targets = targets, .loss = loss};
+            ssmjit_model_backward_args g = {.struct_size = sizeof g, .logits = logits, .targets = targets, .loss = loss};
             st = ssmjit_model_backward(b->m, &g, b->stream);
         }
         if (st == SSMJIT_OK)
@@ -131,7 +131,7 @@ static ssmjit_status time_decode(model_bench *b, int64_t B, int steps, double *t
         st = dalloc(b, (size_t)B * 4, &next);
     if (st == SSMJIT_OK)
         st = SJ_CU(b->ctx->drv, MemsetD8Async, (CUdeviceptr)(uintptr_t)next, 0, (size_t)B * 4, b->stream);
-    ssmjit_model_step_args a = {.batch = B, .ids_device = next, .conv_state = conv, .ssm_state = ssm,
+    ssmjit_model_step_args a = {.struct_size = sizeof a, .batch = B, .ids_device = next, .conv_state = conv, .ssm_state = ssm,
                                 .logits = logits, .next_ids = next, .workspace = ws, .workspace_bytes = bytes};
     for (int i = 0; i < 3 && st == SSMJIT_OK; i++) /* the first captures the graph */
         st = ssmjit_model_step(b->m, &a, b->stream);

@@ -128,7 +128,7 @@ static int decode(ssmjit_model *m, const sj_driver *drv, const run_opts *o, buff
         return cli_fail("run: device memory", st);
 
     ssmjit_model_forward_args fa = {
-        .batch = 1, .seqlen = o->ntokens, .ids = o->tokens, .logits = (void *)(uintptr_t)b->logits,
+        .struct_size = sizeof fa, .batch = 1, .seqlen = o->ntokens, .ids = o->tokens, .logits = (void *)(uintptr_t)b->logits,
         .last_only = 1, .conv_state = (void *)(uintptr_t)b->conv, .ssm_state = (void *)(uintptr_t)b->ssm,
         .workspace = (void *)(uintptr_t)b->ws, .workspace_bytes = ws_bytes};
     double t0 = cli_now();
@@ -148,7 +148,7 @@ static int decode(ssmjit_model *m, const sj_driver *drv, const run_opts *o, buff
     /* Each step reads its token from `next` and writes the following one
      * there, so every step has the same pointers and replays one graph. */
     ssmjit_model_step_args sa = {
-        .batch = 1, .ids_device = (const int32_t *)(uintptr_t)b->next,
+        .struct_size = sizeof sa, .batch = 1, .ids_device = (const int32_t *)(uintptr_t)b->next,
         .conv_state = (void *)(uintptr_t)b->conv, .ssm_state = (void *)(uintptr_t)b->ssm,
         .logits = (void *)(uintptr_t)b->logits, .next_ids = (int32_t *)(uintptr_t)b->next,
         .workspace = (void *)(uintptr_t)b->step_ws, .workspace_bytes = step_bytes};

@@ -43,7 +43,7 @@ static ssmjit_status model_config_of(const sj_mamba_config *mc, const sj_checkpo
     SJ_TRY(sj_mamba_tensor_name(naming, SJ_T_EMBEDDING, 0, name, sizeof name));
     const sj_st_tensor *emb = sj_checkpoint_find(ck, name);
     *c = (ssmjit_model_config){
-        .d_model = mc->d_model, .d_inner = mc->d_inner, .d_state = mc->d_state,
+        .struct_size = sizeof *c, .d_model = mc->d_model, .d_inner = mc->d_inner, .d_state = mc->d_state,
         .d_conv = mc->d_conv, .dt_rank = mc->dt_rank, .n_layer = mc->n_layer,
         /* the embedding's rows: the padded vocabulary where the checkpoint has it */
         .vocab_size = emb->shape[0], .norm_eps = mc->norm_eps,
