@@ -8,7 +8,7 @@
 #include "model_tensors.h"
 
 /* The weights of one layer, in the order of the tensor table. */
-typedef enum sj_layer_slot {
+typedef enum sj_model_layer_slot {
     SJ_L_NORM,
     SJ_L_IN_PROJ,
     SJ_L_CONV,
@@ -20,14 +20,14 @@ typedef enum sj_layer_slot {
     SJ_L_D,
     SJ_L_OUT_PROJ,
     SJ_L_COUNT
-} sj_layer_slot;
+} sj_model_layer_slot;
 
 /* The model-wide weights come first in the table. */
 enum { SJ_G_EMBEDDING, SJ_G_NORM_F, SJ_G_LM_HEAD };
 
 typedef struct sj_model_tensor {
     char name[80];
-    sj_mamba_tensor kind;
+    sj_model_tensor_kind kind;
     ssmjit_dtype dtype;
     int ndim;
     int64_t shape[SSMJIT_MODEL_MAX_DIMS];
@@ -39,19 +39,23 @@ typedef struct sj_model_tensor {
 
 /* What a captured decode graph was built for: replaying it is valid only
  * for the same pointers and batch. */
-typedef struct sj_step_key {
+typedef struct sj_model_step_key {
     int64_t batch;
     int host_ids;
     const void *ids_device, *conv_state, *ssm_state, *logits, *next_ids, *workspace;
-} sj_step_key;
+} sj_model_step_key;
 
 /* Event pairs around the GEMMs and scans of a call, for the benchmark's
  * breakdown of a training step (off unless sj_model_profile_start). */
 #define SJ_PROFILE_MAX 1024
-typedef enum sj_profile_kind { SJ_PROFILE_GEMM, SJ_PROFILE_SCAN, SJ_PROFILE_KINDS } sj_profile_kind;
+typedef enum sj_model_profile_kind {
+    SJ_PROFILE_GEMM,
+    SJ_PROFILE_SCAN,
+    SJ_PROFILE_KINDS
+} sj_model_profile_kind;
 typedef struct sj_model_profile {
     int count;
-    sj_profile_kind kind[SJ_PROFILE_MAX];
+    sj_model_profile_kind kind[SJ_PROFILE_MAX];
     CUevent start[SJ_PROFILE_MAX], end[SJ_PROFILE_MAX];
 } sj_model_profile;
 
@@ -83,30 +87,30 @@ struct ssmjit_model {
     sj_model_profile *profile; /* NULL: not profiling */
 
     CUstream capture;       /* the decode graph is captured on this stream */
-    sj_step_key key;
+    sj_model_step_key key;
     CUgraphExec graph;      /* NULL: none captured */
 };
 
-static inline sj_model_tensor *sj_layer_tensor(const ssmjit_model *m, int64_t layer,
-                                               sj_layer_slot s)
+static inline sj_model_tensor *sj_model_layer_tensor(const ssmjit_model *m, int64_t layer,
+                                                     sj_model_layer_slot s)
 {
     return &m->t[m->layer_base + layer * SJ_L_COUNT + s];
 }
 
-static inline void *sj_lw(const ssmjit_model *m, int64_t layer, sj_layer_slot s)
+static inline void *sj_model_weight(const ssmjit_model *m, int64_t layer, sj_model_layer_slot s)
 {
-    return (void *)(uintptr_t)sj_layer_tensor(m, layer, s)->data;
+    return (void *)(uintptr_t)sj_model_layer_tensor(m, layer, s)->data;
 }
 
 /* The LM head: the embedding when tied. */
-static inline const sj_model_tensor *sj_head_tensor(const ssmjit_model *m)
+static inline const sj_model_tensor *sj_model_head_tensor(const ssmjit_model *m)
 {
     return &m->t[m->cfg.tie_embeddings ? SJ_G_EMBEDDING : SJ_G_LM_HEAD];
 }
 
-static inline void *sj_head(const ssmjit_model *m)
+static inline void *sj_model_head_weight(const ssmjit_model *m)
 {
-    return (void *)(uintptr_t)sj_head_tensor(m)->data;
+    return (void *)(uintptr_t)sj_model_head_tensor(m)->data;
 }
 
 /* Where each buffer of a forward / backward lies in the caller's
@@ -150,7 +154,7 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
                                    sj_model_step_ws *ws);
 
 /* Device address of a workspace buffer. */
-static inline void *sj_ws(void *base, size_t offset)
+static inline void *sj_model_ws_at(void *base, size_t offset)
 {
     return (char *)base + offset;
 }
@@ -186,7 +190,7 @@ ssmjit_status sj_model_embed(ssmjit_model *m, const int32_t *host_ids, int64_t n
 ssmjit_status sj_model_profile_start(ssmjit_model *m);
 ssmjit_status sj_model_profile_stop(ssmjit_model *m, double ms[SJ_PROFILE_KINDS]);
 /* Brackets one GEMM or scan launch (no-ops unless profiling). */
-void sj_model_profile_begin(ssmjit_model *m, sj_profile_kind kind, void *stream);
+void sj_model_profile_begin(ssmjit_model *m, sj_model_profile_kind kind, void *stream);
 void sj_model_profile_end(ssmjit_model *m, void *stream);
 
 /* Checks a config (field named in the message) and allocates a model whose
