@@ -1,5 +1,8 @@
-/* The model's internals, shared by model.c (weights and tensors),
- * model_load.c, model_forward.c, model_backward.c and model_step.c. */
+/* The model's internals, shared by the model layer's files: model.c
+ * (weights and tensors), model_workspace.c, model_load.c, model_forward.c,
+ * model_backward.c, model_step.c and model_profile.c.  The CLI's
+ * benchmark uses its profiling and sj_model_prepare, test_prepare.c
+ * sj_model_units. */
 #ifndef SSMJIT_MODEL_H
 #define SSMJIT_MODEL_H
 
@@ -212,8 +215,8 @@ ssmjit_status sj_model_alloc_grads(ssmjit_model *m);
 /* Drops the captured decode graph. */
 void sj_model_drop_graph(ssmjit_model *m);
 
-/* A GEMM on the model's handle: C[m,n] = alpha op(A) op(B) + beta C with
- * A and B in the model's dtype. */
+/* A GEMM on the model's handle: C[rows,cols] = op(A) op(B) + beta C with
+ * A and B in the model's dtype, C in c_dtype. */
 ssmjit_status sj_model_gemm(ssmjit_model *m, int64_t rows, int64_t cols, int64_t k,
                             const void *a, int64_t lda, int trans_a, const void *b, int64_t ldb,
                             int trans_b, void *c, int64_t ldc, ssmjit_dtype c_dtype, float beta,
@@ -232,17 +235,20 @@ ssmjit_status sj_model_linear(ssmjit_model *m, const sj_model_tensor *w, int64_t
 /* An asynchronous host-to-device copy on the model's context. */
 ssmjit_status sj_model_copy_in(ssmjit_model *m, void *dst, const void *src, size_t bytes, void *stream);
 
-/* Checks token ids on the host: each in [0, vocab) (or `ignore` when
- * ignore_ok).  `what` names the argument in messages. */
+/* Checks token ids on the host: each in [0, vocab) (or -100, the label
+ * a loss ignores, when ignore_ok).  `what` names the argument in
+ * messages. */
 ssmjit_status sj_model_check_ids(const ssmjit_model *m, const int32_t *ids, int64_t n,
                                  int ignore_ok, const char *op, const char *what);
 
 /* The kernels a model of this shape and dtype may launch on ctx's device:
- * those of its forward and decoding, and with `what`
- * SSMJIT_MODEL_PREPARE_TRAINING its backward's (the forward scan's only
- * with the states a thread its launch shapes take, every count where
- * sj_model_units has no ctx); visited (units) or queued (flags 0) or
- * loaded (SSMJIT_PREPARE_WAIT) in ctx. */
+ * those of its forward and decoding, with `what`
+ * SSMJIT_MODEL_PREPARE_TRAINING also its backward's, none with
+ * SSMJIT_MODEL_PREPARE_NONE.  Of the forward scan's, only those of the
+ * states a thread its launch shapes take on that device (every count when
+ * sj_model_units is given no ctx).  sj_model_units visits their units;
+ * sj_model_prepare queues them (flags 0) or loads them
+ * (SSMJIT_PREPARE_WAIT) in ctx. */
 ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
                              ssmjit_model_prepare what, void (*visit)(size_t unit, void *arg), void *arg);
 ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
