@@ -2,19 +2,14 @@
  * identifies the compiler (toolchain.c keeps its record in the cache). */
 #include "nvrtc_loader.h"
 
-#include <limits.h>
 #include <locale.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "error.h"
-#include "fileio.h"
 #include "lib_open.h"
 #include "sha256.h"
 
