@@ -13,18 +13,18 @@
 #include "st_util.h"
 #include "test_util.h"
 
-static sj_mamba_config parse_ok(const char *json)
+static sj_model_file_config parse_ok(const char *json)
 {
-    sj_mamba_config c;
+    sj_model_file_config c;
     memset(&c, 0xff, sizeof c);
-    ssmjit_status st = sj_mamba_config_parse(json, strlen(json), "config.json", &c);
+    ssmjit_status st = sj_model_config_parse(json, strlen(json), "config.json", &c);
     if (st != SSMJIT_OK)
         print_error("%s\n", ssmjit_last_error());
     assert_int_equal(st, SSMJIT_OK);
     return c;
 }
 
-static void assert_dims(const sj_mamba_config *c, int64_t d_model, int64_t d_inner, int64_t d_state,
+static void assert_dims(const sj_model_file_config *c, int64_t d_model, int64_t d_inner, int64_t d_state,
                         int64_t d_conv, int64_t dt_rank, int64_t n_layer, int64_t vocab, int64_t padded)
 {
     assert_int_equal(c->d_model, d_model);
@@ -37,7 +37,7 @@ static void assert_dims(const sj_mamba_config *c, int64_t d_model, int64_t d_inn
     assert_int_equal(c->vocab_padded, padded);
 }
 
-static void assert_flags(const sj_mamba_config *c, int rms, int res32, int tie, int conv_bias, int bias)
+static void assert_flags(const sj_model_file_config *c, int rms, int res32, int tie, int conv_bias, int bias)
 {
     assert_int_equal(c->rms_norm, rms);
     assert_int_equal(c->residual_in_fp32, res32);
@@ -50,7 +50,7 @@ static void assert_flags(const sj_mamba_config *c, int rms, int res32, int tie, 
 static void test_hf_published(void **state)
 {
     (void)state;
-    sj_mamba_config c = parse_ok(
+    sj_model_file_config c = parse_ok(
         "{\"architectures\": [\"MambaForCausalLM\"], \"bos_token_id\": 0, \"conv_kernel\": 4,\n"
         " \"d_inner\": 1536, \"d_model\": 768, \"eos_token_id\": 0, \"expand\": 2,\n"
         " \"fused_add_norm\": true, \"hidden_act\": \"silu\", \"hidden_size\": 768,\n"
@@ -71,7 +71,7 @@ static void test_hf_published(void **state)
 static void test_hf_defaults(void **state)
 {
     (void)state;
-    sj_mamba_config c = parse_ok("{\"hidden_size\": 100, \"num_hidden_layers\": 2, \"vocab_size\": 10}");
+    sj_model_file_config c = parse_ok("{\"hidden_size\": 100, \"num_hidden_layers\": 2, \"vocab_size\": 10}");
     assert_dims(&c, 100, 200, 16, 4, 7, 2, 10, 10); /* dt_rank ceil(100 / 16) */
     assert_flags(&c, 1, 1, 1, 1, 0);
     assert_true(c.norm_eps == 1e-5);
@@ -96,7 +96,7 @@ static void test_hf_defaults(void **state)
 static void test_state_spaces(void **state)
 {
     (void)state;
-    sj_mamba_config c =
+    sj_model_file_config c =
         parse_ok("{\"d_model\": 768, \"n_layer\": 24, \"vocab_size\": 50277, \"ssm_cfg\": {},"
                  " \"rms_norm\": true, \"residual_in_fp32\": true, \"fused_add_norm\": true,"
                  " \"pad_vocab_size_multiple\": 8}");
@@ -233,9 +233,9 @@ static void test_bad_values(void **state)
 #undef HF
 #undef SS
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        sj_mamba_config c;
+        sj_model_file_config c;
         ssmjit_status st =
-            sj_mamba_config_parse(cases[i].json, strlen(cases[i].json), "config.json", &c);
+            sj_model_config_parse(cases[i].json, strlen(cases[i].json), "config.json", &c);
         const char *msg = ssmjit_last_error();
         if (st != cases[i].status || !strstr(msg, cases[i].message))
             print_error("case %zu: status %d, message '%s', wanted %d '%s'\n", i, st, msg,
@@ -252,22 +252,22 @@ static void test_load_file(void **state)
     snprintf(path, sizeof path, "%s/config.json", dir);
     snprintf(link, sizeof link, "%s/linked.json", dir);
     su_write_text(path, "{\"d_model\": 32, \"n_layer\": 4, \"vocab_size\": 50}");
-    sj_mamba_config c;
-    assert_int_equal(sj_mamba_config_load(path, &c), SSMJIT_OK);
+    sj_model_file_config c;
+    assert_int_equal(sj_model_config_load(path, &c), SSMJIT_OK);
     assert_dims(&c, 32, 64, 16, 4, 2, 4, 50, 56);
 
     assert_int_equal(symlink(path, link), 0); /* followed, as in the hub cache */
     memset(&c, 0, sizeof c);
-    assert_int_equal(sj_mamba_config_load(link, &c), SSMJIT_OK);
+    assert_int_equal(sj_model_config_load(link, &c), SSMJIT_OK);
     assert_dims(&c, 32, 64, 16, 4, 2, 4, 50, 56);
     unlink(path);
-    assert_int_equal(sj_mamba_config_load(link, &c), SSMJIT_ERR_IO);
+    assert_int_equal(sj_model_config_load(link, &c), SSMJIT_ERR_IO);
     assert_non_null(strstr(ssmjit_last_error(), "linked.json"));
-    assert_int_equal(sj_mamba_config_load(path, &c), SSMJIT_ERR_IO);
+    assert_int_equal(sj_model_config_load(path, &c), SSMJIT_ERR_IO);
     assert_non_null(strstr(ssmjit_last_error(), "cannot open"));
 
     su_write_text(path, "{\"d_model\": 32, \"n_layer\": 4}");
-    assert_int_equal(sj_mamba_config_load(path, &c), SSMJIT_ERR_INVALID_ARG);
+    assert_int_equal(sj_model_config_load(path, &c), SSMJIT_ERR_INVALID_ARG);
     assert_non_null(strstr(ssmjit_last_error(), "config.json': \"vocab_size\" is missing"));
     tu_rmtree(dir);
     free(dir);

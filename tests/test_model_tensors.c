@@ -28,10 +28,10 @@ static const char ss_json[] = "{\"d_model\": 8, \"n_layer\": 2, \"vocab_size\": 
                               " \"ssm_cfg\": {\"d_state\": 4, \"dt_rank\": 2, \"bias\": true},"
                               " \"rms_norm\": false, \"tie_embeddings\": false}";
 
-static sj_mamba_config config(const char *json)
+static sj_model_file_config config(const char *json)
 {
-    sj_mamba_config c;
-    assert_int_equal(sj_mamba_config_parse(json, strlen(json), "config.json", &c), SSMJIT_OK);
+    sj_model_file_config c;
+    assert_int_equal(sj_model_config_parse(json, strlen(json), "config.json", &c), SSMJIT_OK);
     return c;
 }
 
@@ -54,7 +54,7 @@ static su_tensor *add(model *m, const char *fmt, int layer, int ndim, int64_t a,
 
 /* The names are spelled out here, not taken from the library, so that the
  * test checks them.  Filled in place: the tensors point into m->names. */
-static void build(model *m, const sj_mamba_config *c, int state_spaces, int64_t vocab_rows, int conv_2d)
+static void build(model *m, const sj_model_file_config *c, int state_spaces, int64_t vocab_rows, int conv_2d)
 {
     m->n = 0;
     int64_t dm = c->d_model, di = c->d_inner, n = c->d_state, r = c->dt_rank, w = c->d_conv;
@@ -139,21 +139,21 @@ static const char *write_model(const char *sub, const model *m, int sharded)
     return dir;
 }
 
-static ssmjit_status check_dir(const char *dir, const sj_mamba_config *c, sj_mamba_naming *naming)
+static ssmjit_status check_dir(const char *dir, const sj_model_file_config *c, sj_model_naming *naming)
 {
     sj_checkpoint *ck;
     ssmjit_status st = sj_checkpoint_open(dir, &ck);
     if (st != SSMJIT_OK)
         print_error("%s\n", ssmjit_last_error());
     assert_int_equal(st, SSMJIT_OK);
-    st = sj_mamba_check_tensors(c, ck, naming);
+    st = sj_model_check_tensors(c, ck, naming);
     sj_checkpoint_close(ck);
     return st;
 }
 
 /* Every tensor the config calls for is found under the library's name with
  * the values written, whatever its stored dtype. */
-static void check_values(const char *dir, const sj_mamba_config *c, sj_mamba_naming naming,
+static void check_values(const char *dir, const sj_model_file_config *c, sj_model_naming naming,
                          size_t expected)
 {
     sj_checkpoint *ck;
@@ -162,7 +162,7 @@ static void check_values(const char *dir, const sj_mamba_config *c, sj_mamba_nam
     for (int w = 0; w < SJ_T_COUNT; w++)
         for (int64_t layer = 0; layer < (w < SJ_T_NORM ? 1 : c->n_layer); layer++) {
             char name[128];
-            assert_int_equal(sj_mamba_tensor_name(naming, (sj_mamba_tensor)w, layer, name, sizeof name),
+            assert_int_equal(sj_model_tensor_name(naming, (sj_model_tensor_kind)w, layer, name, sizeof name),
                              SSMJIT_OK);
             const sj_st_tensor *t = sj_checkpoint_find(ck, name);
             if (!t)
@@ -183,8 +183,8 @@ static void check_values(const char *dir, const sj_mamba_config *c, sj_mamba_nam
 static void test_hf_model(void **state)
 {
     (void)state;
-    sj_mamba_config c = config(hf_json);
-    sj_mamba_naming naming = SJ_NAMING_STATE_SPACES;
+    sj_model_file_config c = config(hf_json);
+    sj_model_naming naming = SJ_NAMING_STATE_SPACES;
     for (int sharded = 0; sharded < 2; sharded++) {
         model m;
         build(&m, &c, 0, 10, 0);
@@ -199,8 +199,8 @@ static void test_hf_model(void **state)
 static void test_state_spaces_model(void **state)
 {
     (void)state;
-    sj_mamba_config c = config(ss_json);
-    sj_mamba_naming naming = SJ_NAMING_HF;
+    sj_model_file_config c = config(ss_json);
+    sj_model_naming naming = SJ_NAMING_HF;
     /* Padded vocabulary, 2-D conv weights, norm and projection biases,
      * lm_head of its own. */
     model m;
@@ -224,8 +224,8 @@ static void test_state_spaces_model(void **state)
 static void test_tied_lm_head(void **state)
 {
     (void)state;
-    sj_mamba_config c = config(hf_json);
-    sj_mamba_naming naming;
+    sj_model_file_config c = config(hf_json);
+    sj_model_naming naming;
     model m;
     build(&m, &c, 0, 10, 0);
     add(&m, "lm_head.weight", 0, 2, 10, 8, 0);
@@ -236,10 +236,10 @@ static void test_tied_lm_head(void **state)
     assert_non_null(strstr(ssmjit_last_error(), "' has shape [11, 8], expected [10, 8]"));
 }
 
-static void expect_failure(const char *sub, const model *m, const sj_mamba_config *c, int sharded,
+static void expect_failure(const char *sub, const model *m, const sj_model_file_config *c, int sharded,
                            ssmjit_status want, const char *part1, const char *part2)
 {
-    sj_mamba_naming naming;
+    sj_model_naming naming;
     ssmjit_status st = check_dir(write_model(sub, m, sharded), c, &naming);
     const char *msg = ssmjit_last_error();
     if (st != want || !strstr(msg, part1) || (part2 && !strstr(msg, part2)))
@@ -254,7 +254,7 @@ static void expect_failure(const char *sub, const model *m, const sj_mamba_confi
 static void test_missing_tensors(void **state)
 {
     (void)state;
-    sj_mamba_config hf = config(hf_json), ss = config(ss_json);
+    sj_model_file_config hf = config(hf_json), ss = config(ss_json);
     model m;
     build(&m, &hf, 0, 10, 0);
     drop(&m, "backbone.layers.1.mixer.D");
@@ -297,7 +297,7 @@ static void test_missing_tensors(void **state)
 static void test_wrong_shapes(void **state)
 {
     (void)state;
-    sj_mamba_config hf = config(hf_json), ss = config(ss_json);
+    sj_model_file_config hf = config(hf_json), ss = config(ss_json);
     model m;
     build(&m, &hf, 0, 10, 0);
     find(&m, "backbone.layers.1.mixer.x_proj.weight")->shape[0] = 11;
@@ -347,7 +347,7 @@ static void test_wrong_shapes(void **state)
 static void test_config_mismatch(void **state)
 {
     (void)state;
-    sj_mamba_config hf = config(hf_json);
+    sj_model_file_config hf = config(hf_json);
     model m;
     build(&m, &hf, 0, 10, 0);
     add(&m, "backbone.layers.0.mixer.in_proj.bias", 0, 1, 32, 0, 0);
@@ -358,7 +358,7 @@ static void test_config_mismatch(void **state)
     add(&m, "backbone.layers.1.norm.bias", 0, 1, 8, 0, 0);
     expect_failure("extra-norm-bias", &m, &hf, 0, SSMJIT_ERR_INVALID_ARG,
                    "'backbone.layers.1.norm.bias'", "but the config says RMSNorm");
-    sj_mamba_config no_conv_bias = hf;
+    sj_model_file_config no_conv_bias = hf;
     no_conv_bias.conv_bias = 0;
     build(&m, &hf, 0, 10, 0);
     expect_failure("extra-conv-bias", &m, &no_conv_bias, 0, SSMJIT_ERR_INVALID_ARG,
@@ -381,7 +381,7 @@ static void test_tensor_names(void **state)
 {
     (void)state;
     static const struct {
-        sj_mamba_tensor which;
+        sj_model_tensor_kind which;
         int64_t layer;
         const char *hf, *ss;
     } cases[] = {
@@ -415,19 +415,19 @@ static void test_tensor_names(void **state)
     char buf[128];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         assert_int_equal(
-            sj_mamba_tensor_name(SJ_NAMING_HF, cases[i].which, cases[i].layer, buf, sizeof buf),
+            sj_model_tensor_name(SJ_NAMING_HF, cases[i].which, cases[i].layer, buf, sizeof buf),
             SSMJIT_OK);
         assert_string_equal(buf, cases[i].hf);
-        assert_int_equal(sj_mamba_tensor_name(SJ_NAMING_STATE_SPACES, cases[i].which, cases[i].layer,
+        assert_int_equal(sj_model_tensor_name(SJ_NAMING_STATE_SPACES, cases[i].which, cases[i].layer,
                                               buf, sizeof buf),
                          SSMJIT_OK);
         assert_string_equal(buf, cases[i].ss);
     }
     assert_int_equal(
-        sj_mamba_tensor_name(SJ_NAMING_HF, SJ_T_D, 5, buf, strlen("backbone.layers.5.mixer.D")),
+        sj_model_tensor_name(SJ_NAMING_HF, SJ_T_D, 5, buf, strlen("backbone.layers.5.mixer.D")),
         SSMJIT_ERR_INVALID_ARG);
     assert_int_equal(
-        sj_mamba_tensor_name(SJ_NAMING_HF, SJ_T_D, 5, buf, strlen("backbone.layers.5.mixer.D") + 1),
+        sj_model_tensor_name(SJ_NAMING_HF, SJ_T_D, 5, buf, strlen("backbone.layers.5.mixer.D") + 1),
         SSMJIT_OK);
 }
 
@@ -443,7 +443,7 @@ static void test_model_load_checks_first(void **state)
     assert_non_null(ctx);
     ctx->drv = &no_driver;
     ctx->cache.mode = SSMJIT_CACHE_OFF;
-    sj_mamba_config hf = config(hf_json);
+    sj_model_file_config hf = config(hf_json);
     model m;
     build(&m, &hf, 0, 10, 0);
     char path[4300], good[4200];
@@ -468,7 +468,7 @@ static void test_model_load_checks_first(void **state)
         assert_null(out);
     }
     model ss;
-    sj_mamba_config ssc = config(ss_json);
+    sj_model_file_config ssc = config(ss_json);
     build(&ss, &ssc, 1, 16, 0);
     const char *layer_norm = write_model("load-layernorm", &ss, 0);
     snprintf(path, sizeof path, "%s/config.json", layer_norm);

@@ -293,7 +293,7 @@ static void test_tensor_names(void **state)
         ref_mamba m = ref_mamba_alloc(&c);
         tensors t = tensors_of(&m);
         const struct {
-            sj_mamba_tensor which;
+            sj_model_tensor_kind which;
             size_t n;
         } per_layer[] = {
             {SJ_T_NORM, dm},       {SJ_T_IN_PROJ, 2 * Di * dm},     {SJ_T_CONV, Di * c.d_conv},
@@ -305,13 +305,13 @@ static void test_tensor_names(void **state)
         assert_int_equal(t.count, 2 + c.n_layer * nper + !tied);
         char want[96];
         size_t k = 0;
-        assert_int_equal(sj_mamba_tensor_name(SJ_NAMING_HF, SJ_T_EMBEDDING, -1, want, sizeof want),
+        assert_int_equal(sj_model_tensor_name(SJ_NAMING_HF, SJ_T_EMBEDDING, -1, want, sizeof want),
                          SSMJIT_OK);
         assert_string_equal(t.name[k], want);
         assert_int_equal(t.n[k++], c.vocab * dm);
         for (size_t l = 0; l < c.n_layer; l++)
             for (size_t i = 0; i < nper; i++) {
-                assert_int_equal(sj_mamba_tensor_name(SJ_NAMING_HF, per_layer[i].which, (int64_t)l,
+                assert_int_equal(sj_model_tensor_name(SJ_NAMING_HF, per_layer[i].which, (int64_t)l,
                                                       want, sizeof want),
                                  SSMJIT_OK);
                 assert_string_equal(t.name[k], want);

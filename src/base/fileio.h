@@ -1,5 +1,6 @@
-/* File helpers shared by the cache, the toolchain record and the checkpoint
- * reader. */
+/* File helpers shared by the cache (entries and the toolchain record) and
+ * the model's file readers (safetensors, the checkpoint index,
+ * config.json). */
 #ifndef SSMJIT_FILEIO_H
 #define SSMJIT_FILEIO_H
 
@@ -19,10 +20,10 @@ ssmjit_status sj_mkdirs(const char *path);
 ssmjit_status sj_write_atomic(const char *path, const void *head, size_t head_len,
                               const void *data, size_t len);
 
-/* Whether a symlink at the path is followed: never for the CUBIN cache,
- * whose directory others may plant links in; yes for a checkpoint the
- * caller names (the Hugging Face hub cache keeps its snapshots as links
- * into a blob store). */
+/* Whether a symlink at the path is followed: never in the cache (entries,
+ * the toolchain record), whose directories others may plant links in; yes
+ * for a model's files the caller names (the Hugging Face hub cache keeps
+ * its snapshots as links into a blob store). */
 typedef enum sj_links {
     SJ_LINKS_REFUSE, /* O_NOFOLLOW */
     SJ_LINKS_FOLLOW

@@ -10,7 +10,8 @@ typedef struct sj_pool_task {
 } sj_pool_task;
 
 /* Appends task to the queue and wakes a worker (starting them if needed).
- * With no worker able to start, the task runs at once in the caller. */
+ * With no worker able to start, or the pool stopped, the task runs at once
+ * in the caller. */
 void sj_pool_submit(sj_pool_task *task);
 
 /* Takes task out of the queue if no worker has taken it yet: 1 if so (it

@@ -1,4 +1,5 @@
-/* SHA-256 (FIPS 180-4), for cache keys. */
+/* SHA-256 (FIPS 180-4): cache keys, and what identifies an NVRTC build
+ * (its probe's hash, the name of its toolchain record). */
 #ifndef SSMJIT_SHA256_H
 #define SSMJIT_SHA256_H
 

@@ -1,4 +1,4 @@
-/* The on-disk CUBIN cache.
+/* The on-disk cache of compiled units (CUBIN or PTX).
  *
  * Layout: <dir>/<k0k1>/<k2k3>/<64-hex key>-<label>-<sm_90|compute_90>-nvrtc<M.m>.<cubin|ptx>
  * where k0..k3 are the key's first hex digits and the label names the

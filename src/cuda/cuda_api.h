@@ -2,7 +2,8 @@
  * at build time (SSMJIT_HAVE_CUDA_H) they come from there, so the compiler
  * checks our use against the real declarations; otherwise from the minimal
  * copies below, which follow the same ABI.  Functions are never declared
- * here: they are reached only through the pointers in driver.h / nvrtc.h. */
+ * here: they are reached only through the pointers in driver.h and
+ * nvrtc_loader.h, filled at run time. */
 #ifndef SSMJIT_CUDA_API_H
 #define SSMJIT_CUDA_API_H
 

@@ -10,9 +10,9 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "base/error.h"
+#include "base/lib_open.h"
 
 /* The ABI version driver.h's pointer types follow. */
 #define SJ_DRIVER_ABI 12000
@@ -20,20 +20,16 @@
 typedef CUresult (*get_proc_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*get_proc_v1_fn)(const char *, void **, int, cuuint64_t);
 
-/* `exported`, when set, is the versioned symbol to take with dlsym
- * instead: cuGetProcAddress answers for cuCtxCreate with its newest form
- * (_v3 at 12.0, _v4 later), whose arguments differ from the _v2 form that
- * driver.h declares. */
-static const struct {
-    const char *name;
-    size_t offset;
-    const char *exported;
-} entries[] = {
-#define E(fn) {"cu" #fn, offsetof(sj_driver, fn), NULL}
-    E(Init), E(DriverGetVersion), E(GetErrorName), E(GetErrorString), E(DeviceGet),
-    E(DeviceGetCount), E(DeviceGetName), E(DeviceGetAttribute), E(DeviceTotalMem),
+/* Every entry point but cuInit is optional: one the driver lacks fails
+ * only the call that needs it (SJ_CU).  cuCtxCreate is taken as its _v2
+ * export: cuGetProcAddress would answer with its newest form (_v3 at 12.0,
+ * _v4 later), whose arguments differ from the _v2 form driver.h declares. */
+static const sj_lib_symbol symbols[] = {
+#define E(fn) {"cu" #fn, offsetof(sj_driver, fn), SJ_LIB_OPTIONAL}
+    {"cuInit", offsetof(sj_driver, Init), 0}, E(DriverGetVersion), E(GetErrorName), E(GetErrorString),
+    E(DeviceGet), E(DeviceGetCount), E(DeviceGetName), E(DeviceGetAttribute), E(DeviceTotalMem),
     E(DevicePrimaryCtxRetain), E(DevicePrimaryCtxRelease),
-    {"cuCtxCreate", offsetof(sj_driver, CtxCreate), "cuCtxCreate_v2"}, E(CtxDestroy),
+    {"cuCtxCreate_v2", offsetof(sj_driver, CtxCreate), SJ_LIB_OPTIONAL | SJ_LIB_DLSYM}, E(CtxDestroy),
     E(CtxGetCurrent), E(CtxSetCurrent), E(CtxPushCurrent), E(CtxPopCurrent), E(CtxGetDevice),
     E(CtxSynchronize), E(ModuleLoadData), E(ModuleUnload), E(ModuleGetFunction),
     E(LibraryLoadData), E(LibraryUnload), E(LibraryGetKernel), E(KernelGetFunction),
@@ -51,25 +47,33 @@ static ssmjit_status load_status;
 static char load_message[512];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-/* dlsym into a function pointer without the object-to-function cast ISO C
- * leaves undefined (POSIX guarantees the representations match). */
-static void symbol(void *lib, const char *name, void *fn_out, size_t size)
-{
-    void *p = dlsym(lib, name);
-    memcpy(fn_out, &p, size);
-}
+/* How this driver answers for an entry point's base name: the newest
+ * cuGetProcAddress it has, at the ABI version min(its own, SJ_DRIVER_ABI). */
+typedef struct proc_lookup {
+    get_proc_v2_fn gp2;
+    get_proc_v1_fn gp1;
+    CUresult (*get_version)(int *version);
+    int version;
+} proc_lookup;
 
-static void *resolve(void *lib, get_proc_v2_fn gp2, get_proc_v1_fn gp1, int version, const char *name)
+static const sj_lib_symbol lookup_symbols[] = {
+    {"cuGetProcAddress_v2", offsetof(proc_lookup, gp2), SJ_LIB_OPTIONAL},
+    {"cuGetProcAddress", offsetof(proc_lookup, gp1), SJ_LIB_OPTIONAL},
+    {"cuDriverGetVersion", offsetof(proc_lookup, get_version), SJ_LIB_OPTIONAL},
+};
+
+static void *resolve(void *lib, const char *name, const void *ctx)
 {
+    const proc_lookup *pl = ctx;
     void *fn = NULL;
-    if (gp2) {
+    if (pl->gp2) {
         CUdriverProcAddressQueryResult found;
-        if (gp2(name, &fn, version, 0, &found) == CUDA_SUCCESS && fn)
+        if (pl->gp2(name, &fn, pl->version, 0, &found) == CUDA_SUCCESS && fn)
             return fn;
         return NULL;
     }
-    if (gp1) {
-        if (gp1(name, &fn, version, 0) == CUDA_SUCCESS && fn)
+    if (pl->gp1) {
+        if (pl->gp1(name, &fn, pl->version, 0) == CUDA_SUCCESS && fn)
             return fn;
         return NULL;
     }
@@ -89,26 +93,14 @@ static void load(void)
                  "the CUDA driver library libcuda.so.1 could not be opened: %s", why ? why : "?");
         return;
     }
-    get_proc_v2_fn gp2 = NULL;
-    get_proc_v1_fn gp1 = NULL;
-    CUresult (*get_version)(int *) = NULL;
-    symbol(lib, "cuGetProcAddress_v2", &gp2, sizeof gp2);
-    if (!gp2)
-        symbol(lib, "cuGetProcAddress", &gp1, sizeof gp1);
-    symbol(lib, "cuDriverGetVersion", &get_version, sizeof get_version);
-    int version = 0;
-    if (!get_version || get_version(&version) != CUDA_SUCCESS)
-        version = SJ_DRIVER_ABI;
-    if (version > SJ_DRIVER_ABI)
-        version = SJ_DRIVER_ABI;
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-        void *fn = entries[i].exported ? dlsym(lib, entries[i].exported)
-                                       : resolve(lib, gp2, gp1, version, entries[i].name);
-        memcpy((char *)&driver + entries[i].offset, &fn, sizeof fn);
-    }
-    if (!driver.Init) {
+    proc_lookup pl = {0};
+    sj_lib_bind(lib, lookup_symbols, SJ_LIB_COUNT(lookup_symbols), &pl, NULL, NULL);
+    if (!pl.get_version || pl.get_version(&pl.version) != CUDA_SUCCESS || pl.version > SJ_DRIVER_ABI)
+        pl.version = SJ_DRIVER_ABI;
+    const char *missing = sj_lib_bind(lib, symbols, SJ_LIB_COUNT(symbols), &driver, resolve, &pl);
+    if (missing) {
         load_status = SSMJIT_ERR_DRIVER_NOT_FOUND;
-        snprintf(load_message, sizeof load_message, "libcuda.so.1 has no cuInit");
+        snprintf(load_message, sizeof load_message, "libcuda.so.1 has no %s", missing);
         return;
     }
     CUresult r = driver.Init(0);

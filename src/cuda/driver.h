@@ -1,7 +1,7 @@
 /* The CUDA driver API, opened with dlopen on first use.  Entry points come
  * from cuGetProcAddress (the versioned symbol for the ABI declared here) where
  * the driver has it; one the driver lacks stays NULL and fails only the call
- * that needs it, through SJ_CU. */
+ * that needs it, through SJ_CU (cuInit aside: without it nothing loads). */
 #ifndef SSMJIT_DRIVER_H
 #define SSMJIT_DRIVER_H
 

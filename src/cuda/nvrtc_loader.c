@@ -2,74 +2,40 @@
  * identifies the compiler (toolchain.c keeps its record in the cache). */
 #include "nvrtc_loader.h"
 
-#include <dlfcn.h>
-#include <limits.h>
 #include <locale.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/error.h"
-#include "base/fileio.h"
 #include "base/lib_open.h"
 #include "base/sha256.h"
 
 static const char *const search_names[] = {"libnvrtc.so.13",   "libnvrtc.so.12",   "libnvrtc.so.11.2",
                                            "libnvrtc.so.11.1", "libnvrtc.so.11.0", "libnvrtc.so"};
 
-static sj_nvrtc nvrtc;
-static ssmjit_status load_status;
-static char *load_message;
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-
-static const struct {
-    const char *name;
-    size_t offset;
-} entries[] = {
-#define E(fn) {"nvrtc" #fn, offsetof(sj_nvrtc, fn)}
+/* The CUBIN getters appeared in 11.1; everything else is older. */
+static const sj_lib_symbol symbols[] = {
+#define E(fn) {"nvrtc" #fn, offsetof(sj_nvrtc, fn), 0}
+#define OPTIONAL(fn) {"nvrtc" #fn, offsetof(sj_nvrtc, fn), SJ_LIB_OPTIONAL}
     E(Version), E(GetNumSupportedArchs), E(GetSupportedArchs), E(CreateProgram), E(DestroyProgram),
     E(CompileProgram), E(GetProgramLogSize), E(GetProgramLog), E(GetPTXSize), E(GetPTX),
-    E(GetCUBINSize), E(GetCUBIN), E(GetErrorString),
+    OPTIONAL(GetCUBINSize), OPTIONAL(GetCUBIN), E(GetErrorString),
+#undef OPTIONAL
 #undef E
 };
 
-static void load(void)
-{
-    void *lib = sj_lib_open("SSMJIT_NVRTC_PATH", search_names,
-                            sizeof search_names / sizeof search_names[0], &load_message);
-    if (!lib) {
-        load_status = SSMJIT_ERR_NVRTC_NOT_FOUND;
-        return;
-    }
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-        void *fn = dlsym(lib, entries[i].name);
-        /* The CUBIN getters appeared in 11.1; everything else is older. */
-        if (!fn && strcmp(entries[i].name, "nvrtcGetCUBIN") && strcmp(entries[i].name, "nvrtcGetCUBINSize")) {
-            sj_lib_note(&load_message, entries[i].name, "missing from the loaded NVRTC");
-            load_status = SSMJIT_ERR_NVRTC_NOT_FOUND;
-            return;
-        }
-        memcpy((char *)&nvrtc + entries[i].offset, &fn, sizeof fn);
-    }
-    void *version_addr;
-    memcpy(&version_addr, &nvrtc.Version, sizeof version_addr);
-    sj_lib_path(version_addr, nvrtc.path, sizeof nvrtc.path);
-    free(load_message);
-    load_message = NULL;
-    load_status = SSMJIT_OK;
-}
+static sj_nvrtc nvrtc;
+static sj_lib lib = SJ_LIB_INIT("NVRTC", "SSMJIT_NVRTC_PATH", SSMJIT_ERR_NVRTC_NOT_FOUND,
+                                search_names, symbols, nvrtc);
+
+static void load(void) { sj_lib_load(&lib); }
 
 ssmjit_status sj_nvrtc_get(const sj_nvrtc **out)
 {
-    pthread_once(&load_once, load);
-    if (load_status != SSMJIT_OK)
-        return sj_error(load_status, "no usable NVRTC library; tried:%s",
-                        load_message ? load_message : " (nothing)");
+    SJ_TRY(sj_lib_get(&lib, load));
     *out = &nvrtc;
     return SSMJIT_OK;
 }

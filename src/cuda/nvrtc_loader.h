@@ -30,7 +30,8 @@ typedef struct sj_nvrtc {
 
 /* Opens NVRTC once per process: SSMJIT_NVRTC_PATH if set (and nothing
  * else), otherwise libnvrtc.so.13, .12, .11.2, .11.1, .11.0, libnvrtc.so.
- * The error lists every name tried and why it failed. */
+ * SSMJIT_ERR_NVRTC_NOT_FOUND lists every name tried and why it failed, or
+ * the entry point the library lacks; every later call reports the same. */
 ssmjit_status sj_nvrtc_get(const sj_nvrtc **out);
 
 /* What identifies the compiler in a cache key, and what it can target. */

@@ -1,4 +1,7 @@
-/* The context's internals, shared by context.c, module.c and launch.c. */
+/* The context's internals.  context.c makes and enters contexts, module.c
+ * and launch.c load and launch their units, scan_split.c keeps its split
+ * memo here; the model layer, gemm.c and the CLI's benchmarks reach the
+ * driver through it, and tests build stand-ins (sj_context_alloc). */
 #ifndef SSMJIT_CONTEXT_H
 #define SSMJIT_CONTEXT_H
 

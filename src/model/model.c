@@ -123,11 +123,11 @@ ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *c
     return ops ? sj_prepare(ctx, ops, SSMJIT_DTYPE_BIT(dtype), model_launches, &k, flags) : SSMJIT_OK;
 }
 
-static void add_tensor(ssmjit_model *m, sj_mamba_tensor kind, int64_t layer, ssmjit_dtype dtype,
+static void add_tensor(ssmjit_model *m, sj_model_tensor_kind kind, int64_t layer, ssmjit_dtype dtype,
                        int ndim, const int64_t *shape)
 {
     sj_model_tensor *t = &m->t[m->count++];
-    sj_mamba_tensor_name(SJ_NAMING_HF, kind, layer, t->name, sizeof t->name);
+    sj_model_tensor_name(SJ_NAMING_HF, kind, layer, t->name, sizeof t->name);
     t->kind = kind;
     t->dtype = dtype;
     t->ndim = ndim;
@@ -469,7 +469,7 @@ ssmjit_status sj_model_refresh_a(ssmjit_model *m, void *stream)
         return sj_neg_exp_f32(m->ctx, c->n_layer * per_layer, (const float *)(uintptr_t)m->a_log_block,
                               (float *)(uintptr_t)m->A, stream);
     for (int64_t l = 0; l < c->n_layer; l++)
-        SJ_TRY(sj_neg_exp_f32(m->ctx, per_layer, sj_lw(m, l, SJ_L_A_LOG),
+        SJ_TRY(sj_neg_exp_f32(m->ctx, per_layer, sj_model_weight(m, l, SJ_L_A_LOG),
                               (float *)(uintptr_t)m->A + l * per_layer, stream));
     return SSMJIT_OK;
 }

@@ -1,5 +1,8 @@
-/* The model's internals, shared by model.c (weights and tensors),
- * model_load.c, model_forward.c, model_backward.c and model_step.c. */
+/* The model's internals, shared by the model layer's files: model.c
+ * (weights and tensors), model_workspace.c, model_load.c, model_forward.c,
+ * model_backward.c, model_step.c and model_profile.c.  The CLI's
+ * benchmark uses its profiling and sj_model_prepare, test_prepare.c
+ * sj_model_units. */
 #ifndef SSMJIT_MODEL_H
 #define SSMJIT_MODEL_H
 
@@ -8,7 +11,7 @@
 #include "model_tensors.h"
 
 /* The weights of one layer, in the order of the tensor table. */
-typedef enum sj_layer_slot {
+typedef enum sj_model_layer_slot {
     SJ_L_NORM,
     SJ_L_IN_PROJ,
     SJ_L_CONV,
@@ -20,14 +23,14 @@ typedef enum sj_layer_slot {
     SJ_L_D,
     SJ_L_OUT_PROJ,
     SJ_L_COUNT
-} sj_layer_slot;
+} sj_model_layer_slot;
 
 /* The model-wide weights come first in the table. */
 enum { SJ_G_EMBEDDING, SJ_G_NORM_F, SJ_G_LM_HEAD };
 
 typedef struct sj_model_tensor {
     char name[80];
-    sj_mamba_tensor kind;
+    sj_model_tensor_kind kind;
     ssmjit_dtype dtype;
     int ndim;
     int64_t shape[SSMJIT_MODEL_MAX_DIMS];
@@ -39,19 +42,23 @@ typedef struct sj_model_tensor {
 
 /* What a captured decode graph was built for: replaying it is valid only
  * for the same pointers and batch. */
-typedef struct sj_step_key {
+typedef struct sj_model_step_key {
     int64_t batch;
     int host_ids;
     const void *ids_device, *conv_state, *ssm_state, *logits, *next_ids, *workspace;
-} sj_step_key;
+} sj_model_step_key;
 
 /* Event pairs around the GEMMs and scans of a call, for the benchmark's
  * breakdown of a training step (off unless sj_model_profile_start). */
 #define SJ_PROFILE_MAX 1024
-typedef enum sj_profile_kind { SJ_PROFILE_GEMM, SJ_PROFILE_SCAN, SJ_PROFILE_KINDS } sj_profile_kind;
+typedef enum sj_model_profile_kind {
+    SJ_PROFILE_GEMM,
+    SJ_PROFILE_SCAN,
+    SJ_PROFILE_KINDS
+} sj_model_profile_kind;
 typedef struct sj_model_profile {
     int count;
-    sj_profile_kind kind[SJ_PROFILE_MAX];
+    sj_model_profile_kind kind[SJ_PROFILE_MAX];
     CUevent start[SJ_PROFILE_MAX], end[SJ_PROFILE_MAX];
 } sj_model_profile;
 
@@ -83,30 +90,30 @@ struct ssmjit_model {
     sj_model_profile *profile; /* NULL: not profiling */
 
     CUstream capture;       /* the decode graph is captured on this stream */
-    sj_step_key key;
+    sj_model_step_key key;
     CUgraphExec graph;      /* NULL: none captured */
 };
 
-static inline sj_model_tensor *sj_layer_tensor(const ssmjit_model *m, int64_t layer,
-                                               sj_layer_slot s)
+static inline sj_model_tensor *sj_model_layer_tensor(const ssmjit_model *m, int64_t layer,
+                                                     sj_model_layer_slot s)
 {
     return &m->t[m->layer_base + layer * SJ_L_COUNT + s];
 }
 
-static inline void *sj_lw(const ssmjit_model *m, int64_t layer, sj_layer_slot s)
+static inline void *sj_model_weight(const ssmjit_model *m, int64_t layer, sj_model_layer_slot s)
 {
-    return (void *)(uintptr_t)sj_layer_tensor(m, layer, s)->data;
+    return (void *)(uintptr_t)sj_model_layer_tensor(m, layer, s)->data;
 }
 
 /* The LM head: the embedding when tied. */
-static inline const sj_model_tensor *sj_head_tensor(const ssmjit_model *m)
+static inline const sj_model_tensor *sj_model_head_tensor(const ssmjit_model *m)
 {
     return &m->t[m->cfg.tie_embeddings ? SJ_G_EMBEDDING : SJ_G_LM_HEAD];
 }
 
-static inline void *sj_head(const ssmjit_model *m)
+static inline void *sj_model_head_weight(const ssmjit_model *m)
 {
-    return (void *)(uintptr_t)sj_head_tensor(m)->data;
+    return (void *)(uintptr_t)sj_model_head_tensor(m)->data;
 }
 
 /* Where each buffer of a forward / backward lies in the caller's
@@ -150,7 +157,7 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
                                    sj_model_step_ws *ws);
 
 /* Device address of a workspace buffer. */
-static inline void *sj_ws(void *base, size_t offset)
+static inline void *sj_model_ws_at(void *base, size_t offset)
 {
     return (char *)base + offset;
 }
@@ -186,7 +193,7 @@ ssmjit_status sj_model_embed(ssmjit_model *m, const int32_t *host_ids, int64_t n
 ssmjit_status sj_model_profile_start(ssmjit_model *m);
 ssmjit_status sj_model_profile_stop(ssmjit_model *m, double ms[SJ_PROFILE_KINDS]);
 /* Brackets one GEMM or scan launch (no-ops unless profiling). */
-void sj_model_profile_begin(ssmjit_model *m, sj_profile_kind kind, void *stream);
+void sj_model_profile_begin(ssmjit_model *m, sj_model_profile_kind kind, void *stream);
 void sj_model_profile_end(ssmjit_model *m, void *stream);
 
 /* Checks a config (field named in the message) and allocates a model whose
@@ -208,8 +215,8 @@ ssmjit_status sj_model_alloc_grads(ssmjit_model *m);
 /* Drops the captured decode graph. */
 void sj_model_drop_graph(ssmjit_model *m);
 
-/* A GEMM on the model's handle: C[m,n] = alpha op(A) op(B) + beta C with
- * A and B in the model's dtype. */
+/* A GEMM on the model's handle: C[rows,cols] = op(A) op(B) + beta C with
+ * A and B in the model's dtype, C in c_dtype. */
 ssmjit_status sj_model_gemm(ssmjit_model *m, int64_t rows, int64_t cols, int64_t k,
                             const void *a, int64_t lda, int trans_a, const void *b, int64_t ldb,
                             int trans_b, void *c, int64_t ldc, ssmjit_dtype c_dtype, float beta,
@@ -228,17 +235,20 @@ ssmjit_status sj_model_linear(ssmjit_model *m, const sj_model_tensor *w, int64_t
 /* An asynchronous host-to-device copy on the model's context. */
 ssmjit_status sj_model_copy_in(ssmjit_model *m, void *dst, const void *src, size_t bytes, void *stream);
 
-/* Checks token ids on the host: each in [0, vocab) (or `ignore` when
- * ignore_ok).  `what` names the argument in messages. */
+/* Checks token ids on the host: each in [0, vocab) (or -100, the label
+ * a loss ignores, when ignore_ok).  `what` names the argument in
+ * messages. */
 ssmjit_status sj_model_check_ids(const ssmjit_model *m, const int32_t *ids, int64_t n,
                                  int ignore_ok, const char *op, const char *what);
 
 /* The kernels a model of this shape and dtype may launch on ctx's device:
- * those of its forward and decoding, and with `what`
- * SSMJIT_MODEL_PREPARE_TRAINING its backward's (the forward scan's only
- * with the states a thread its launch shapes take, every count where
- * sj_model_units has no ctx); visited (units) or queued (flags 0) or
- * loaded (SSMJIT_PREPARE_WAIT) in ctx. */
+ * those of its forward and decoding, with `what`
+ * SSMJIT_MODEL_PREPARE_TRAINING also its backward's, none with
+ * SSMJIT_MODEL_PREPARE_NONE.  Of the forward scan's, only those of the
+ * states a thread its launch shapes take on that device (every count when
+ * sj_model_units is given no ctx).  sj_model_units visits their units;
+ * sj_model_prepare queues them (flags 0) or loads them
+ * (SSMJIT_PREPARE_WAIT) in ctx. */
 ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
                              ssmjit_model_prepare what, void (*visit)(size_t unit, void *arg), void *arg);
 ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,

@@ -103,7 +103,7 @@ static ssmjit_status agree(const keys *k, const char *key, int64_t value, const 
     return SSMJIT_OK;
 }
 
-static ssmjit_status parse_hf(const keys *k, sj_mamba_config *c)
+static ssmjit_status parse_hf(const keys *k, sj_model_file_config *c)
 {
     int64_t expand;
     ssmjit_status st;
@@ -161,7 +161,7 @@ static ssmjit_status refuse_other_layers(const keys *k, const keys *ssm)
     return SSMJIT_OK;
 }
 
-static ssmjit_status parse_ss(const keys *k, sj_mamba_config *c)
+static ssmjit_status parse_ss(const keys *k, sj_model_file_config *c)
 {
     static const sj_json empty = {.type = SJ_JSON_OBJECT};
     const sj_json *ssm = sj_json_get(k->obj, "ssm_cfg");
@@ -191,7 +191,7 @@ static ssmjit_status parse_ss(const keys *k, sj_mamba_config *c)
     return SSMJIT_OK;
 }
 
-ssmjit_status sj_mamba_config_parse(const char *text, size_t len, const char *what, sj_mamba_config *out)
+ssmjit_status sj_model_config_parse(const char *text, size_t len, const char *what, sj_model_file_config *out)
 {
     sj_json_doc *doc;
     char label[PATH_MAX + 2];
@@ -201,7 +201,7 @@ ssmjit_status sj_mamba_config_parse(const char *text, size_t len, const char *wh
         return st;
     keys k = {what, "", sj_json_root(doc)};
     const sj_json *type = sj_json_get(k.obj, "model_type");
-    sj_mamba_config c = {0};
+    sj_model_file_config c = {0};
     if (k.obj->type != SJ_JSON_OBJECT)
         st = sj_error(SSMJIT_ERR_INVALID_ARG, "'%s' is %s, not an object", what,
                       sj_json_type_name(k.obj->type));
@@ -224,14 +224,14 @@ ssmjit_status sj_mamba_config_parse(const char *text, size_t len, const char *wh
     return st;
 }
 
-ssmjit_status sj_mamba_config_load(const char *path, sj_mamba_config *out)
+ssmjit_status sj_model_config_load(const char *path, sj_model_file_config *out)
 {
     char *text;
     size_t len;
     ssmjit_status st = sj_read_file(path, SJ_LINKS_FOLLOW, &text, &len);
     if (st != SSMJIT_OK)
         return st;
-    st = sj_mamba_config_parse(text, len, path, out);
+    st = sj_model_config_parse(text, len, path, out);
     free(text);
     return st;
 }

@@ -24,7 +24,7 @@
 
 #include "ssmjit.h"
 
-typedef struct sj_mamba_config {
+typedef struct sj_model_file_config {
     int64_t d_model;
     int64_t d_inner;
     int64_t d_state;
@@ -39,17 +39,17 @@ typedef struct sj_mamba_config {
     int tie_embeddings; /* lm_head shares the embedding's weight */
     int conv_bias;      /* conv1d has a bias */
     int proj_bias;      /* in_proj and out_proj have biases */
-} sj_mamba_config;
+} sj_model_file_config;
 
 /* Parses config.json text.  SSMJIT_ERR_INVALID_ARG naming the key for a
  * missing size, a value of the wrong type or out of range (d_state 1..256,
  * conv kernel 2..8, ...); SSMJIT_ERR_UNSUPPORTED for another architecture
  * (model_type other than "mamba", a Mamba-2 layer, attention or MLP
  * layers).  `what` names the file in messages. */
-ssmjit_status sj_mamba_config_parse(const char *text, size_t len, const char *what,
-                                    sj_mamba_config *out);
+ssmjit_status sj_model_config_parse(const char *text, size_t len, const char *what,
+                                    sj_model_file_config *out);
 
 /* Reads and parses the file at path (following a symlink there). */
-ssmjit_status sj_mamba_config_load(const char *path, sj_mamba_config *out);
+ssmjit_status sj_model_config_load(const char *path, sj_model_file_config *out);
 
 #endif

@@ -49,11 +49,11 @@ ssmjit_status sj_model_conv_fwd(ssmjit_model *m, const sj_model_ws *ws, void *ba
 {
     const ssmjit_model_config *c = &m->cfg;
     ssmjit_conv1d_desc cd = {m->dtype, B, L, c->d_inner, (int)c->d_conv, 1};
-    ssmjit_conv1d_inputs in = {{sj_ws(base, ws->xz + l * ws->layer_stride), 2 * c->d_inner},
-                               sj_lw(m, l, SJ_L_CONV), sj_lw(m, l, SJ_L_CONV_BIAS), NULL};
+    ssmjit_conv1d_inputs in = {{sj_model_ws_at(base, ws->xz + l * ws->layer_stride), 2 * c->d_inner},
+                               sj_model_weight(m, l, SJ_L_CONV), sj_model_weight(m, l, SJ_L_CONV_BIAS), NULL};
     return ssmjit_causal_conv1d_fwd(m->ctx, &cd, &in,
-                                    (ssmjit_matrix){sj_ws(base, ws->xc + l * ws->xc_stride), 0}, NULL,
-                                    stream);
+                                    (ssmjit_matrix){sj_model_ws_at(base, ws->xc + l * ws->xc_stride), 0},
+                                    NULL, stream);
 }
 
 ssmjit_status sj_model_scan_fwd(ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l,
@@ -74,23 +74,24 @@ static ssmjit_status mixer_fwd(ssmjit_model *m, const sj_model_ws *ws, void *bas
     const ssmjit_model_config *c = &m->cfg;
     int64_t B = a->batch, L = a->seqlen, bl = B * L, dm = c->d_model, di = c->d_inner;
     size_t lo = l * ws->layer_stride;
-    void *xz = sj_ws(base, ws->xz + lo);
-    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_IN_PROJ), bl, sj_ws(base, ws->normed + lo), dm, xz,
-                           2 * di, stream));
+    void *xz = sj_model_ws_at(base, ws->xz + lo);
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), bl,
+                           sj_model_ws_at(base, ws->normed + lo), dm, xz, 2 * di, stream));
     SJ_TRY(sj_model_conv_fwd(m, ws, base, l, B, L, stream));
     if (a->conv_state)
         SJ_TRY(sj_conv_state_fill(m->ctx, m->dtype, B, L, di, c->d_conv, (ssmjit_matrix){xz, 2 * di},
                                   (float *)a->conv_state + l * B * di * c->d_conv, stream));
     int64_t dbl = c->dt_rank + 2 * c->d_state;
-    void *xdbl = sj_ws(base, ws->xdbl + lo);
-    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_X_PROJ), bl, sj_ws(base, ws->xc + l * ws->xc_stride),
-                           di, xdbl, dbl, stream));
-    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_DT_PROJ), bl, xdbl, dbl, sj_ws(base, ws->dt + lo), di,
-                           stream));
+    void *xdbl = sj_model_ws_at(base, ws->xdbl + lo);
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_X_PROJ), bl,
+                           sj_model_ws_at(base, ws->xc + l * ws->xc_stride), di, xdbl, dbl, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_DT_PROJ), bl, xdbl, dbl,
+                           sj_model_ws_at(base, ws->dt + lo), di, stream));
     void *ssm = a->ssm_state ? (float *)a->ssm_state + l * B * di * c->d_state : NULL;
     SJ_TRY(sj_model_scan_fwd(m, ws, base, l, B, L, ssm, stream));
-    return sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_OUT_PROJ), bl, sj_ws(base, ws->y + l * ws->xc_stride),
-                           di, sj_ws(base, ws->x), dm, stream);
+    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), bl,
+                           sj_model_ws_at(base, ws->y + l * ws->xc_stride), di, sj_model_ws_at(base, ws->x),
+                           dm, stream);
 }
 
 static ssmjit_status check_args(ssmjit_model *m, const ssmjit_model_forward_args *a, sj_model_ws *ws)
@@ -148,30 +149,34 @@ static ssmjit_status run(ssmjit_model *m, const ssmjit_model_forward_args *a, co
     SJ_TRY(sj_model_refresh_a(m, stream));
     ssmjit_matrix x = {(void *)a->embeds, 0};
     if (a->ids) {
-        SJ_TRY(sj_model_embed(m, a->ids, bl, sj_ws(base, ws->ids), sj_ws(base, ws->x), stream));
-        x.data = sj_ws(base, ws->x);
+        SJ_TRY(sj_model_embed(m, a->ids, bl, sj_model_ws_at(base, ws->ids), sj_model_ws_at(base, ws->x),
+                              stream));
+        x.data = sj_model_ws_at(base, ws->x);
     }
     ssmjit_matrix resid = {NULL, 0};
     for (int64_t l = 0; l < c->n_layer; l++) {
         size_t lo = l * ws->layer_stride;
-        void *resid_out = sj_ws(base, ws->resid + lo);
-        SJ_TRY(sj_model_norm_fwd(m, bl, x, resid, sj_lw(m, l, SJ_L_NORM), sj_ws(base, ws->normed + lo),
-                                 resid_out, train ? sj_ws(base, ws->rstd + lo) : NULL, stream));
+        void *resid_out = sj_model_ws_at(base, ws->resid + lo);
+        SJ_TRY(sj_model_norm_fwd(m, bl, x, resid, sj_model_weight(m, l, SJ_L_NORM),
+                                 sj_model_ws_at(base, ws->normed + lo), resid_out,
+                                 train ? sj_model_ws_at(base, ws->rstd + lo) : NULL, stream));
         SJ_TRY(mixer_fwd(m, ws, base, l, a, stream));
-        x.data = sj_ws(base, ws->x);
+        x.data = sj_model_ws_at(base, ws->x);
         resid.data = resid_out;
     }
-    void *normed_f = sj_ws(base, ws->normed_f);
+    void *normed_f = sj_model_ws_at(base, ws->normed_f);
     SJ_TRY(sj_model_norm_fwd(m, bl, x, resid, (const void *)(uintptr_t)m->t[SJ_G_NORM_F].data, normed_f,
-                             sj_ws(base, ws->resid_f), train ? sj_ws(base, ws->rstd_f) : NULL, stream));
+                             sj_model_ws_at(base, ws->resid_f),
+                             train ? sj_model_ws_at(base, ws->rstd_f) : NULL, stream));
     if (!a->logits)
         return SSMJIT_OK;
     if (a->last_only) {
         size_t es = ssmjit_dtype_size(m->dtype);
-        return sj_model_linear(m, sj_head_tensor(m), B, (char *)normed_f + (size_t)((L - 1) * dm) * es, L * dm,
-                               a->logits, V, stream);
+        return sj_model_linear(m, sj_model_head_tensor(m), B,
+                               (char *)normed_f + (size_t)((L - 1) * dm) * es, L * dm, a->logits, V,
+                               stream);
     }
-    return sj_model_linear(m, sj_head_tensor(m), bl, normed_f, dm, a->logits, V, stream);
+    return sj_model_linear(m, sj_model_head_tensor(m), bl, normed_f, dm, a->logits, V, stream);
 }
 
 SSMJIT_API ssmjit_status ssmjit_model_forward(ssmjit_model *m, const ssmjit_model_forward_args *a,

@@ -30,8 +30,8 @@ static ssmjit_status config_path(const char *path, char *out, size_t cap)
     return SSMJIT_OK;
 }
 
-static ssmjit_status model_config_of(const sj_mamba_config *mc, const sj_checkpoint *ck,
-                                     sj_mamba_naming naming, ssmjit_model_config *c)
+static ssmjit_status model_config_of(const sj_model_file_config *mc, const sj_checkpoint *ck,
+                                     sj_model_naming naming, ssmjit_model_config *c)
 {
     if (!mc->rms_norm)
         return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: LayerNorm models (rms_norm false) are not supported",
@@ -40,7 +40,7 @@ static ssmjit_status model_config_of(const sj_mamba_config *mc, const sj_checkpo
         return sj_error(SSMJIT_ERR_UNSUPPORTED,
                         "%s: in_proj/out_proj biases (use_bias true) are not supported", op);
     char name[80];
-    SJ_TRY(sj_mamba_tensor_name(naming, SJ_T_EMBEDDING, 0, name, sizeof name));
+    SJ_TRY(sj_model_tensor_name(naming, SJ_T_EMBEDDING, 0, name, sizeof name));
     const sj_st_tensor *emb = sj_checkpoint_find(ck, name);
     *c = (ssmjit_model_config){
         .struct_size = sizeof *c, .d_model = mc->d_model, .d_inner = mc->d_inner, .d_state = mc->d_state,
@@ -59,13 +59,13 @@ static ssmjit_dtype dtype_of(sj_st_dtype d)
 
 /* Copies every tensor of the table from the checkpoint (a conv bias the
  * config rules out is zero). */
-static ssmjit_status fill(ssmjit_model *m, const sj_checkpoint *ck, sj_mamba_naming naming)
+static ssmjit_status fill(ssmjit_model *m, const sj_checkpoint *ck, sj_model_naming naming)
 {
     for (int64_t i = 0; i < m->count; i++) {
         sj_model_tensor *t = &m->t[i];
         int64_t layer = i < m->layer_base ? 0 : (i - m->layer_base) / SJ_L_COUNT;
         char name[80];
-        SJ_TRY(sj_mamba_tensor_name(naming, t->kind, layer, name, sizeof name));
+        SJ_TRY(sj_model_tensor_name(naming, t->kind, layer, name, sizeof name));
         const sj_st_tensor *st = sj_checkpoint_find(ck, name);
         if (st) {
             SJ_TRY(sj_model_upload(m, t, st->data, dtype_of(st->dtype)));
@@ -85,10 +85,10 @@ static ssmjit_status load(ssmjit_context *ctx, const char *path, const ssmjit_mo
 {
     char cfg_file[PATH_MAX];
     SJ_TRY(config_path(path, cfg_file, sizeof cfg_file));
-    sj_mamba_config mc;
-    SJ_TRY(sj_mamba_config_load(cfg_file, &mc));
-    sj_mamba_naming naming;
-    SJ_TRY(sj_mamba_check_tensors(&mc, ck, &naming));
+    sj_model_file_config mc;
+    SJ_TRY(sj_model_config_load(cfg_file, &mc));
+    sj_model_naming naming;
+    SJ_TRY(sj_model_check_tensors(&mc, ck, &naming));
     ssmjit_model_config c;
     SJ_TRY(model_config_of(&mc, ck, naming, &c));
     ssmjit_model *m;

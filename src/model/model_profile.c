@@ -42,7 +42,7 @@ ssmjit_status sj_model_profile_start(ssmjit_model *m)
     return SSMJIT_OK;
 }
 
-void sj_model_profile_begin(ssmjit_model *m, sj_profile_kind kind, void *stream)
+void sj_model_profile_begin(ssmjit_model *m, sj_model_profile_kind kind, void *stream)
 {
     sj_model_profile *p = m->profile;
     if (!p || p->count == SJ_PROFILE_MAX)

@@ -31,31 +31,36 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
     int64_t dbl = r + 2 * n;
     size_t es = ssmjit_dtype_size(m->dtype);
     void *base = a->workspace;
-    char *xz = sj_ws(base, ws->xz), *xc = sj_ws(base, ws->xc), *xdbl = sj_ws(base, ws->xdbl);
-    void *dt = sj_ws(base, ws->dt), *y = sj_ws(base, ws->y), *resid = sj_ws(base, ws->resid);
+    char *xz = sj_model_ws_at(base, ws->xz), *xc = sj_model_ws_at(base, ws->xc),
+         *xdbl = sj_model_ws_at(base, ws->xdbl);
+    void *dt = sj_model_ws_at(base, ws->dt), *y = sj_model_ws_at(base, ws->y),
+         *resid = sj_model_ws_at(base, ws->resid);
     ssmjit_matrix residual = {l ? resid : NULL, 0};
-    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){sj_ws(base, ws->x), 0}, residual,
-                             sj_lw(m, l, SJ_L_NORM), sj_ws(base, ws->normed), resid, NULL, stream));
-    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_IN_PROJ), B, sj_ws(base, ws->normed), dm, xz, 2 * di,
-                           stream));
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){sj_model_ws_at(base, ws->x), 0}, residual,
+                             sj_model_weight(m, l, SJ_L_NORM), sj_model_ws_at(base, ws->normed), resid,
+                             NULL, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B,
+                           sj_model_ws_at(base, ws->normed), dm, xz, 2 * di, stream));
     ssmjit_conv1d_desc cd = {m->dtype, B, 1, di, (int)c->d_conv, 1};
-    SJ_TRY(ssmjit_causal_conv1d_update(m->ctx, &cd, (ssmjit_matrix){xz, 2 * di}, sj_lw(m, l, SJ_L_CONV),
-                                       sj_lw(m, l, SJ_L_CONV_BIAS),
+    SJ_TRY(ssmjit_causal_conv1d_update(m->ctx, &cd, (ssmjit_matrix){xz, 2 * di},
+                                       sj_model_weight(m, l, SJ_L_CONV),
+                                       sj_model_weight(m, l, SJ_L_CONV_BIAS),
                                        (float *)a->conv_state + l * B * di * c->d_conv,
                                        (ssmjit_matrix){xc, 0}, stream));
-    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_X_PROJ), B, xc, di, xdbl, dbl, stream));
-    SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_DT_PROJ), B, xdbl, dbl, dt, di, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_X_PROJ), B, xc, di, xdbl, dbl, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_DT_PROJ), B, xdbl, dbl, dt, di, stream));
     ssmjit_state_update_desc ud = {
         .dtype = m->dtype, .batch = B, .dim = di, .dstate = n,
         .x = {xc, 0}, .dt = {dt, 0},
         .A = (const float *)(uintptr_t)m->A + l * di * n,
         .B = {xdbl + (size_t)r * es, dbl}, .C = {xdbl + (size_t)(r + n) * es, dbl},
-        .D = sj_lw(m, l, SJ_L_D), .z = {xz + (size_t)di * es, 2 * di},
-        .dt_bias = sj_lw(m, l, SJ_L_DT_BIAS), .dt_softplus = 1,
+        .D = sj_model_weight(m, l, SJ_L_D), .z = {xz + (size_t)di * es, 2 * di},
+        .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS), .dt_softplus = 1,
         .state = (float *)a->ssm_state + l * B * di * n, .out = {y, 0},
     };
     SJ_TRY(ssmjit_selective_state_update(m->ctx, &ud, stream));
-    return sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, sj_ws(base, ws->x), dm, stream);
+    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di,
+                           sj_model_ws_at(base, ws->x), dm, stream);
 }
 
 /* Everything a step launches after its ids are on the device. */
@@ -64,15 +69,16 @@ static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args 
 {
     const ssmjit_model_config *c = &m->cfg;
     int64_t B = a->batch;
-    void *base = a->workspace, *x = sj_ws(base, ws->x), *normed = sj_ws(base, ws->normed);
+    void *base = a->workspace, *x = sj_model_ws_at(base, ws->x), *normed = sj_model_ws_at(base, ws->normed);
     SJ_TRY(sj_model_refresh_a(m, stream));
     SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
     for (int64_t l = 0; l < c->n_layer; l++)
         SJ_TRY(layer_step(m, a, ws, l, stream));
-    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0}, (ssmjit_matrix){sj_ws(base, ws->resid), 0},
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0}, (ssmjit_matrix){sj_model_ws_at(base, ws->resid), 0},
                              (const void *)(uintptr_t)m->t[SJ_G_NORM_F].data, normed,
-                             sj_ws(base, ws->resid), NULL, stream));
-    SJ_TRY(sj_model_linear(m, sj_head_tensor(m), B, normed, c->d_model, a->logits, c->vocab_size, stream));
+                             sj_model_ws_at(base, ws->resid), NULL, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_head_tensor(m), B, normed, c->d_model, a->logits, c->vocab_size,
+                           stream));
     if (!a->next_ids)
         return SSMJIT_OK;
     return sj_argmax_rows(m->ctx, m->dtype, B, c->vocab_size, (ssmjit_matrix){a->logits, 0},
@@ -82,7 +88,7 @@ static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args 
 /* Records step_kernels into a graph on the model's capture stream (where
  * nothing runs) and keeps it for the same key. */
 static ssmjit_status capture(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
-                             const void *ids_dev, const sj_step_key *key)
+                             const void *ids_dev, const sj_model_step_key *key)
 {
     int pushed;
     SJ_TRY(sj_context_enter(m->ctx, &pushed));
@@ -134,8 +140,8 @@ SSMJIT_API ssmjit_status ssmjit_model_step(ssmjit_model *m, const ssmjit_model_s
     SJ_TRY(check_args(m, a, &ws));
     if (a->batch == 0)
         return SSMJIT_OK;
-    const void *ids_dev = a->ids ? sj_ws(a->workspace, ws.ids) : (const void *)a->ids_device;
-    sj_step_key key;
+    const void *ids_dev = a->ids ? sj_model_ws_at(a->workspace, ws.ids) : (const void *)a->ids_device;
+    sj_model_step_key key;
     memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
     key.batch = a->batch;
     key.host_ids = a->ids != NULL;

@@ -27,7 +27,7 @@ static const char *const suffixes[SJ_T_COUNT] = {
     [SJ_T_OUT_PROJ_BIAS] = "mixer.out_proj.bias",
 };
 
-ssmjit_status sj_mamba_tensor_name(sj_mamba_naming naming, sj_mamba_tensor which, int64_t layer,
+ssmjit_status sj_model_tensor_name(sj_model_naming naming, sj_model_tensor_kind which, int64_t layer,
                                    char *buf, size_t cap)
 {
     int n;
@@ -46,7 +46,7 @@ ssmjit_status sj_mamba_tensor_name(sj_mamba_naming naming, sj_mamba_tensor which
 
 /* Whether the config calls for the tensor: 1 yes, 0 it must be absent, -1
  * either (a tied lm_head may still be saved). */
-static int wanted(const sj_mamba_config *c, sj_mamba_tensor which)
+static int wanted(const sj_model_file_config *c, sj_model_tensor_kind which)
 {
     switch (which) {
     case SJ_T_NORM_F_BIAS:
@@ -60,7 +60,7 @@ static int wanted(const sj_mamba_config *c, sj_mamba_tensor which)
 }
 
 /* The config key that rules a tensor out, for messages. */
-static const char *ruled_out_by(sj_mamba_tensor which)
+static const char *ruled_out_by(sj_model_tensor_kind which)
 {
     switch (which) {
     case SJ_T_NORM_F_BIAS:
@@ -78,7 +78,8 @@ typedef struct {
 /* The shapes a tensor may have: at most two (the padded vocabulary, a conv
  * weight with or without its middle 1).  vocab_rows is the embedding's row
  * count once it has been found, else 0. */
-static int expected(const sj_mamba_config *c, sj_mamba_tensor which, int64_t vocab_rows, shape out[2])
+static int expected(const sj_model_file_config *c, sj_model_tensor_kind which, int64_t vocab_rows,
+                    shape out[2])
 {
     int64_t di = c->d_inner, dm = c->d_model;
     switch (which) {
@@ -133,11 +134,11 @@ static int matches(const sj_st_tensor *t, const shape *s)
     return 1;
 }
 
-static ssmjit_status check_one(const sj_mamba_config *c, const sj_checkpoint *ck, sj_mamba_naming naming,
-                               sj_mamba_tensor which, int64_t layer, int64_t *vocab_rows)
+static ssmjit_status check_one(const sj_model_file_config *c, const sj_checkpoint *ck, sj_model_naming naming,
+                               sj_model_tensor_kind which, int64_t layer, int64_t *vocab_rows)
 {
     char name[NAME_MAX_LEN], want[2 * SHAPE_TEXT + 8], got[SHAPE_TEXT];
-    ssmjit_status st = sj_mamba_tensor_name(naming, which, layer, name, sizeof name);
+    ssmjit_status st = sj_model_tensor_name(naming, which, layer, name, sizeof name);
     if (st != SSMJIT_OK)
         return st;
     shape shapes[2];
@@ -171,11 +172,11 @@ static ssmjit_status check_one(const sj_mamba_config *c, const sj_checkpoint *ck
                     t->file, got, want);
 }
 
-static ssmjit_status detect_naming(const sj_checkpoint *ck, sj_mamba_naming *naming)
+static ssmjit_status detect_naming(const sj_checkpoint *ck, sj_model_naming *naming)
 {
     char hf[NAME_MAX_LEN], ss[NAME_MAX_LEN];
-    sj_mamba_tensor_name(SJ_NAMING_HF, SJ_T_EMBEDDING, 0, hf, sizeof hf);
-    sj_mamba_tensor_name(SJ_NAMING_STATE_SPACES, SJ_T_EMBEDDING, 0, ss, sizeof ss);
+    sj_model_tensor_name(SJ_NAMING_HF, SJ_T_EMBEDDING, 0, hf, sizeof hf);
+    sj_model_tensor_name(SJ_NAMING_STATE_SPACES, SJ_T_EMBEDDING, 0, ss, sizeof ss);
     int has_hf = sj_checkpoint_find(ck, hf) != NULL, has_ss = sj_checkpoint_find(ck, ss) != NULL;
     if (has_hf == has_ss)
         return sj_error(SSMJIT_ERR_INVALID_ARG,
@@ -187,20 +188,20 @@ static ssmjit_status detect_naming(const sj_checkpoint *ck, sj_mamba_naming *nam
     return SSMJIT_OK;
 }
 
-ssmjit_status sj_mamba_check_tensors(const sj_mamba_config *cfg, const sj_checkpoint *ck,
-                                     sj_mamba_naming *naming)
+ssmjit_status sj_model_check_tensors(const sj_model_file_config *cfg, const sj_checkpoint *ck,
+                                     sj_model_naming *naming)
 {
     ssmjit_status st = detect_naming(ck, naming);
     int64_t vocab_rows = 0;
     for (int w = 0; st == SSMJIT_OK && w < SJ_T_NORM; w++)
-        st = check_one(cfg, ck, *naming, (sj_mamba_tensor)w, 0, &vocab_rows);
+        st = check_one(cfg, ck, *naming, (sj_model_tensor_kind)w, 0, &vocab_rows);
     for (int64_t layer = 0; st == SSMJIT_OK && layer < cfg->n_layer; layer++)
         for (int w = SJ_T_NORM; st == SSMJIT_OK && w < SJ_T_COUNT; w++)
-            st = check_one(cfg, ck, *naming, (sj_mamba_tensor)w, layer, &vocab_rows);
+            st = check_one(cfg, ck, *naming, (sj_model_tensor_kind)w, layer, &vocab_rows);
     if (st != SSMJIT_OK)
         return st;
     char extra[NAME_MAX_LEN];
-    sj_mamba_tensor_name(*naming, SJ_T_IN_PROJ, cfg->n_layer, extra, sizeof extra);
+    sj_model_tensor_name(*naming, SJ_T_IN_PROJ, cfg->n_layer, extra, sizeof extra);
     if (sj_checkpoint_find(ck, extra))
         return sj_error(SSMJIT_ERR_INVALID_ARG, "the checkpoint has '%s' but the config has %lld layers",
                         extra, (long long)cfg->n_layer);

@@ -28,12 +28,12 @@
 #include "io/checkpoint.h"
 #include "model_config.h"
 
-typedef enum sj_mamba_naming {
+typedef enum sj_model_naming {
     SJ_NAMING_HF,
     SJ_NAMING_STATE_SPACES
-} sj_mamba_naming;
+} sj_model_naming;
 
-typedef enum sj_mamba_tensor {
+typedef enum sj_model_tensor_kind {
     /* once per model */
     SJ_T_EMBEDDING,
     SJ_T_NORM_F,
@@ -54,11 +54,11 @@ typedef enum sj_mamba_tensor {
     SJ_T_OUT_PROJ,
     SJ_T_OUT_PROJ_BIAS,
     SJ_T_COUNT
-} sj_mamba_tensor;
+} sj_model_tensor_kind;
 
 /* Writes the name of tensor `which` (of layer `layer` when it is a
  * per-layer one) to buf.  SSMJIT_ERR_INVALID_ARG if it does not fit. */
-ssmjit_status sj_mamba_tensor_name(sj_mamba_naming naming, sj_mamba_tensor which, int64_t layer,
+ssmjit_status sj_model_tensor_name(sj_model_naming naming, sj_model_tensor_kind which, int64_t layer,
                                    char *buf, size_t cap);
 
 /* Tells which naming the checkpoint uses (by its embedding) and checks that
@@ -68,7 +68,7 @@ ssmjit_status sj_mamba_tensor_name(sj_mamba_naming naming, sj_mamba_tensor which
  * then layer by layer: SSMJIT_ERR_INVALID_ARG naming the tensor, with the
  * expected and the found shape; SSMJIT_ERR_UNSUPPORTED naming a tensor of
  * another dtype. */
-ssmjit_status sj_mamba_check_tensors(const sj_mamba_config *cfg, const sj_checkpoint *ck,
-                                     sj_mamba_naming *naming);
+ssmjit_status sj_model_check_tensors(const sj_model_file_config *cfg, const sj_checkpoint *ck,
+                                     sj_model_naming *naming);
 
 #endif

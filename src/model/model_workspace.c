@@ -35,7 +35,7 @@ ssmjit_selective_scan_desc sj_model_scan_desc(const ssmjit_model *m, const sj_mo
     size_t es = ssmjit_dtype_size(m->dtype);
     int64_t di = c->d_inner, n = c->d_state, r = c->dt_rank;
     size_t lo = (size_t)l * ws->layer_stride, xo = (size_t)l * ws->xc_stride;
-    char *xz = sj_ws(base, ws->xz + lo), *xdbl = sj_ws(base, ws->xdbl + lo);
+    char *xz = sj_model_ws_at(base, ws->xz + lo), *xdbl = sj_model_ws_at(base, ws->xdbl + lo);
     ssmjit_selective_scan_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = m->dtype;
@@ -43,20 +43,20 @@ ssmjit_selective_scan_desc sj_model_scan_desc(const ssmjit_model *m, const sj_mo
     d.seqlen = L;
     d.dim = di;
     d.dstate = n;
-    d.u = (ssmjit_matrix){sj_ws(base, ws->xc + xo), 0};
-    d.delta = (ssmjit_matrix){sj_ws(base, ws->dt + lo), 0};
+    d.u = (ssmjit_matrix){sj_model_ws_at(base, ws->xc + xo), 0};
+    d.delta = (ssmjit_matrix){sj_model_ws_at(base, ws->dt + lo), 0};
     d.A = (const float *)(uintptr_t)m->A + l * di * n;
     d.B = (ssmjit_matrix){xdbl + (size_t)r * es, r + 2 * n};
     d.C = (ssmjit_matrix){xdbl + (size_t)(r + n) * es, r + 2 * n};
-    d.D = sj_lw(m, l, SJ_L_D);
+    d.D = sj_model_weight(m, l, SJ_L_D);
     d.z = (ssmjit_matrix){xz + (size_t)di * es, 2 * di};
-    d.delta_bias = sj_lw(m, l, SJ_L_DT_BIAS);
+    d.delta_bias = sj_model_weight(m, l, SJ_L_DT_BIAS);
     d.delta_softplus = 1;
-    d.y = (ssmjit_matrix){sj_ws(base, ws->y + xo), 0};
+    d.y = (ssmjit_matrix){sj_model_ws_at(base, ws->y + xo), 0};
     if (ws->mode != SSMJIT_MODEL_INFERENCE)
-        d.checkpoint = sj_ws(base, ws->ckpt + xo);
+        d.checkpoint = sj_model_ws_at(base, ws->ckpt + xo);
     if (ws->split_bytes) {
-        d.split_workspace = sj_ws(base, ws->split);
+        d.split_workspace = sj_model_ws_at(base, ws->split);
         d.split_workspace_bytes = ws->split_bytes;
     }
     return d;

@@ -19,8 +19,8 @@ static void require(int ok, const char *what)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    sj_mamba_config c;
-    if (sj_mamba_config_parse((const char *)data, size, "fuzz", &c) != SSMJIT_OK)
+    sj_model_file_config c;
+    if (sj_model_config_parse((const char *)data, size, "fuzz", &c) != SSMJIT_OK)
         return 0;
     require(c.d_model > 0 && c.d_inner > 0 && c.dt_rank > 0 && c.n_layer > 0, "non-positive size");
     require(c.d_state >= 1 && c.d_state <= 256, "d_state out of range");
