@@ -1,6 +1,9 @@
-/* Shared by the bench subcommand's parts. */
+/* The bench's shared utilities (bench_util.c), used by the bench's parts
+ * (bench_*.c) and by cli_bench.c; they call nothing of either. */
 #ifndef SSMJIT_BENCH_H
 #define SSMJIT_BENCH_H
+
+#include <stddef.h>
 
 #include "ssmjit.h"
 
@@ -15,21 +18,15 @@ int bench_self_command(const char *args, char *cmd, size_t cap);
 /* Median of v[0..n) (sorts v). */
 double bench_median(double *v, int n);
 
-/* Times every op, or those whose name contains `only` when it is not
- * NULL (bench_ops.c); returns a CLI exit code. */
-int bench_ops(ssmjit_context *ctx, int quick, const char *only);
+/* Device memory in ctx (current on this thread), filled with a finite
+ * non-zero pattern (0x3e9a in every 16 bits: 0.30 in f32 and bf16, 1.65 in
+ * f16) on the legacy stream. */
+ssmjit_status bench_alloc(ssmjit_context *ctx, size_t bytes, void **out);
 
-/* Times a mamba-130m-shaped model with random weights (bench_model.c):
- * prefill, decode at batch 1 and 64, a training step. */
-int bench_model(ssmjit_context *ctx, int quick);
+/* Fills n f32 values with v (asynchronously, legacy stream). */
+ssmjit_status bench_fill_f32(ssmjit_context *ctx, void *p, size_t n, float v);
 
-/* The cache at 10,000 entries: stats, verify, eviction (bench_cache.c; no
- * GPU needed). */
-int bench_cache(void);
-
-/* First use (bench_cold.c): each case cold in a fresh process with an
- * empty cache, then warm; and the children it runs. */
-int bench_cold(ssmjit_context *ctx);
-int bench_cold_child(const char *kind, const char *arg);
+/* Frees bench_alloc's memory; NULL does nothing. */
+void bench_free(ssmjit_context *ctx, void *p);
 
 #endif

@@ -11,24 +11,24 @@
 #include <time.h>
 
 #include "bench.h"
-#include "cache.h"
+#include "bench_parts.h"
 #include "cli.h"
-#include "sha256.h"
+#include "ssmjit_internal.h"
 
 #define ENTRIES 10000
 #define PAYLOAD 200
 
-/* Entry i's key (a hash of i, so entries spread as real ones do) and id. */
-static sj_cache_entry_id entry(unsigned i, char *label, size_t cap)
+/* Makes up entry i (keyed by a hash of i, so entries spread as real ones
+ * do) under dir, its path into path: written, or with `store` stored as the
+ * library stores, evicting above max_bytes. */
+static ssmjit_status entry(const char *dir, unsigned i, const void *payload, int store, uint64_t max_bytes,
+                           char *path, size_t cap)
 {
     static const char *const targets[] = {"sm_80", "sm_90", "sm_100", "compute_90"};
-    sj_cache_entry_id id = {{0}, label, targets[i % 4], 13, 0, 0};
-    sj_sha256 h;
-    sj_sha256_init(&h);
-    sj_sha256_update(&h, &i, sizeof i);
-    sj_sha256_final(&h, id.key);
-    snprintf(label, cap, "k%u", i / 8);
-    return id;
+    char label[32];
+    snprintf(label, sizeof label, "k%u", i / 8);
+    return sj_cache_fabricate(dir, &i, sizeof i, label, targets[i % 4], payload, PAYLOAD, store, max_bytes, path,
+                              cap);
 }
 
 static int fail(const char *what, ssmjit_status st)
@@ -38,16 +38,13 @@ static int fail(const char *what, ssmjit_status st)
 
 int bench_cache(void)
 {
-    char dir[] = "/tmp/ssmjit-cache-bench-XXXXXX", path[4200], label[32];
+    char dir[] = "/tmp/ssmjit-cache-bench-XXXXXX", path[4200];
     if (!mkdtemp(dir))
         return fail("temp directory", SSMJIT_ERR_IO);
     unsigned char payload[PAYLOAD];
     memset(payload, 0x5a, sizeof payload);
     for (unsigned i = 0; i < ENTRIES; i++) {
-        sj_cache_entry_id id = entry(i, label, sizeof label);
-        ssmjit_status st = sj_cache_entry_path(dir, &id, path, sizeof path) == 0
-                               ? sj_cache_entry_write(path, id.key, 0, payload, sizeof payload)
-                               : SSMJIT_ERR_IO;
+        ssmjit_status st = entry(dir, i, payload, 0, 0, path, sizeof path);
         if (st != SSMJIT_OK)
             return fail("writing entries", st);
         /* entry i last used ENTRIES - i seconds ago: the oldest go first */
@@ -71,12 +68,8 @@ int bench_cache(void)
     double verify = cli_now() - t0;
     if (st != SSMJIT_OK || s.entries != ENTRIES)
         return fail("cache verify", st == SSMJIT_OK ? SSMJIT_ERR_INTERNAL : st);
-    sj_cache_entry_id id = entry(ENTRIES, label, sizeof label);
     t0 = cli_now();
-    st = sj_cache_entry_path(dir, &id, path, sizeof path) == 0
-             ? sj_cache_store(dir, (uint64_t)(ENTRIES / 2) * (PAYLOAD + SJ_ENTRY_HEADER_SIZE), path, id.key, 0,
-                              payload, sizeof payload)
-             : SSMJIT_ERR_IO;
+    st = entry(dir, ENTRIES, payload, 1, (uint64_t)(ENTRIES / 2) * sj_cache_entry_bytes(PAYLOAD), path, sizeof path);
     double evict = cli_now() - t0;
     if (st != SSMJIT_OK)
         return fail("store with eviction", st);

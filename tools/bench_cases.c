@@ -3,8 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench.h"
 #include "bench_cases.h"
-#include "ops_scan.h"
+#include "ssmjit_internal.h"
 
 #define MAX_BUFS 20
 #define MAX_ROT 4
@@ -26,8 +27,8 @@ static void teardown(void *p)
     state *s = p;
     for (int r = 0; r < MAX_ROT; r++)
         for (int i = 0; i < s->nbufs; i++)
-            bench_free(s->bufs[r][i]);
-    bench_free(s->split);
+            bench_free(s->ctx, s->bufs[r][i]);
+    bench_free(s->ctx, s->split);
     free(s);
 }
 
@@ -51,7 +52,7 @@ static ssmjit_status alloc_state(const state *shape, const size_t *sizes, int co
     for (int r = 0; r < MAX_ROT; r++)
         for (int i = 0; i < count; i++) {
             s->bufs[r][i] = NULL;
-            ssmjit_status st = r < rot ? bench_alloc(sizes[i], &s->bufs[r][i]) : SSMJIT_OK;
+            ssmjit_status st = r < rot ? bench_alloc(s->ctx, sizes[i], &s->bufs[r][i]) : SSMJIT_OK;
             if (st != SSMJIT_OK)
                 return st;
         }
@@ -262,7 +263,7 @@ static ssmjit_status alloc_split(ssmjit_context *ctx, ssmjit_selective_scan_desc
         most = bytes > most ? bytes : most;
     }
     s->split_bytes = most;
-    return most ? bench_alloc(most, &s->split) : SSMJIT_OK;
+    return most ? bench_alloc(ctx, most, &s->split) : SSMJIT_OK;
 }
 
 /* dim 0: the reference shape's D; else that D (1536: mamba-130m's d_inner);
@@ -299,7 +300,7 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
         st = alloc_split(ctx, desc, out->state);
     /* A < 0 as in a real model (A = -exp(A_log)): the states stay bounded. */
     for (int r = 0; st == SSMJIT_OK && r < out->rotations; r++)
-        st = bench_fill_f32(((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
+        st = bench_fill_f32(ctx, ((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
     /* The backward restarts from a checkpoint the forward really wrote. */
     for (int r = 0; st == SSMJIT_OK && bwd && r < out->rotations; r++) {
         state *made = out->state;
@@ -416,7 +417,7 @@ static ssmjit_status setup_decode_dim(ssmjit_context *ctx, ssmjit_dtype dt, int 
              (long long)s.n);
     ssmjit_status st = alloc_state(&s, sizes, 10, out);
     for (int r = 0; st == SSMJIT_OK && r < out->rotations; r++)
-        st = bench_fill_f32(((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
+        st = bench_fill_f32(ctx, ((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
     return st;
 }
 

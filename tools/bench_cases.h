@@ -33,15 +33,8 @@ typedef struct bench_case {
     const bench_variant *variants; /* ended by a NULL label, or NULL */
 } bench_case;
 
-/* NULL-terminated list (bench_cases.c). */
+/* NULL-terminated list (bench_cases.c; its buffers come from bench.h's
+ * bench_alloc). */
 extern const bench_case bench_cases[];
-
-/* Device memory for the cases, filled with a finite non-zero pattern
- * (0x3e9a in every 16 bits: 0.30 in f32 and bf16, 1.65 in f16). */
-ssmjit_status bench_alloc(size_t bytes, void **out);
-
-/* Fills n f32 values with v (asynchronously, legacy stream). */
-ssmjit_status bench_fill_f32(void *p, size_t n, float v);
-void bench_free(void *p);
 
 #endif

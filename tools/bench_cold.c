@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_parts.h"
 #include "cli.h"
-#include "context.h"
+#include "ssmjit_internal.h"
 
 static int fail_errno(const char *what, const char *path)
 {
@@ -92,7 +93,7 @@ static int write_checkpoint(ssmjit_context *ctx, const char *dir)
         for (int d = 0; d < t.ndim; d++)
             bytes *= (size_t)t.shape[d];
         void *host = malloc(bytes);
-        st = host ? SJ_CU(ctx->drv, MemcpyDtoH, host, (CUdeviceptr)(uintptr_t)t.data, bytes) : SSMJIT_ERR_NO_MEMORY;
+        st = host ? sj_dev_to_host(ctx, host, t.data, bytes) : SSMJIT_ERR_NO_MEMORY;
         ok = st == SSMJIT_OK && fwrite(host, 1, bytes, f) == bytes;
         free(host);
     }
@@ -108,7 +109,7 @@ static int write_checkpoint(ssmjit_context *ctx, const char *dir)
 /* ---- the children ---------------------------------------------------------- */
 
 typedef struct scan_buffers {
-    CUdeviceptr p[32];
+    void *p[32];
     int n;
 } scan_buffers;
 
@@ -116,16 +117,16 @@ typedef struct scan_buffers {
  * every dtype, 0xbc small negative ones (A). */
 static void *dev_filled(ssmjit_context *ctx, scan_buffers *b, size_t bytes, unsigned char byte, ssmjit_status *st)
 {
-    CUdeviceptr d = 0;
+    void *d = NULL;
     if (*st == SSMJIT_OK && b->n == (int)(sizeof b->p / sizeof b->p[0]))
         *st = SSMJIT_ERR_INTERNAL;
     if (*st == SSMJIT_OK)
-        *st = SJ_CU(ctx->drv, MemAlloc, &d, bytes ? bytes : 1);
+        *st = sj_dev_alloc(ctx, bytes ? bytes : 1, &d);
     if (*st == SSMJIT_OK) {
         b->p[b->n++] = d;
-        *st = SJ_CU(ctx->drv, MemsetD8, d, byte, bytes);
+        *st = sj_dev_memset8(ctx, d, byte, bytes);
     }
-    return (void *)(uintptr_t)d;
+    return d;
 }
 
 static void *dev(ssmjit_context *ctx, scan_buffers *b, size_t bytes, ssmjit_status *st)
@@ -175,22 +176,22 @@ static int scan_child(int bwd)
         g.ddelta_bias = dev(ctx, &b, (size_t)D * 4, &st);
     }
     if (st == SSMJIT_OK)
-        st = sj_cu_result(ctx->drv->CtxSynchronize(), "cuCtxSynchronize");
+        st = sj_dev_synchronize(ctx);
     if (st == SSMJIT_OK && bwd)
         st = ssmjit_selective_scan_fwd(ctx, &d, NULL);
     if (st == SSMJIT_OK && bwd)
         st = ssmjit_selective_scan_bwd_workspace_size(&d, &ws_bytes);
     void *ws = bwd ? dev(ctx, &b, ws_bytes, &st) : NULL;
     if (st == SSMJIT_OK)
-        st = sj_cu_result(ctx->drv->CtxSynchronize(), "cuCtxSynchronize");
+        st = sj_dev_synchronize(ctx);
     double t0 = cli_now();
     if (st == SSMJIT_OK)
         st = bwd ? ssmjit_selective_scan_bwd(ctx, &d, &g, ws, ws_bytes, NULL) : ssmjit_selective_scan_fwd(ctx, &d, NULL);
     if (st == SSMJIT_OK)
-        st = sj_cu_result(ctx->drv->CtxSynchronize(), "cuCtxSynchronize");
+        st = sj_dev_synchronize(ctx);
     double t = cli_now() - t0;
     for (int i = 0; i < b.n; i++)
-        ctx->drv->MemFree(b.p[i]);
+        sj_dev_free(ctx, b.p[i]);
     sj_context_leave(ctx, pushed);
     ssmjit_context_destroy(ctx);
     if (st != SSMJIT_OK)
@@ -236,10 +237,10 @@ static int train_child(const char *model_dir)
     if (st == SSMJIT_OK)
         st = ssmjit_model_backward(m, &ba, NULL);
     if (st == SSMJIT_OK)
-        st = sj_cu_result(ctx->drv->CtxSynchronize(), "cuCtxSynchronize");
+        st = sj_dev_synchronize(ctx);
     double t = cli_now() - t0;
     for (int i = 0; i < b.n; i++)
-        ctx->drv->MemFree(b.p[i]);
+        sj_dev_free(ctx, b.p[i]);
     if (pushed)
         sj_context_leave(ctx, pushed);
     ssmjit_model_destroy(m);

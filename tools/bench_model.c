@@ -4,39 +4,30 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "bench_parts.h"
 #include "cli.h"
-#include "context.h"
-#include "model.h"
-#include "ops_scan.h"
-
-const ssmjit_model_config bench_130m = {.struct_size = sizeof bench_130m, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4,
-                                        .dt_rank = 48, .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5,
-                                        .tie_embeddings = 1, .residual_in_fp32 = 1};
+#include "ssmjit_internal.h"
 
 typedef struct model_bench {
     ssmjit_context *ctx;
     ssmjit_model *m;
     ssmjit_model_config c;
-    CUstream stream;
+    void *stream;
 } model_bench;
 
 static ssmjit_status dalloc(model_bench *b, size_t bytes, void **p)
 {
-    CUdeviceptr d = 0;
-    ssmjit_status st = SJ_CU(b->ctx->drv, MemAlloc, &d, bytes ? bytes : 1);
-    *p = (void *)(uintptr_t)d;
-    return st;
+    return sj_dev_alloc(b->ctx, bytes ? bytes : 1, p);
 }
 
 static void dfree(model_bench *b, void *p)
 {
-    if (p)
-        b->ctx->drv->MemFree((CUdeviceptr)(uintptr_t)p);
+    sj_dev_free(b->ctx, p);
 }
 
 static ssmjit_status sync(model_bench *b)
 {
-    return SJ_CU(b->ctx->drv, StreamSynchronize, b->stream);
+    return sj_stream_synchronize(b->ctx, b->stream);
 }
 
 static int32_t *random_ids(int64_t n, int64_t vocab)
@@ -130,7 +121,7 @@ static ssmjit_status time_decode(model_bench *b, int64_t B, int steps, double *t
     if (st == SSMJIT_OK)
         st = dalloc(b, (size_t)B * 4, &next);
     if (st == SSMJIT_OK)
-        st = SJ_CU(b->ctx->drv, MemsetD8Async, (CUdeviceptr)(uintptr_t)next, 0, (size_t)B * 4, b->stream);
+        st = sj_dev_memset8_async(b->ctx, next, 0, (size_t)B * 4, b->stream);
     ssmjit_model_step_args a = {.struct_size = sizeof a, .batch = B, .ids_device = next, .conv_state = conv, .ssm_state = ssm,
                                 .logits = logits, .next_ids = next, .workspace = ws, .workspace_bytes = bytes};
     for (int i = 0; i < 3 && st == SSMJIT_OK; i++) /* the first captures the graph */
@@ -162,7 +153,7 @@ int bench_model(ssmjit_context *ctx, int quick)
     int pushed = 0;
     st = sj_context_enter(ctx, &pushed);
     if (st == SSMJIT_OK)
-        st = SJ_CU(ctx->drv, StreamCreate, &b.stream, CU_STREAM_NON_BLOCKING);
+        st = sj_stream_create(ctx, &b.stream);
     double ms = 0, tps1 = 0, tps64 = 0, train = 0, recompute = 0;
     if (st == SSMJIT_OK)
         st = time_forward(&b, B, L, SSMJIT_MODEL_INFERENCE, 7, &ms, NULL);
@@ -201,8 +192,7 @@ int bench_model(ssmjit_context *ctx, int quick)
                "scans %.2f ms (%.0f%%), the rest %.2f ms (%.0f%%)\n", split[2], split[0],
                100 * split[0] / split[2], split[1], 100 * split[1] / split[2], rest, 100 * rest / split[2]);
     }
-    if (b.stream)
-        ctx->drv->StreamDestroy(b.stream);
+    sj_stream_destroy(ctx, b.stream);
     sj_context_leave(ctx, pushed);
     ssmjit_model_destroy(b.m);
     return st == SSMJIT_OK ? CLI_OK : cli_fail("model bench", st);

@@ -5,12 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench.h"
+#include "bench_parts.h"
 #include "cli.h"
-#include "context.h"
-#include "model.h"
+#include "ssmjit_internal.h"
 
 static const char help[] =
     "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--cache] [--quick] [--only TEXT]\n"
@@ -34,18 +33,6 @@ static const char help[] =
     "  --quick   smaller shapes, for a smoke test\n"
     "  --only TEXT  only the ops whose name contains TEXT (implies --ops)\n";
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-double bench_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Warm starts, each measured in a fresh process (a child of this one), from
  * a created context:
  *   first    the first op call (its unit looked up, read, checked, loaded,
@@ -62,14 +49,14 @@ static const char *const startup_kinds[] = {"first", "model", "all", "module", "
 static int startup_first(ssmjit_context *ctx)
 {
     int pushed;
-    CUdeviceptr buf;
+    void *buf = NULL;
     ssmjit_status st = sj_context_enter(ctx, &pushed);
     if (st == SSMJIT_OK)
-        st = SJ_CU(ctx->drv, MemAlloc, &buf, 256);
+        st = sj_dev_alloc(ctx, 256, &buf);
     if (st != SSMJIT_OK)
         return cli_fail("setup", st);
     ssmjit_unary_desc desc = {SSMJIT_F32, 1, 32};
-    ssmjit_matrix m = {(void *)(uintptr_t)buf, 0};
+    ssmjit_matrix m = {buf, 0};
     double t[2];
     for (int i = 0; i < 2 && st == SSMJIT_OK; i++) {
         double t0 = cli_now();
@@ -77,8 +64,8 @@ static int startup_first(ssmjit_context *ctx)
         t[i] = cli_now() - t0;
     }
     if (st == SSMJIT_OK)
-        st = sj_cu_result(ctx->drv->CtxSynchronize(), "cuCtxSynchronize");
-    SJ_CU(ctx->drv, MemFree, buf);
+        st = sj_dev_synchronize(ctx);
+    sj_dev_free(ctx, buf);
     sj_context_leave(ctx, pushed);
     if (st != SSMJIT_OK)
         return cli_fail("first call", st);
@@ -90,41 +77,32 @@ static int startup_first(ssmjit_context *ctx)
  * beforehand. */
 static int startup_loads(ssmjit_context *ctx, int library)
 {
-    static const void *images[SJ_UNIT_COUNT];
-    for (size_t u = 0; u < SJ_UNIT_COUNT; u++) {
-        const sj_compile_spec *spec;
-        size_t size;
-        int fast = sj_unit_fast(ctx, u);
-        ssmjit_status st = sj_context_spec(ctx, fast, &spec);
-        sj_image_job job = {u, spec, &ctx->cache, &ctx->owner, 1};
-        if (st == SSMJIT_OK)
-            st = sj_image_get(&job, &images[u], &size, NULL);
-        if (st != SSMJIT_OK)
-            return cli_fail("reading images", st);
+    const size_t units = ssmjit_unit_count();
+    const void **images = calloc(units, sizeof *images);
+    const char **names = calloc(units, sizeof *names);
+    if (!images || !names) {
+        free(images);
+        free(names);
+        return cli_fail("reading images", SSMJIT_ERR_NO_MEMORY);
     }
-    const sj_driver *d = ctx->drv;
+    for (size_t u = 0; u < units; u++) {
+        ssmjit_status st = sj_unit_image(ctx, u, &images[u]);
+        names[u] = ssmjit_unit_name(u);
+        if (st != SSMJIT_OK) {
+            free(images);
+            free(names);
+            return cli_fail("reading images", st);
+        }
+    }
     int pushed;
     ssmjit_status st = sj_context_enter(ctx, &pushed);
     double t0 = cli_now();
-    for (size_t u = 0; u < SJ_UNIT_COUNT && st == SSMJIT_OK; u++) {
-        CUfunction fn;
-        if (library) {
-            CUlibrary lib;
-            CUkernel k;
-            st = SJ_CU(d, LibraryLoadData, &lib, images[u], NULL, NULL, 0, NULL, NULL, 0);
-            if (st == SSMJIT_OK)
-                st = SJ_CU(d, LibraryGetKernel, &k, lib, sj_units[u].kernel);
-            if (st == SSMJIT_OK)
-                st = SJ_CU(d, KernelGetFunction, &fn, k);
-        } else {
-            CUmodule mod;
-            st = SJ_CU(d, ModuleLoadData, &mod, images[u]);
-            if (st == SSMJIT_OK)
-                st = SJ_CU(d, ModuleGetFunction, &fn, mod, sj_units[u].kernel);
-        }
-    }
+    for (size_t u = 0; u < units && st == SSMJIT_OK; u++)
+        st = sj_image_load_raw(ctx, images[u], names[u], library);
     double ms = (cli_now() - t0) * 1e3;
     sj_context_leave(ctx, pushed);
+    free(images);
+    free(names);
     if (st != SSMJIT_OK)
         return cli_fail(library ? "cuLibraryLoadData" : "cuModuleLoadData", st);
     printf("%.4f\n", ms);
@@ -154,16 +132,6 @@ static int startup_child(const char *kind)
     }
     ssmjit_context_destroy(ctx);
     return rc;
-}
-
-int bench_self_command(const char *args, char *cmd, size_t cap)
-{
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    return snprintf(cmd, cap, "'%s' %s", exe, args) < (int)cap ? 0 : -1;
 }
 
 /* Runs `bench --startup-child kind` and reads its numbers (up to 2). */
@@ -203,41 +171,43 @@ static int bench_engine(ssmjit_context *ctx)
     printf("engine    first op call: %.3f ms (a second call: %.3f ms)\n", bench_median(ms[0][0], RUNS),
            bench_median(ms[0][1], RUNS));
     printf("engine    every unit a 130m-shaped model's inference may use: %.3f ms\n", bench_median(ms[1][0], RUNS));
-    printf("engine    every unit (%d, load_all): %.3f ms\n", SJ_UNIT_COUNT, bench_median(ms[2][0], RUNS));
+    printf("engine    every unit (%d, load_all): %.3f ms\n", (int)ssmjit_unit_count(), bench_median(ms[2][0], RUNS));
     printf("engine    loading the %d images alone: cuModuleLoadData %.3f ms, cuLibraryLoadData %.3f ms\n",
-           SJ_UNIT_COUNT, bench_median(ms[3][0], RUNS), bench_median(ms[4][0], RUNS));
+           (int)ssmjit_unit_count(), bench_median(ms[3][0], RUNS), bench_median(ms[4][0], RUNS));
 
-    CUfunction fn;
+    size_t elementwise = 0;
+    while (elementwise < ssmjit_module_count() && strcmp(ssmjit_module_name(elementwise), "elementwise"))
+        elementwise++;
+    void *fn;
     const int lookups = 1000000;
     double t0 = cli_now();
     for (int i = 0; i < lookups; i++)
-        if ((st = sj_kernel_get(ctx, SJ_MODULE_ELEMENTWISE, SJ_ROLE_FORWARD, "act_fwd_silu_f32", &fn)))
+        if ((st = sj_kernel_lookup(ctx, elementwise, 0, "act_fwd_silu_f32", &fn)))
             return cli_fail("lookup", st);
     printf("engine  repeated kernel lookup: %.1f ns\n", (cli_now() - t0) * 1e9 / lookups);
 
-    const sj_driver *d = ctx->drv;
-    CUstream stream;
-    CUdeviceptr buf;
+    void *stream, *buf;
     int pushed;
-    if ((st = sj_context_enter(ctx, &pushed)) || (st = SJ_CU(d, StreamCreate, &stream, CU_STREAM_NON_BLOCKING)) ||
-        (st = SJ_CU(d, MemAlloc, &buf, 1024)))
+    if ((st = sj_context_enter(ctx, &pushed)) || (st = sj_stream_create(ctx, &stream)) ||
+        (st = sj_dev_alloc(ctx, 1024, &buf)))
         return cli_fail("setup", st);
     int64_t stride = 1, rows = 1, cols = 1;
     void *args[] = {&buf, &stride, &buf, &stride, &rows, &cols};
+    const unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
     ssmjit_unary_desc desc = {SSMJIT_F32, 1, 1};
-    ssmjit_matrix m = {(void *)(uintptr_t)buf, 0};
+    ssmjit_matrix m = {buf, 0};
     double per[3][9];
     const int batch = 500;
     for (int rep = 0; rep < 9; rep++)
         for (int way = 0; way < 3; way++) {
-            if ((st = SJ_CU(d, StreamSynchronize, stream)))
+            if ((st = sj_stream_synchronize(ctx, stream)))
                 return cli_fail("sync", st);
             t0 = cli_now();
             for (int i = 0; i < batch && st == SSMJIT_OK; i++) {
                 if (way == 0)
-                    st = SJ_CU(d, LaunchKernel, fn, 1, 1, 1, 32, 1, 1, 0, stream, args, NULL);
+                    st = sj_launch_raw(ctx, fn, grid, block, 0, stream, args);
                 else if (way == 1)
-                    st = sj_launch(ctx, fn, (sj_dim3){1, 1, 1}, (sj_dim3){32, 1, 1}, 0, stream, args);
+                    st = sj_launch_checked(ctx, fn, grid, block, 0, stream, args);
                 else
                     st = ssmjit_activation_fwd(ctx, SSMJIT_ACT_SILU, &desc, m, m, stream);
             }
@@ -248,9 +218,9 @@ static int bench_engine(ssmjit_context *ctx)
     double raw = bench_median(per[0], 9), lib = bench_median(per[1], 9), op = bench_median(per[2], 9);
     printf("engine  launch: raw cuLaunchKernel %.3f us, library launcher %.3f us (+%.3f), "
            "whole op call %.3f us (+%.3f)\n", raw, lib, lib - raw, op, op - raw);
-    SJ_CU(d, StreamSynchronize, stream);
-    SJ_CU(d, MemFree, buf);
-    SJ_CU(d, StreamDestroy, stream);
+    sj_stream_synchronize(ctx, stream);
+    sj_dev_free(ctx, buf);
+    sj_stream_destroy(ctx, stream);
     sj_context_leave(ctx, pushed);
     return CLI_OK;
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cublas_loader.h"
+#include "ssmjit_internal.h"
 
 static const char help[] =
     "usage: ssmjit info\n"
@@ -76,9 +76,9 @@ int cli_info(int argc, char **argv)
         printf("cache layers: %s\n", ssmjit_last_error());
     printf("compile units: %zu kernels, compiled by %d pool threads\n", ssmjit_unit_count(),
            ssmjit_compile_threads());
-    const sj_cublas *cublas;
-    if (sj_cublas_get(&cublas) == SSMJIT_OK)
-        printf("cublas: %s (for the model's GEMMs)\n", cublas->path);
+    const char *cublas;
+    if (sj_cublas_path(&cublas) == SSMJIT_OK)
+        printf("cublas: %s (for the model's GEMMs)\n", cublas);
     else
         printf("cublas: not found (the model calls need it, the ops do not): %s\n", ssmjit_last_error());
     printf("modules:");

@@ -4,8 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "context.h"
-#include "dtype_convert.h"
+#include "ssmjit_internal.h"
 
 static const char help[] =
     "usage: ssmjit run --model PATH --tokens ID,ID,... [--steps N] [--dtype bf16|f16|f32]\n"
@@ -77,12 +76,12 @@ static int parse(int argc, char **argv, run_opts *o)
 
 /* Device buffers of one run, freed together. */
 typedef struct buffers {
-    CUdeviceptr ws, step_ws, logits, conv, ssm, next, history;
+    void *ws, *step_ws, *logits, *conv, *ssm, *next, *history;
 } buffers;
 
-static ssmjit_status alloc(const sj_driver *drv, CUdeviceptr *p, size_t bytes)
+static ssmjit_status alloc(ssmjit_context *ctx, void **p, size_t bytes)
 {
-    return SJ_CU(drv, MemAlloc, p, bytes ? bytes : 1);
+    return sj_dev_alloc(ctx, bytes ? bytes : 1, p);
 }
 
 /* The first maximum of a row of logits on the host; -1 when its buffer
@@ -101,7 +100,7 @@ static int32_t argmax_host(const void *row, int64_t n, ssmjit_dtype dtype)
     return (int32_t)best;
 }
 
-static int decode(ssmjit_model *m, const sj_driver *drv, const run_opts *o, buffers *b)
+static int decode(ssmjit_model *m, ssmjit_context *ctx, const run_opts *o, buffers *b)
 {
     ssmjit_model_config c;
     ssmjit_dtype dt;
@@ -111,33 +110,33 @@ static int decode(ssmjit_model *m, const sj_driver *drv, const run_opts *o, buff
     if (st == SSMJIT_OK)
         st = ssmjit_model_step_workspace_size(m, 1, &step_bytes);
     if (st == SSMJIT_OK)
-        st = alloc(drv, &b->ws, ws_bytes);
+        st = alloc(ctx, &b->ws, ws_bytes);
     if (st == SSMJIT_OK)
-        st = alloc(drv, &b->step_ws, step_bytes);
+        st = alloc(ctx, &b->step_ws, step_bytes);
     if (st == SSMJIT_OK)
-        st = alloc(drv, &b->logits, (size_t)c.vocab_size * es);
+        st = alloc(ctx, &b->logits, (size_t)c.vocab_size * es);
     if (st == SSMJIT_OK)
-        st = alloc(drv, &b->conv, (size_t)(c.n_layer * c.d_inner * c.d_conv) * 4);
+        st = alloc(ctx, &b->conv, (size_t)(c.n_layer * c.d_inner * c.d_conv) * 4);
     if (st == SSMJIT_OK)
-        st = alloc(drv, &b->ssm, (size_t)(c.n_layer * c.d_inner * c.d_state) * 4);
+        st = alloc(ctx, &b->ssm, (size_t)(c.n_layer * c.d_inner * c.d_state) * 4);
     if (st == SSMJIT_OK)
-        st = alloc(drv, &b->next, 4);
+        st = alloc(ctx, &b->next, 4);
     if (st == SSMJIT_OK)
-        st = alloc(drv, &b->history, (size_t)o->steps * 4);
+        st = alloc(ctx, &b->history, (size_t)o->steps * 4);
     if (st != SSMJIT_OK)
         return cli_fail("run: device memory", st);
 
     ssmjit_model_forward_args fa = {
-        .struct_size = sizeof fa, .batch = 1, .seqlen = o->ntokens, .ids = o->tokens, .logits = (void *)(uintptr_t)b->logits,
-        .last_only = 1, .conv_state = (void *)(uintptr_t)b->conv, .ssm_state = (void *)(uintptr_t)b->ssm,
-        .workspace = (void *)(uintptr_t)b->ws, .workspace_bytes = ws_bytes};
+        .struct_size = sizeof fa, .batch = 1, .seqlen = o->ntokens, .ids = o->tokens, .logits = b->logits,
+        .last_only = 1, .conv_state = b->conv, .ssm_state = b->ssm,
+        .workspace = b->ws, .workspace_bytes = ws_bytes};
     double t0 = cli_now();
     st = ssmjit_model_forward(m, &fa, NULL);
     void *row = malloc((size_t)c.vocab_size * es);
     if (st == SSMJIT_OK && !row)
         st = SSMJIT_ERR_NO_MEMORY;
     if (st == SSMJIT_OK)
-        st = SJ_CU(drv, MemcpyDtoH, row, b->logits, (size_t)c.vocab_size * es);
+        st = sj_dev_to_host(ctx, row, b->logits, (size_t)c.vocab_size * es);
     double t1 = cli_now();
     int32_t *out = malloc((size_t)o->steps * sizeof *out);
     if (st == SSMJIT_OK && !out)
@@ -148,25 +147,23 @@ static int decode(ssmjit_model *m, const sj_driver *drv, const run_opts *o, buff
     /* Each step reads its token from `next` and writes the following one
      * there, so every step has the same pointers and replays one graph. */
     ssmjit_model_step_args sa = {
-        .struct_size = sizeof sa, .batch = 1, .ids_device = (const int32_t *)(uintptr_t)b->next,
-        .conv_state = (void *)(uintptr_t)b->conv, .ssm_state = (void *)(uintptr_t)b->ssm,
-        .logits = (void *)(uintptr_t)b->logits, .next_ids = (int32_t *)(uintptr_t)b->next,
-        .workspace = (void *)(uintptr_t)b->step_ws, .workspace_bytes = step_bytes};
+        .struct_size = sizeof sa, .batch = 1, .ids_device = b->next, .conv_state = b->conv, .ssm_state = b->ssm,
+        .logits = b->logits, .next_ids = b->next, .workspace = b->step_ws, .workspace_bytes = step_bytes};
     if (st == SSMJIT_OK)
-        st = SJ_CU(drv, MemcpyHtoD, b->next, out, 4);
+        st = sj_dev_from_host(ctx, b->next, out, 4);
     /* the first step runs the kernels and captures the graph: not timed */
     double t2 = 0;
     for (int64_t s = 1; s < o->steps && st == SSMJIT_OK; s++) {
         if (s == 2) {
-            st = sj_cu_result(drv->CtxSynchronize(), "cuCtxSynchronize");
+            st = sj_dev_synchronize(ctx);
             t2 = cli_now();
         }
         st = st == SSMJIT_OK ? ssmjit_model_step(m, &sa, NULL) : st;
         if (st == SSMJIT_OK)
-            st = SJ_CU(drv, MemcpyDtoDAsync, b->history + (CUdeviceptr)(s * 4), b->next, 4, NULL);
+            st = sj_dev_copy_async(ctx, (char *)b->history + s * 4, b->next, 4, NULL);
     }
     if (st == SSMJIT_OK && o->steps > 1)
-        st = SJ_CU(drv, MemcpyDtoH, out + 1, b->history + 4, (size_t)(o->steps - 1) * 4);
+        st = sj_dev_to_host(ctx, out + 1, (char *)b->history + 4, (size_t)(o->steps - 1) * 4);
     double t3 = cli_now();
     if (st != SSMJIT_OK) {
         free(out);
@@ -218,14 +215,12 @@ int cli_run(int argc, char **argv)
         ssmjit_model_destroy(m);
     } else {
         /* the buffers are allocated with the driver, in the context */
-        const sj_driver *drv = ctx->drv;
         buffers b = {0};
-        rc = decode(m, drv, &o, &b);
+        rc = decode(m, ctx, &o, &b);
         ssmjit_model_destroy(m);
-        CUdeviceptr *all[] = {&b.ws, &b.step_ws, &b.logits, &b.conv, &b.ssm, &b.next, &b.history};
+        void *all[] = {b.ws, b.step_ws, b.logits, b.conv, b.ssm, b.next, b.history};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-            if (*all[i])
-                drv->MemFree(*all[i]);
+            sj_dev_free(ctx, all[i]);
         sj_context_leave(ctx, pushed);
     }
     ssmjit_context_destroy(ctx);

@@ -21,9 +21,20 @@ static const char usage[] =
     "exit codes: 0 success, 1 the work failed, 2 bad command line,\n"
     "            3 cache verify found bad entries\n"
     "\n"
-    "environment: SSMJIT_CACHE_DIR, SSMJIT_CACHE=rw|ro|off, SSMJIT_NVRTC_PATH,\n"
-    "             SSMJIT_ARCH=sm_XY, SSMJIT_FAST_MATH=0|1, SSMJIT_DETERMINISTIC=0|1,\n"
-    "             SSMJIT_QUIET=1\n";
+    "environment:\n"
+    "  SSMJIT_CACHE_DIR=DIR       the kernel cache's directory\n"
+    "  XDG_CACHE_HOME=DIR         cache in DIR/ssmjit when SSMJIT_CACHE_DIR is unset\n"
+    "  SSMJIT_CACHE=rw|ro|off     cache mode (overrides the program's option)\n"
+    "  SSMJIT_CACHE_PATH=D1:D2    read-only cache layers, searched after the cache\n"
+    "  SSMJIT_CACHE_MAX_BYTES=N   size cap: bytes or K/M/G/T; 0 none; default 1G\n"
+    "  SSMJIT_COMPILE_THREADS=N   compile pool threads (default: one per core)\n"
+    "  SSMJIT_NVRTC_PATH=FILE     the NVRTC library to open, and only that one\n"
+    "  SSMJIT_CUBLAS_PATH=FILE    the cuBLAS library to open, and only that one\n"
+    "  SSMJIT_ARCH=sm_XY          compile as if the GPU were sm_XY\n"
+    "  SSMJIT_FAST_MATH=0|1       fast math for every kernel (overrides the option)\n"
+    "  SSMJIT_DETERMINISTIC=0|1   bit-reproducible backward (overrides the option)\n"
+    "  SSMJIT_QUIET=1             no warning for a cache not writable or not trusted\n"
+    "  CUDA_CACHE_DISABLE=1       driver's compile cache off (bench --cold sets it)\n";
 
 int cli_fail(const char *what, ssmjit_status st)
 {

@@ -1,0 +1,25 @@
+/* The parts of `ssmjit bench` that cli_bench.c runs, each in its own file
+ * (bench_*.c, which use bench.h's utilities and not one another). */
+#ifndef SSMJIT_BENCH_PARTS_H
+#define SSMJIT_BENCH_PARTS_H
+
+#include "ssmjit.h"
+
+/* Times every op, or those whose name contains `only` when it is not
+ * NULL (bench_ops.c); returns a CLI exit code. */
+int bench_ops(ssmjit_context *ctx, int quick, const char *only);
+
+/* Times a mamba-130m-shaped model with random weights (bench_model.c):
+ * prefill, decode at batch 1 and 64, a training step. */
+int bench_model(ssmjit_context *ctx, int quick);
+
+/* The cache at 10,000 entries: stats, verify, eviction (bench_cache.c; no
+ * GPU needed). */
+int bench_cache(void);
+
+/* First use (bench_cold.c): each case cold in a fresh process with an
+ * empty cache, then warm; and the children it runs. */
+int bench_cold(ssmjit_context *ctx);
+int bench_cold_child(const char *kind, const char *arg);
+
+#endif
