@@ -57,7 +57,7 @@ extern "C" {
 
 /* A struct a caller fills, zeroed but for its struct_size (C99 and
  * later; `type` must be a struct whose first member is struct_size). */
-#define SSMJIT_STRUCT_INIT(type) ((type){sizeof(type)})
+#define SSMJIT_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
 
 /* ------------------------------------------------------------------------ */
 /* Status and errors                                                        */
