@@ -59,7 +59,7 @@ extern "C" {
 
 /* A struct a caller fills, zeroed but for its struct_size (C99 and
  * later; `type` must be a struct whose first member is struct_size). */
-#define SSMJIT_STRUCT_INIT(type) ((type){sizeof(type)})
+#define SSMJIT_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
 
 /* ------------------------------------------------------------------------ */
 /* Status and errors                                                        */
@@ -527,150 +527,193 @@ SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_unary
  *     y_t   = (sum_n C_t[n] h_t[n] + D[d] u_t[d]) * silu(z_t[d])
  *
  * with h_{-1} = initial_state (or 0).  Shapes: u, delta, z, y [B, L, D] and
- * B, C [B, L, N] are activations of dtype; each is an ssmjit_matrix whose
- * stride is the number of elements between consecutive tokens (0 =
- * contiguous), so they may be column slices of wider buffers (u and z as
- * the halves of an in_proj output, dt/B/C slices of an x_proj output).
+ * B, C [B, L, N] are activations of desc->dtype, each an ssmjit_matrix
+ * view: its stride is the number of elements between consecutive tokens
+ * (0 = the row width), so they may be column slices of wider buffers (u
+ * and z as the halves of an in_proj output, dt/B/C slices of an x_proj
+ * output), and its batch_stride the number between sequences (0 = L *
+ * stride), so they may be windows of L tokens into longer sequences.
  * A [D, N], D, delta_bias [D] and every state ([S, D, N], S segments) are
  * contiguous f32; arithmetic is in f32.  1 <= N <= 256.
  *
- * Variable-length batches: with cu_seqlens (int32 device array of
- * num_seqs + 1 offsets into L, cu_seqlens[0] = 0, non-decreasing,
- * cu_seqlens[num_seqs] = L; not checked on the device), batch must be 1 and
- * the L tokens hold num_seqs packed sequences: the state restarts at each
- * one, from initial_state[s] when given, and final_state[s] is sequence s's
- * last state (its initial state, or 0, for an empty one).  Without
- * cu_seqlens the B batch rows are the segments.
+ * Variable-length batches: with desc->num_seqs >= 1, batch must be 1 and
+ * its L tokens hold num_seqs packed sequences, which args->in.cu_seqlens
+ * (int32 device array of num_seqs + 1 offsets into L, cu_seqlens[0] = 0,
+ * non-decreasing, cu_seqlens[num_seqs] = L; not checked on the device)
+ * delimits: the state restarts at each one, from initial_state[s] when
+ * given, and final_state[s] is sequence s's last state (its initial
+ * state, or 0, for an empty one).  With num_seqs = 0 the B batch rows are
+ * the segments.
  *
- * The same descriptor serves the forward and the backward of one call;
- * pointers are device pointers, NULL for an absent optional tensor.
+ * The same descriptor serves the forward and the backward of one call
+ * (no pointers: the size queries take it alone); the args structs name
+ * the tensors, the forward's inputs as one ssmjit_selective_scan_inputs,
+ * which the backward takes again.  Pointers are device pointers, NULL for
+ * an absent optional tensor.
+ *
+ * Errors of every scan call: SSMJIT_ERR_INVALID_ARG naming the field
+ * ("desc->dstate", "args->in.u.stride", "args->dy.data"): a NULL
+ * required pointer or one set where its input is absent, a struct_size
+ * that is not sizeof the struct, a negative extent, N outside 1..256,
+ * num_seqs outside 0..2^31-2, batch != 1 with num_seqs >= 1, a stride
+ * below the row width, a batch_stride (not 0) below L * stride, data not
+ * aligned to its elements, an unknown dtype, a workspace misaligned or
+ * below the size it needs; SSMJIT_ERR_UNSUPPORTED for batch > 65535,
+ * D > 2^31-1, L > 2^31-1 with packed sequences, or extents whose
+ * activations, states or backward workspace would pass 2^62 elements or
+ * bytes; then the engine's errors (compile, driver) from a kernel's first
+ * use.
  */
 
 typedef struct ssmjit_selective_scan_desc {
+    size_t struct_size;          /* sizeof(ssmjit_selective_scan_desc): SSMJIT_STRUCT_INIT */
     ssmjit_dtype dtype;          /* u, delta, z, B, C, y and their gradients */
-    int64_t batch;               /* B (1 with cu_seqlens); at most 65535 */
+    int64_t batch;               /* B (1 with packed sequences); at most 65535 */
     int64_t seqlen;              /* L */
     int64_t dim;                 /* D */
     int64_t dstate;              /* N, 1..256 */
+    int64_t num_seqs;            /* 0: the batch rows are the sequences; >= 1: batch is 1
+                                    and args->in.cu_seqlens packs num_seqs sequences */
+    int delta_softplus;          /* nonzero: dt = softplus(delta + delta_bias) */
+    int checkpoint;              /* nonzero: the forward writes args->checkpoint and the
+                                    backward reads it; 0: the backward rebuilds it in its
+                                    workspace */
+} ssmjit_selective_scan_desc;
+
+/* The forward's inputs, which the backward takes again (a member of
+ * both args structs, so it has no struct_size of its own). */
+typedef struct ssmjit_selective_scan_inputs {
     ssmjit_matrix u, delta;      /* [B, L, D] */
     const void *A;               /* [D, N] f32 */
     ssmjit_matrix B, C;          /* [B, L, N] */
     const void *D;               /* optional [D] f32: skip term D u */
     ssmjit_matrix z;             /* optional [B, L, D] (data NULL: no gate) */
     const void *delta_bias;      /* optional [D] f32 */
-    int delta_softplus;          /* nonzero: dt = softplus(delta + delta_bias) */
     const void *initial_state;   /* optional [S, D, N] f32 */
-    const void *cu_seqlens;      /* optional int32 [num_seqs + 1] */
-    int64_t num_seqs;            /* segments with cu_seqlens (>= 1), ignored without */
-    /* forward outputs */
-    ssmjit_matrix y;             /* [B, L, D], required by the forward */
-    void *final_state;           /* optional [S, D, N] f32 */
-    void *checkpoint;            /* optional: states the backward restarts from, written
-                                    by the forward, read by the backward (see below) */
-    void *split_workspace;       /* optional scratch of the forward and backward: lets
-                                    them split L over the GPU where there are few batch
-                                    rows (ssmjit_selective_scan_split_size) */
-    size_t split_workspace_bytes;
-} ssmjit_selective_scan_desc;
+    const void *cu_seqlens;      /* int32 [num_seqs + 1]: required with desc->num_seqs >= 1,
+                                    NULL with 0 */
+} ssmjit_selective_scan_inputs;
 
-/* Bytes of desc->checkpoint: the f32 state after every 16 tokens (and
- * after the last), B * ceil(L / 16) * D * N * 4.  (The forward's other,
- * optional scratch is desc->split_workspace, below.)  Errors:
- * SSMJIT_ERR_INVALID_ARG (desc or bytes NULL, a bad extent);
- * SSMJIT_ERR_UNSUPPORTED as for the forward. */
-SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
-                                                                  size_t *bytes);
+typedef struct ssmjit_selective_scan_fwd_args {
+    size_t struct_size;          /* sizeof(ssmjit_selective_scan_fwd_args): SSMJIT_STRUCT_INIT */
+    ssmjit_selective_scan_inputs in;
+    ssmjit_matrix y;             /* out [B, L, D], required */
+    void *final_state;           /* out, optional [S, D, N] f32 */
+    void *checkpoint;            /* out: the states the backward restarts from, of
+                                    ssmjit_selective_scan_checkpoint_size() bytes; required
+                                    with desc->checkpoint (where B * L * D > 0), NULL
+                                    without */
+    void *workspace;             /* optional scratch that lets the forward split L, of
+                                    ssmjit_selective_scan_fwd_workspace_size() bytes;
+                                    NULL: the forward runs unsplit */
+    size_t workspace_bytes;
+} ssmjit_selective_scan_fwd_args;
 
-/* Bytes of desc->split_workspace with which the forward and the
- * backward on ctx's device split L, or 0 where neither would.  Their
- * blocks each take channels of one batch row and walk its L tokens in
- * order, so few rows of few channels (one sequence at mamba-130m's
- * D = 1536: 48 forward blocks, 24 backward ones, for 132 SMs) leave most
- * of the GPU idle.  With the workspace, such an op cuts each row into S
- * segments and runs over all of them at once twice: the forward from a
- * zero state, then from the states carried across the segments (each
- * segment's decay is exp(A sum dt)); the backward with no adjoint
- * entering the segments' ends, then with the adjoints carried back
- * across them.  Twice the work on S times the blocks, taken where a model
- * of the kernels' time on this device says it pays (bench/NOTES.md: one
- * sequence of 16384 tokens at D = 1536, forward about 2.6 times faster).
- * Segments are whole 16-token chunks in the backward and where the
- * forward writes a checkpoint (which it writes as unsplit).  Never with
- * cu_seqlens, nor with several batch rows that the segments would not
- * cover evenly.  The size is about B * S * D * (4 N + 3) * 4 bytes
- * (S <= 64).
- * Errors: as ssmjit_selective_scan_fwd_workspace_size, plus
- * SSMJIT_ERR_INVALID_ARG for a NULL ctx. */
-SSMJIT_API ssmjit_status ssmjit_selective_scan_split_size(ssmjit_context *ctx,
-                                                          const ssmjit_selective_scan_desc *desc,
-                                                          size_t *bytes);
-
-/* Forward.  Writes y, and final_state and checkpoint when their pointers
- * are set.  y must not overlap an input.  D = 0 or B = 0 is a no-op; L = 0
- * writes only final_state (= initial_state or 0).  With
- * desc->split_workspace set (device memory, 4-byte aligned, of
- * split_workspace_bytes bytes) the forward splits L where
- * ssmjit_selective_scan_split_size() gives a nonzero size, which
- * split_workspace_bytes must then reach; elsewhere the field is ignored.
- * A split forward writes y twice (its first pass's values are
- * overwritten) and differs from an unsplit one by rounding only.
- * Errors: SSMJIT_ERR_INVALID_ARG naming the field (NULL required pointer,
- * negative extent, N outside 1..256, stride below the row width, unknown
- * dtype, batch != 1 or num_seqs < 1 with cu_seqlens, a split workspace
- * misaligned or below the size it needs); SSMJIT_ERR_UNSUPPORTED for
- * batch > 65535, D > 2^31-1, or extents whose activations, states or
- * backward workspace would pass 2^62 elements or bytes. */
-SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx,
-                                                   const ssmjit_selective_scan_desc *desc,
-                                                   void *stream);
-
-typedef struct ssmjit_selective_scan_grads {
+typedef struct ssmjit_selective_scan_bwd_args {
+    size_t struct_size;          /* sizeof(ssmjit_selective_scan_bwd_args): SSMJIT_STRUCT_INIT */
+    ssmjit_selective_scan_inputs in; /* the forward's */
+    const void *checkpoint;      /* in: what the forward wrote there; required with
+                                    desc->checkpoint (where B * L * D > 0), NULL without */
     ssmjit_matrix dy;            /* in: gradient of y [B, L, D] */
     const void *d_final_state;   /* in, optional: gradient of final_state [S, D, N] f32
-                                    (needs no final_state in the descriptor) */
+                                    (needs no final_state in the forward) */
     ssmjit_matrix du, ddelta;    /* out [B, L, D] */
     void *dA;                    /* out [D, N] f32 */
     ssmjit_matrix dB, dC;        /* out [B, L, N] */
-    void *dD;                    /* out [D] f32: required iff desc->D, else NULL */
-    ssmjit_matrix dz;            /* out [B, L, D]: required iff desc->z.data, else absent */
-    void *ddelta_bias;           /* out [D] f32: required iff desc->delta_bias, else NULL */
-    void *d_initial_state;       /* out [S, D, N] f32: required iff desc->initial_state,
+    void *dD;                    /* out [D] f32: required iff in.D, else NULL */
+    ssmjit_matrix dz;            /* out [B, L, D]: required iff in.z.data, else absent */
+    void *ddelta_bias;           /* out [D] f32: required iff in.delta_bias, else NULL */
+    void *d_initial_state;       /* out [S, D, N] f32: required iff in.initial_state,
                                     else NULL */
-} ssmjit_selective_scan_grads;
+    void *workspace;             /* ssmjit_selective_scan_bwd_workspace_size() bytes,
+                                    4-byte aligned; required (may be NULL when D = 0) */
+    size_t workspace_bytes;
+} ssmjit_selective_scan_bwd_args;
 
-/* Bytes of workspace ssmjit_selective_scan_bwd needs for desc.  It depends
- * on the extents and on whether desc->checkpoint is set (without one the
- * backward recomputes the checkpoint into the workspace, which then holds
- * ssmjit_selective_scan_fwd_workspace_size() more bytes).  About
- * B * L * N * 8 * ceil(D / 32) bytes of per-block partial sums of dB and dC,
- * plus B * L * D * 12 bytes when N > 16, plus B * D * (N + 2) * 4.
- * Errors: as ssmjit_selective_scan_fwd_workspace_size. */
-SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(const ssmjit_selective_scan_desc *desc,
+/* Bytes of args->checkpoint: the f32 state after every 16 tokens (and
+ * after the last), B * ceil(L / 16) * D * N * 4, whether or not
+ * desc->checkpoint is set.  Errors: SSMJIT_ERR_INVALID_ARG (ctx, desc or
+ * bytes NULL, a bad field of desc); SSMJIT_ERR_UNSUPPORTED as for the
+ * forward. */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_checkpoint_size(ssmjit_context *ctx,
+                                                               const ssmjit_selective_scan_desc *desc,
+                                                               size_t *bytes);
+
+/* Bytes of the forward's optional workspace, with which it splits L on
+ * ctx's device, or 0 where it would not.  The forward's blocks each take
+ * channels of one batch row and walk its L tokens in order, so few rows
+ * of few channels (one sequence at mamba-130m's D = 1536: 48 forward
+ * blocks, 24 backward ones, for 132 SMs) leave most of the GPU idle.
+ * With the workspace, such a forward cuts each row into S segments and
+ * runs over all of them at once twice: from a zero state, then from the
+ * states carried across the segments (each segment's decay is
+ * exp(A sum dt)).  Twice the work on S times the blocks, taken where a
+ * model of the kernels' time on this device says it pays (bench/NOTES.md:
+ * one sequence of 16384 tokens at D = 1536, forward about 2.6 times
+ * faster).  Segments are whole 16-token chunks where the forward writes a
+ * checkpoint (which it writes as unsplit).  Never with packed sequences,
+ * nor with several batch rows that the segments would not cover evenly.
+ * The size is about B * S * D * (N + 1) * 4 bytes (S <= 64).
+ * Errors: as ssmjit_selective_scan_checkpoint_size. */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(ssmjit_context *ctx,
+                                                                  const ssmjit_selective_scan_desc *desc,
                                                                   size_t *bytes);
 
-/* Backward of ssmjit_selective_scan_fwd for the same desc and inputs
- * (desc->y and desc->final_state are not used).  If desc->checkpoint is
- * set it must hold what the forward wrote for these inputs; else it is
- * recomputed.  Every gradient is overwritten, not accumulated: du, ddelta,
- * dB, dC, dA, and dD, dz, ddelta_bias, d_initial_state for each optional
- * input that was given.  The results are always bit-reproducible (no
- * atomics: partial sums go through the workspace and are added in a fixed
- * order), so the context's deterministic option changes nothing here.
- * The exponentials are recomputed from the checkpoint, and the backward
- * kernels build without fast math by default (see ssmjit_fast_math).
- * With desc->split_workspace set it splits L as the forward does (see
- * ssmjit_selective_scan_split_size; the same conditions on the
- * workspace); its outputs are then written twice, and differ from an
+/* Forward.  Writes y, and final_state and checkpoint when their pointers
+ * are set.  y must not overlap an input.  D = 0 or B = 0 is a no-op; L = 0
+ * writes only final_state (= initial_state or 0).  With args->workspace
+ * set (device memory, 4-byte aligned, of workspace_bytes bytes) the
+ * forward splits L where ssmjit_selective_scan_fwd_workspace_size() gives
+ * a nonzero size, which workspace_bytes must then reach; elsewhere the
+ * workspace is ignored.  A split forward writes y twice (its first pass's
+ * values are overwritten) and differs from an unsplit one by rounding
+ * only.  Errors: as above (the scan's). */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx,
+                                                   const ssmjit_selective_scan_desc *desc,
+                                                   const ssmjit_selective_scan_fwd_args *args,
+                                                   void *stream);
+
+/* Bytes of args->workspace that ssmjit_selective_scan_bwd needs for desc
+ * on ctx's device.  It depends on the extents and on desc->checkpoint
+ * (without one the backward rebuilds the checkpoint into the workspace,
+ * which then holds ssmjit_selective_scan_checkpoint_size() more bytes).
+ * About B * L * N * 8 * ceil(D / 32) bytes of per-block partial sums of dB
+ * and dC, plus B * L * D * 12 bytes when N > 16, plus B * D * (N + 2) * 4;
+ * plus, where the backward splits L on ctx's device, the split's part.
+ * The backward, like the forward (see
+ * ssmjit_selective_scan_fwd_workspace_size), leaves most of the GPU idle
+ * over few rows of few channels: there it cuts each row into S segments of
+ * whole 16-token chunks and runs over all of them at once twice, with no
+ * adjoint entering the segments' ends, then with the adjoints carried
+ * back across them (bench/NOTES.md: one sequence of 16384 tokens at
+ * D = 1536, backward about 3.1 times faster); that part is about
+ * B * S * D * (4 N + 3) * 4 bytes (S <= 64).  0 when D = 0.
+ * Errors: as ssmjit_selective_scan_checkpoint_size. */
+SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(ssmjit_context *ctx,
+                                                                  const ssmjit_selective_scan_desc *desc,
+                                                                  size_t *bytes);
+
+/* Backward of ssmjit_selective_scan_fwd for the same desc and inputs.
+ * With desc->checkpoint, args->checkpoint must hold what the forward
+ * wrote for these inputs; else it is rebuilt in the workspace.  Every
+ * gradient is overwritten, not accumulated: du, ddelta, dB, dC, dA, and
+ * dD, dz, ddelta_bias, d_initial_state for each optional input that was
+ * given.  The results are always bit-reproducible (no atomics: partial
+ * sums go through the workspace and are added in a fixed order), so the
+ * context's deterministic option changes nothing here.  The exponentials
+ * are recomputed from the checkpoint, and the backward kernels build
+ * without fast math by default (see ssmjit_fast_math).  Where
+ * ssmjit_selective_scan_bwd_workspace_size() counts the split's part it
+ * splits L; its outputs are then written twice, and differ from an
  * unsplit backward's by rounding only (still the same bytes run to run).
  * D = 0 is a no-op; B = 0 or L = 0 writes dA, dD, ddelta_bias = 0 and
  * d_initial_state = d_final_state (or 0).  Outputs must not overlap inputs
- * or each other.
- * Errors: as the forward, plus SSMJIT_ERR_INVALID_ARG for a missing or
- * unexpected gradient pointer, or a NULL or too small workspace. */
+ * or each other.  Errors: as above (the scan's), among them a gradient
+ * pointer missing or set without its input, and a NULL, misaligned or
+ * too small workspace. */
 SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx,
                                                    const ssmjit_selective_scan_desc *desc,
-                                                   const ssmjit_selective_scan_grads *grads,
-                                                   void *workspace, size_t workspace_bytes,
+                                                   const ssmjit_selective_scan_bwd_args *args,
                                                    void *stream);
 
 /* One decode step of the selective scan for every batch row, updating the
@@ -678,27 +721,37 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx,
  * dt + dt_bias,
  *     state = exp(dt A) state + dt B x;   out = (sum_n C state + D x) silu(z)
  * the arithmetic of one token of ssmjit_selective_scan_fwd, so chaining L
- * steps reproduces the scan.  x, dt, z, out are [B, D] and B, C [B, N]
- * activations (stride: elements between batch rows, 0 = contiguous);
- * state [B, D, N] f32 contiguous.  out must not overlap an input.  B = 0 or
- * D = 0 is a no-op.  Errors as the scan's (N outside 1..256, NULL required
- * pointer, bad stride, unknown dtype). */
+ * steps reproduces the scan. */
 typedef struct ssmjit_state_update_desc {
+    size_t struct_size;          /* sizeof(ssmjit_state_update_desc): SSMJIT_STRUCT_INIT */
     ssmjit_dtype dtype;          /* x, dt, z, B, C, out */
     int64_t batch, dim, dstate;  /* B, D, N (1..256) */
+    int dt_softplus;             /* nonzero: dt = softplus(dt + dt_bias) */
+} ssmjit_state_update_desc;
+
+/* The step's tensors: x, dt, z, out are [B, D] and B, C [B, N]
+ * activations of desc->dtype, [rows, width] views (stride: elements
+ * between batch rows, 0 = contiguous; batch_stride 0); state [B, D, N]
+ * f32 contiguous. */
+typedef struct ssmjit_state_update_args {
+    size_t struct_size;          /* sizeof(ssmjit_state_update_args): SSMJIT_STRUCT_INIT */
     ssmjit_matrix x, dt;         /* [B, D] */
     const void *A;               /* [D, N] f32 */
     ssmjit_matrix B, C;          /* [B, N] */
     const void *D;               /* optional [D] f32 */
     ssmjit_matrix z;             /* optional [B, D] */
     const void *dt_bias;         /* optional [D] f32 */
-    int dt_softplus;
     void *state;                 /* [B, D, N] f32, read and written */
     ssmjit_matrix out;           /* [B, D] */
-} ssmjit_state_update_desc;
+} ssmjit_state_update_args;
 
+/* The step above.  out must not overlap an input.  B = 0 or D = 0 is a
+ * no-op.  Errors as the scan's (a bad struct_size, N outside 1..256, a
+ * NULL required pointer, a bad stride, a batch_stride not 0, misaligned
+ * data, an unknown dtype). */
 SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx,
                                                        const ssmjit_state_update_desc *desc,
+                                                       const ssmjit_state_update_args *args,
                                                        void *stream);
 
 /* ------------------------------------------------------------------------ */
@@ -1044,7 +1097,8 @@ typedef enum ssmjit_model_mode {
 /* Bytes of device workspace ssmjit_model_forward (and, in a training mode,
  * the backward that follows it) needs for `batch` sequences of `seqlen`
  * tokens on the model's device: where few long sequences leave SMs idle
- * it holds the scans' split workspace (ssmjit_selective_scan_split_size).
+ * it holds the scans' split workspaces (see
+ * ssmjit_selective_scan_fwd_workspace_size and _bwd_workspace_size).
  * Errors: SSMJIT_ERR_INVALID_ARG for NULL, negative extents or an unknown
  * mode; SSMJIT_ERR_UNSUPPORTED for sizes past 2^62. */
 SSMJIT_API ssmjit_status ssmjit_model_workspace_size(const ssmjit_model *model, int64_t batch,

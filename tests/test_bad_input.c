@@ -27,9 +27,11 @@
 #include <sys/stat.h>
 
 #include "context.h"
+#include "error.h"
 #include "gemm.h"
 #include "kernel.h"
 #include "ops_model.h"
+#include "ops_scan.h"
 #include "test_util.h"
 
 #define POISON 0xA5
@@ -78,8 +80,10 @@ typedef struct args {
     ssmjit_conv1d_inputs in;
     ssmjit_conv1d_grads cgrads;
     ssmjit_selective_scan_desc scan;
-    ssmjit_selective_scan_grads sgrads;
+    ssmjit_selective_scan_fwd_args sfwd;
+    ssmjit_selective_scan_bwd_args sbwd;
     ssmjit_state_update_desc upd;
+    ssmjit_state_update_args uargs;
     sj_blas blas; /* a stand-in handle on the stand-in context */
     sj_gemm_desc gemm;
     /* the model layer's ops: [n, d] activations, vocab rows or columns */
@@ -125,15 +129,22 @@ static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, 
     a.in = (ssmjit_conv1d_inputs){m, DEV, DEV, DEV};
     a.cgrads = (ssmjit_conv1d_grads){m, DEV, DEV, DEV};
     a.scan = (ssmjit_selective_scan_desc){
-        .dtype = SSMJIT_F32, .batch = 2, .seqlen = 40, .dim = 8, .dstate = 16,
+        .struct_size = sizeof a.scan, .dtype = SSMJIT_F32, .batch = 2, .seqlen = 40, .dim = 8, .dstate = 16,
+        .delta_softplus = 1, .checkpoint = 1};
+    const ssmjit_selective_scan_inputs scan_in = {
         .u = m, .delta = m, .A = DEV, .B = m, .C = m, .D = DEV, .z = m, .delta_bias = DEV,
-        .delta_softplus = 1, .initial_state = DEV, .y = m, .final_state = DEV, .checkpoint = DEV};
-    a.sgrads = (ssmjit_selective_scan_grads){
-        .dy = m, .d_final_state = DEV, .du = m, .ddelta = m, .dA = DEV, .dB = m, .dC = m,
-        .dD = DEV, .dz = m, .ddelta_bias = DEV, .d_initial_state = DEV};
+        .initial_state = DEV};
+    a.sfwd = (ssmjit_selective_scan_fwd_args){
+        .struct_size = sizeof a.sfwd, .in = scan_in, .y = m, .final_state = DEV, .checkpoint = DEV};
+    a.sbwd = (ssmjit_selective_scan_bwd_args){
+        .struct_size = sizeof a.sbwd, .in = scan_in, .checkpoint = DEV, .dy = m, .d_final_state = DEV,
+        .du = m, .ddelta = m, .dA = DEV, .dB = m, .dC = m, .dD = DEV, .dz = m, .ddelta_bias = DEV,
+        .d_initial_state = DEV, .workspace = DEV, .workspace_bytes = (size_t)P(40)};
     a.upd = (ssmjit_state_update_desc){
-        .dtype = SSMJIT_F32, .batch = 2, .dim = 8, .dstate = 16, .x = m, .dt = m, .A = DEV,
-        .B = m, .C = m, .D = DEV, .z = m, .dt_bias = DEV, .dt_softplus = 1, .state = DEV, .out = m};
+        .struct_size = sizeof a.upd, .dtype = SSMJIT_F32, .batch = 2, .dim = 8, .dstate = 16, .dt_softplus = 1};
+    a.uargs = (ssmjit_state_update_args){
+        .struct_size = sizeof a.uargs, .x = m, .dt = m, .A = DEV, .B = m, .C = m, .D = DEV, .z = m,
+        .dt_bias = DEV, .state = DEV, .out = m};
     a.blas = (sj_blas){.ctx = ctx};
     a.gemm = (sj_gemm_desc){.ab_dtype = SSMJIT_F32, .c_dtype = SSMJIT_F32, .m = 4, .n = 8, .k = 5,
                             .a = DEV, .b = DEV, .c = DEV, .alpha = 1.0f};
@@ -281,16 +292,16 @@ static ssmjit_status conv_update(args *a)
                                        a->y, NULL);
 }
 
-static ssmjit_status scan_fwd(args *a) { return ssmjit_selective_scan_fwd(a->ctx, &a->scan, NULL); }
+static ssmjit_status scan_fwd(args *a) { return ssmjit_selective_scan_fwd(a->ctx, &a->scan, &a->sfwd, NULL); }
+
+static ssmjit_status scan_ckpt_size(args *a)
+{
+    return ssmjit_selective_scan_checkpoint_size(a->ctx, &a->scan, &a->out->bytes);
+}
 
 static ssmjit_status scan_fwd_ws(args *a)
 {
-    return ssmjit_selective_scan_fwd_workspace_size(&a->scan, &a->out->bytes);
-}
-
-static ssmjit_status scan_split_size(args *a)
-{
-    return ssmjit_selective_scan_split_size(a->ctx, &a->scan, &a->out->bytes);
+    return ssmjit_selective_scan_fwd_workspace_size(a->ctx, &a->scan, &a->out->bytes);
 }
 
 /* One sequence of 16384 tokens of 8 channels, without a checkpoint: a
@@ -299,30 +310,27 @@ static ssmjit_status scan_fwd_split(args *a)
 {
     a->scan.batch = 1;
     a->scan.seqlen = 16384;
-    a->scan.checkpoint = NULL;
+    a->scan.checkpoint = 0;
+    a->sfwd.checkpoint = NULL;
     return scan_fwd(a);
 }
 
 /* The same with room for its split: as far as the kernels. */
 static ssmjit_status scan_fwd_split_room(args *a)
 {
-    a->scan.split_workspace = DEV;
-    a->scan.split_workspace_bytes = (size_t)P(40);
+    a->sfwd.workspace = DEV;
+    a->sfwd.workspace_bytes = (size_t)P(40);
     return scan_fwd_split(a);
 }
 
 static ssmjit_status scan_bwd_ws(args *a)
 {
-    return ssmjit_selective_scan_bwd_workspace_size(&a->scan, &a->out->bytes);
+    return ssmjit_selective_scan_bwd_workspace_size(a->ctx, &a->scan, &a->out->bytes);
 }
 
-static ssmjit_status scan_bwd(args *a)
-{
-    return ssmjit_selective_scan_bwd(a->ctx, &a->scan, &a->sgrads, a->workspace, a->workspace_bytes,
-                                     NULL);
-}
+static ssmjit_status scan_bwd(args *a) { return ssmjit_selective_scan_bwd(a->ctx, &a->scan, &a->sbwd, NULL); }
 
-/* Its backward likewise. */
+/* Its backward likewise (its workspace has room for the split). */
 static ssmjit_status scan_bwd_split(args *a)
 {
     a->scan.batch = 1;
@@ -330,14 +338,28 @@ static ssmjit_status scan_bwd_split(args *a)
     return scan_bwd(a);
 }
 
-static ssmjit_status scan_bwd_split_room(args *a)
+/* ... given the workspace of that backward were it not split. */
+static ssmjit_status scan_bwd_split_unsplit_room(args *a)
 {
-    a->scan.split_workspace = DEV;
-    a->scan.split_workspace_bytes = (size_t)P(40);
-    return scan_bwd_split(a);
+    a->scan.batch = 1;
+    a->scan.seqlen = 16384;
+    size_t split = 0, unsplit = 0;
+    ssmjit_status st = ssmjit_selective_scan_bwd_workspace_size(a->ctx, &a->scan, &split);
+    sj_scan_force_split(1);
+    if (st == SSMJIT_OK)
+        st = ssmjit_selective_scan_bwd_workspace_size(a->ctx, &a->scan, &unsplit);
+    sj_scan_force_split(0);
+    if (st != SSMJIT_OK || unsplit >= split)
+        return sj_error(SSMJIT_ERR_INTERNAL, "the backward does not split here (%zu and %zu bytes)", split,
+                        unsplit);
+    a->sbwd.workspace_bytes = unsplit;
+    return scan_bwd(a);
 }
 
-static ssmjit_status state_update(args *a) { return ssmjit_selective_state_update(a->ctx, &a->upd, NULL); }
+static ssmjit_status state_update(args *a)
+{
+    return ssmjit_selective_state_update(a->ctx, &a->upd, &a->uargs, NULL);
+}
 
 static ssmjit_status gemm(args *a) { return sj_gemm(&a->blas, &a->gemm, NULL); }
 
@@ -816,19 +838,44 @@ static ssmjit_status model_calls_null(args *a, int which)
       return scan_fwd(a))                                                                                 \
     X(scan_bwd_ctx_null, INVALID_ARG, "ssmjit_selective_scan_bwd: ctx is NULL", a->ctx = NULL;            \
       return scan_bwd(a))                                                                                 \
+    X(scan_ckpt_size_ctx_null, INVALID_ARG, "ssmjit_selective_scan_checkpoint_size: ctx is NULL",         \
+      a->ctx = NULL; return scan_ckpt_size(a))                                                            \
+    X(scan_fwd_ws_ctx_null, INVALID_ARG, "ssmjit_selective_scan_fwd_workspace_size: ctx is NULL",         \
+      a->ctx = NULL; return scan_fwd_ws(a))                                                               \
+    X(scan_bwd_ws_ctx_null, INVALID_ARG, "ssmjit_selective_scan_bwd_workspace_size: ctx is NULL",         \
+      a->ctx = NULL; return scan_bwd_ws(a))                                                               \
     X(scan_fwd_desc_null, INVALID_ARG, "ssmjit_selective_scan_fwd: desc is NULL",                         \
-      return ssmjit_selective_scan_fwd(a->ctx, NULL, NULL))                                               \
+      return ssmjit_selective_scan_fwd(a->ctx, NULL, &a->sfwd, NULL))                                     \
+    X(scan_ckpt_size_desc_null, INVALID_ARG, "ssmjit_selective_scan_checkpoint_size: desc is NULL",       \
+      return ssmjit_selective_scan_checkpoint_size(a->ctx, NULL, &a->out->bytes))                         \
     X(scan_fwd_ws_desc_null, INVALID_ARG, "ssmjit_selective_scan_fwd_workspace_size: desc is NULL",       \
-      return ssmjit_selective_scan_fwd_workspace_size(NULL, &a->out->bytes))                              \
+      return ssmjit_selective_scan_fwd_workspace_size(a->ctx, NULL, &a->out->bytes))                      \
     X(scan_bwd_ws_desc_null, INVALID_ARG, "ssmjit_selective_scan_bwd_workspace_size: desc is NULL",       \
-      return ssmjit_selective_scan_bwd_workspace_size(NULL, &a->out->bytes))                              \
+      return ssmjit_selective_scan_bwd_workspace_size(a->ctx, NULL, &a->out->bytes))                      \
     X(scan_bwd_desc_null, INVALID_ARG, "ssmjit_selective_scan_bwd: desc is NULL",                         \
-      return ssmjit_selective_scan_bwd(a->ctx, NULL, &a->sgrads, a->workspace, a->workspace_bytes, NULL)) \
+      return ssmjit_selective_scan_bwd(a->ctx, NULL, &a->sbwd, NULL))                                     \
+    X(scan_ckpt_size_bytes_null, INVALID_ARG, "ssmjit_selective_scan_checkpoint_size: bytes is NULL",     \
+      return ssmjit_selective_scan_checkpoint_size(a->ctx, &a->scan, NULL))                               \
     X(scan_fwd_ws_bytes_null, INVALID_ARG, "ssmjit_selective_scan_fwd_workspace_size: bytes is NULL",     \
-      return ssmjit_selective_scan_fwd_workspace_size(&a->scan, NULL))                                    \
+      return ssmjit_selective_scan_fwd_workspace_size(a->ctx, &a->scan, NULL))                            \
     X(scan_bwd_ws_bytes_null, INVALID_ARG, "ssmjit_selective_scan_bwd_workspace_size: bytes is NULL",     \
-      return ssmjit_selective_scan_bwd_workspace_size(&a->scan, NULL))                                    \
-    X(scan_fwd_dtype_unknown, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->dtype = 3 is not a known dtype", \
+      return ssmjit_selective_scan_bwd_workspace_size(a->ctx, &a->scan, NULL))                            \
+    X(scan_fwd_desc_struct_size_0, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->struct_size = 0, not the ",\
+      a->scan.struct_size = 0; return scan_fwd(a))                                                        \
+    X(scan_bwd_ws_desc_struct_size_short, INVALID_ARG,                                                    \
+      "desc->struct_size = * (fill it with SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc))",              \
+      a->scan.struct_size = sizeof a->scan - 8; return scan_bwd_ws(a))                                    \
+    X(scan_fwd_args_null, INVALID_ARG, "ssmjit_selective_scan_fwd: args is NULL",                         \
+      return ssmjit_selective_scan_fwd(a->ctx, &a->scan, NULL, NULL))                                     \
+    X(scan_fwd_args_struct_size_long, INVALID_ARG,                                                        \
+      "args->struct_size = * (fill it with SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args))",          \
+      a->sfwd.struct_size = sizeof a->sfwd + 8; return scan_fwd(a))                                       \
+    X(scan_bwd_args_null, INVALID_ARG, "ssmjit_selective_scan_bwd: args is NULL",                         \
+      return ssmjit_selective_scan_bwd(a->ctx, &a->scan, NULL, NULL))                                     \
+    X(scan_bwd_args_struct_size_0, INVALID_ARG,                                                           \
+      "args->struct_size = 0, not the * (fill it with SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args))",\
+      a->sbwd.struct_size = 0; return scan_bwd(a))                                                        \
+    X(scan_fwd_dtype_unknown, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->dtype = 3 is not a known dtype",\
       a->scan.dtype = (ssmjit_dtype)3; return scan_fwd(a))                                                \
     X(scan_fwd_ws_dtype_negative, INVALID_ARG, "desc->dtype = -1 is not a known dtype",                   \
       a->scan.dtype = (ssmjit_dtype)-1; return scan_fwd_ws(a))                                            \
@@ -836,140 +883,175 @@ static ssmjit_status model_calls_null(args *a, int which)
       a->scan.batch = -1; return scan_fwd(a))                                                             \
     X(scan_bwd_seqlen_negative, INVALID_ARG, "ssmjit_selective_scan_bwd: desc->seqlen = -1 is negative",  \
       a->scan.seqlen = -1; return scan_bwd(a))                                                            \
-    X(scan_bwd_ws_dim_negative, INVALID_ARG, "ssmjit_selective_scan_bwd_workspace_size: desc->dim = -1 is negative", \
+    X(scan_bwd_ws_dim_negative, INVALID_ARG, "ssmjit_selective_scan_bwd_workspace_size: desc->dim = -1 is negative",\
       a->scan.dim = -1; return scan_bwd_ws(a))                                                            \
+    X(scan_fwd_ws_dim_negative, INVALID_ARG,                                                              \
+      "ssmjit_selective_scan_fwd_workspace_size: desc->dim = -1 is negative", a->scan.dim = -1;           \
+      return scan_fwd_ws(a))                                                                              \
     X(scan_fwd_dstate_0, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->dstate = 0 is outside 1..256",    \
       a->scan.dstate = 0; return scan_fwd(a))                                                             \
-    X(scan_fwd_ws_dstate_257, INVALID_ARG, "desc->dstate = 257 is outside 1..256",                        \
-      a->scan.dstate = 257; return scan_fwd_ws(a))                                                        \
+    X(scan_ckpt_size_dstate_257, INVALID_ARG, "desc->dstate = 257 is outside 1..256",                     \
+      a->scan.dstate = 257; return scan_ckpt_size(a))                                                     \
     X(scan_bwd_dstate_negative, INVALID_ARG, "desc->dstate = -9223372036854775808 is outside",            \
       a->scan.dstate = INT64_MIN; return scan_bwd(a))                                                     \
-    X(scan_fwd_u_null, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->u.data is NULL",                    \
-      a->scan.u.data = NULL; return scan_fwd(a))                                                          \
-    X(scan_fwd_delta_null, INVALID_ARG, "desc->delta.data is NULL", a->scan.delta.data = NULL;            \
+    X(scan_fwd_u_null, INVALID_ARG, "ssmjit_selective_scan_fwd: args->in.u.data is NULL",                 \
+      a->sfwd.in.u.data = NULL; return scan_fwd(a))                                                       \
+    X(scan_fwd_delta_null, INVALID_ARG, "args->in.delta.data is NULL", a->sfwd.in.delta.data = NULL;      \
       return scan_fwd(a))                                                                                 \
-    X(scan_bwd_A_null, INVALID_ARG, "ssmjit_selective_scan_bwd: desc->A is NULL", a->scan.A = NULL;       \
+    X(scan_bwd_A_null, INVALID_ARG, "ssmjit_selective_scan_bwd: args->in.A is NULL", a->sbwd.in.A = NULL; \
       return scan_bwd(a))                                                                                 \
-    X(scan_fwd_B_null, INVALID_ARG, "desc->B.data is NULL", a->scan.B.data = NULL; return scan_fwd(a))    \
-    X(scan_bwd_ws_C_null, INVALID_ARG, "desc->C.data is NULL", a->scan.C.data = NULL; return scan_bwd_ws(a)) \
-    X(scan_fwd_y_null, INVALID_ARG, "ssmjit_selective_scan_fwd: desc->y.data is NULL",                    \
-      a->scan.y.data = NULL; return scan_fwd(a))                                                          \
-    X(scan_fwd_u_stride_short, INVALID_ARG, "desc->u.stride = 4 is less than the row width 8",            \
-      a->scan.u.stride = 4; return scan_fwd(a))                                                           \
-    X(scan_bwd_B_stride_short, INVALID_ARG, "desc->B.stride = 15 is less than the row width 16",          \
-      a->scan.B.stride = 15; return scan_bwd(a))                                                          \
-    X(scan_fwd_z_stride_negative, INVALID_ARG, "desc->z.stride = -1 is less than",                        \
-      a->scan.z.stride = -1; return scan_fwd(a))                                                          \
-    X(scan_fwd_cu_seqlens_batch, INVALID_ARG, "desc->batch = 2 must be 1 with cu_seqlens",                \
-      a->scan.cu_seqlens = DEV; a->scan.num_seqs = 1; return scan_fwd(a))                                 \
-    X(scan_fwd_ws_num_seqs_0, INVALID_ARG, "desc->num_seqs = 0 must be in 1..2^31-2 with cu_seqlens",     \
-      a->scan.cu_seqlens = DEV; a->scan.batch = 1; return scan_fwd_ws(a))                                 \
-    X(scan_bwd_num_seqs_huge, INVALID_ARG, "desc->num_seqs = 9223372036854775807 must be in",             \
-      a->scan.cu_seqlens = DEV; a->scan.batch = 1; a->scan.num_seqs = INT64_MAX; return scan_bwd(a))      \
-    X(scan_fwd_batch_above_grid, UNSUPPORTED, "ssmjit_selective_scan_fwd: desc->batch = 65536 is above 65535", \
+    X(scan_fwd_B_null, INVALID_ARG, "args->in.B.data is NULL", a->sfwd.in.B.data = NULL; return scan_fwd(a))\
+    X(scan_bwd_C_null, INVALID_ARG, "args->in.C.data is NULL", a->sbwd.in.C.data = NULL; return scan_bwd(a))\
+    X(scan_fwd_y_null, INVALID_ARG, "ssmjit_selective_scan_fwd: args->y.data is NULL",                    \
+      a->sfwd.y.data = NULL; return scan_fwd(a))                                                          \
+    X(scan_fwd_u_misaligned, INVALID_ARG, "args->in.u.data is not aligned to its 4-byte elements",        \
+      a->sfwd.in.u.data = MISALIGNED; return scan_fwd(a))                                                 \
+    X(scan_bwd_dz_misaligned, INVALID_ARG, "ssmjit_selective_scan_bwd: args->dz.data is not aligned to its 2-byte",\
+      a->scan.dtype = SSMJIT_BF16; a->sbwd.dz.data = MISALIGNED; return scan_bwd(a))                      \
+    X(scan_fwd_u_stride_short, INVALID_ARG, "args->in.u.stride = 4 is less than the row width 8",         \
+      a->sfwd.in.u.stride = 4; return scan_fwd(a))                                                        \
+    X(scan_bwd_B_stride_short, INVALID_ARG, "args->in.B.stride = 15 is less than the row width 16",       \
+      a->sbwd.in.B.stride = 15; return scan_bwd(a))                                                       \
+    X(scan_fwd_z_stride_negative, INVALID_ARG, "args->in.z.stride = -1 is less than",                     \
+      a->sfwd.in.z.stride = -1; return scan_fwd(a))                                                       \
+    X(scan_fwd_u_batch_stride_short, INVALID_ARG,                                                         \
+      "ssmjit_selective_scan_fwd: args->in.u.batch_stride = 312 is less than len * stride = 320",         \
+      a->sfwd.in.u.batch_stride = 39 * 8; return scan_fwd(a))                                             \
+    X(scan_bwd_dB_batch_stride_short, INVALID_ARG, "args->dB.batch_stride = 1 is less than len * stride", \
+      a->sbwd.dB.batch_stride = 1; return scan_bwd(a))                                                    \
+    X(scan_fwd_y_batch_stride_negative, INVALID_ARG, "args->y.batch_stride = -1 is less than",            \
+      a->sfwd.y.batch_stride = -1; return scan_fwd(a))                                                    \
+    X(scan_fwd_cu_seqlens_batch, INVALID_ARG, "desc->batch = 2 must be 1 with packed sequences",          \
+      a->scan.num_seqs = 1; a->sfwd.in.cu_seqlens = DEV; return scan_fwd(a))                              \
+    X(scan_fwd_cu_seqlens_num_seqs_0, INVALID_ARG,                                                        \
+      "ssmjit_selective_scan_fwd: args->in.cu_seqlens is set but desc->num_seqs is 0",                    \
+      a->sfwd.in.cu_seqlens = DEV; a->scan.batch = 1; return scan_fwd(a))                                 \
+    X(scan_bwd_num_seqs_cu_seqlens_null, INVALID_ARG,                                                     \
+      "ssmjit_selective_scan_bwd: args->in.cu_seqlens is NULL but desc->num_seqs = 2",                    \
+      a->scan.batch = 1; a->scan.num_seqs = 2; return scan_bwd(a))                                        \
+    X(scan_fwd_ws_num_seqs_negative, INVALID_ARG, "desc->num_seqs = -1 is outside 0..2^31-2",             \
+      a->scan.num_seqs = -1; return scan_fwd_ws(a))                                                       \
+    X(scan_bwd_num_seqs_huge, INVALID_ARG, "desc->num_seqs = 9223372036854775807 is outside",             \
+      a->sbwd.in.cu_seqlens = DEV; a->scan.batch = 1; a->scan.num_seqs = INT64_MAX; return scan_bwd(a))   \
+    X(scan_fwd_checkpoint_null, INVALID_ARG,                                                              \
+      "ssmjit_selective_scan_fwd: args->checkpoint is NULL but desc->checkpoint is set",                  \
+      a->sfwd.checkpoint = NULL; return scan_fwd(a))                                                      \
+    X(scan_bwd_checkpoint_null, INVALID_ARG,                                                              \
+      "ssmjit_selective_scan_bwd: args->checkpoint is NULL but desc->checkpoint is set",                  \
+      a->sbwd.checkpoint = NULL; return scan_bwd(a))                                                      \
+    X(scan_fwd_checkpoint_unexpected, INVALID_ARG, "args->checkpoint is set but desc->checkpoint is 0",   \
+      a->scan.checkpoint = 0; return scan_fwd(a))                                                         \
+    X(scan_fwd_batch_above_grid, UNSUPPORTED, "ssmjit_selective_scan_fwd: desc->batch = 65536 is above 65535",\
       a->scan.batch = 65536; return scan_fwd(a))                                                          \
     X(scan_bwd_ws_dim_above_int32, UNSUPPORTED, "desc->dim = 2147483648 is above 2^31-1",                 \
       a->scan.dim = P(31); return scan_bwd_ws(a))                                                         \
     X(scan_fwd_cu_seqlens_seqlen_above_int32, UNSUPPORTED,                                                \
       "desc->seqlen = 2147483648 does not fit int32 cu_seqlens",                                          \
-      a->scan.cu_seqlens = DEV; a->scan.batch = 1; a->scan.num_seqs = 1; a->scan.seqlen = P(31);          \
+      a->sfwd.in.cu_seqlens = DEV; a->scan.batch = 1; a->scan.num_seqs = 1; a->scan.seqlen = P(31);       \
       return scan_fwd(a))                                                                                 \
-    X(scan_fwd_activation_overflow, UNSUPPORTED,                                                          \
-      "ssmjit_selective_scan_fwd: the activation extent B * L * stride is too large",                     \
-      a->scan.batch = 65535; a->scan.seqlen = P(47); return scan_fwd(a))                                  \
+    X(scan_fwd_activation_overflow, UNSUPPORTED, "ssmjit_selective_scan_fwd: args->in.u.stride is too large",\
+      a->sfwd.in.u.stride = P(57); return scan_fwd(a))                                                    \
+    X(scan_fwd_batch_stride_overflow, UNSUPPORTED, "ssmjit_selective_scan_fwd: args->y.batch_stride is too large",\
+      a->sfwd.y.batch_stride = P(61) + 8; return scan_fwd(a))                                             \
     X(scan_fwd_ws_state_overflow, UNSUPPORTED, "the state extent S * D * N is too large",                 \
-      a->scan.cu_seqlens = DEV; a->scan.batch = 1; a->scan.seqlen = 16; a->scan.num_seqs = INT32_MAX - 1; \
+      a->scan.batch = 1; a->scan.seqlen = 16; a->scan.num_seqs = INT32_MAX - 1;                           \
       a->scan.dim = INT32_MAX; a->scan.dstate = 256; return scan_fwd_ws(a))                               \
-    /* the largest L for which the backward workspace counted in floats       \
-     * passed, while its size in bytes wrapped past 2^64 */                   \
+    /* the largest L for which the backward workspace counted in floats                                   \
+     * passed, while its size in bytes wrapped past 2^64 */                                               \
     X(scan_bwd_ws_workspace_overflow, UNSUPPORTED,                                                        \
       "ssmjit_selective_scan_bwd_workspace_size: the backward workspace is too large",                    \
       a->scan.batch = 1; a->scan.seqlen = 113025454; a->scan.dim = INT32_MAX; a->scan.dstate = 256;       \
       return scan_bwd_ws(a))                                                                              \
-    X(scan_fwd_ws_workspace_overflow, UNSUPPORTED, "the backward workspace is too large",                 \
+    X(scan_ckpt_size_workspace_overflow, UNSUPPORTED, "the backward workspace is too large",              \
       a->scan.batch = 1; a->scan.seqlen = 113025454; a->scan.dim = INT32_MAX; a->scan.dstate = 256;       \
-      return scan_fwd_ws(a))                                                                              \
-    X(scan_split_size_ctx_null, INVALID_ARG, "ssmjit_selective_scan_split_size: ctx is NULL",         \
-      a->ctx = NULL; return scan_split_size(a))                                                           \
-    X(scan_split_size_desc_null, INVALID_ARG, "ssmjit_selective_scan_split_size: desc is NULL",       \
-      return ssmjit_selective_scan_split_size(a->ctx, NULL, &a->out->bytes))                          \
-    X(scan_split_size_bytes_null, INVALID_ARG, "ssmjit_selective_scan_split_size: bytes is NULL",     \
-      return ssmjit_selective_scan_split_size(a->ctx, &a->scan, NULL))                                \
-    X(scan_split_size_dim_negative, INVALID_ARG,                                                          \
-      "ssmjit_selective_scan_split_size: desc->dim = -1 is negative", a->scan.dim = -1;               \
-      return scan_split_size(a))                                                                          \
+      return scan_ckpt_size(a))                                                                           \
+    X(scan_fwd_window_unsupported, UNSUPPORTED,                                                           \
+      "args->in.u.batch_stride = 400: a batch stride other than seqlen * stride is not supported yet",    \
+      a->sfwd.in.u.batch_stride = 400; return scan_fwd(a))                                                \
     X(scan_fwd_split_workspace_small, INVALID_ARG,                                                        \
-      "ssmjit_selective_scan_fwd: desc->split_workspace_bytes = 16 is below the * bytes the split needs", \
-      a->scan.split_workspace = DEV; a->scan.split_workspace_bytes = 16; return scan_fwd_split(a))        \
+      "ssmjit_selective_scan_fwd: args->workspace_bytes = 16 is below the * bytes the split needs",       \
+      a->sfwd.workspace = DEV; a->sfwd.workspace_bytes = 16; return scan_fwd_split(a))                    \
     X(scan_fwd_split_workspace_misaligned, INVALID_ARG,                                                   \
-      "ssmjit_selective_scan_fwd: desc->split_workspace is not 4-byte aligned",                           \
-      a->scan.split_workspace = MISALIGNED; a->scan.split_workspace_bytes = (size_t)P(40);                \
-      return scan_fwd_split(a))                                                                           \
+      "ssmjit_selective_scan_fwd: args->workspace is not 4-byte aligned",                                 \
+      a->sfwd.workspace = MISALIGNED; a->sfwd.workspace_bytes = (size_t)P(40); return scan_fwd_split(a))  \
+    /* room for the unsplit backward only, where it splits */                                             \
     X(scan_bwd_split_workspace_small, INVALID_ARG,                                                        \
-      "ssmjit_selective_scan_bwd: desc->split_workspace_bytes = 16 is below the * bytes the split needs", \
-      a->scan.split_workspace = DEV; a->scan.split_workspace_bytes = 16; return scan_bwd_split(a))        \
-    X(scan_bwd_grads_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads is NULL",                       \
-      return ssmjit_selective_scan_bwd(a->ctx, &a->scan, NULL, a->workspace, a->workspace_bytes, NULL))   \
-    X(scan_bwd_dy_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads->dy.data is NULL",                 \
-      a->sgrads.dy.data = NULL; return scan_bwd(a))                                                       \
-    X(scan_bwd_du_null, INVALID_ARG, "grads->du.data is NULL", a->sgrads.du.data = NULL; return scan_bwd(a)) \
-    X(scan_bwd_ddelta_null, INVALID_ARG, "grads->ddelta.data is NULL", a->sgrads.ddelta.data = NULL;      \
+      "ssmjit_selective_scan_bwd: args->workspace_bytes = * is below the * bytes required",               \
+      return scan_bwd_split_unsplit_room(a))                                                              \
+    X(scan_bwd_dy_null, INVALID_ARG, "ssmjit_selective_scan_bwd: args->dy.data is NULL",                  \
+      a->sbwd.dy.data = NULL; return scan_bwd(a))                                                         \
+    X(scan_bwd_du_null, INVALID_ARG, "args->du.data is NULL", a->sbwd.du.data = NULL; return scan_bwd(a)) \
+    X(scan_bwd_ddelta_null, INVALID_ARG, "args->ddelta.data is NULL", a->sbwd.ddelta.data = NULL;         \
       return scan_bwd(a))                                                                                 \
-    X(scan_bwd_dB_null, INVALID_ARG, "grads->dB.data is NULL", a->sgrads.dB.data = NULL; return scan_bwd(a)) \
-    X(scan_bwd_dC_null, INVALID_ARG, "grads->dC.data is NULL", a->sgrads.dC.data = NULL; return scan_bwd(a)) \
-    X(scan_bwd_dA_null, INVALID_ARG, "ssmjit_selective_scan_bwd: grads->dA is NULL", a->sgrads.dA = NULL; \
+    X(scan_bwd_dB_null, INVALID_ARG, "args->dB.data is NULL", a->sbwd.dB.data = NULL; return scan_bwd(a)) \
+    X(scan_bwd_dC_null, INVALID_ARG, "args->dC.data is NULL", a->sbwd.dC.data = NULL; return scan_bwd(a)) \
+    X(scan_bwd_dA_null, INVALID_ARG, "ssmjit_selective_scan_bwd: args->dA is NULL", a->sbwd.dA = NULL;    \
       return scan_bwd(a))                                                                                 \
-    X(scan_bwd_dD_missing, INVALID_ARG, "grads->dD is NULL but desc->D is given", a->sgrads.dD = NULL;    \
+    X(scan_bwd_dD_missing, INVALID_ARG, "args->dD is NULL but args->in.D is given", a->sbwd.dD = NULL;    \
       return scan_bwd(a))                                                                                 \
-    X(scan_bwd_dD_unexpected, INVALID_ARG, "grads->dD is set but desc->D is absent", a->scan.D = NULL;    \
+    X(scan_bwd_dD_unexpected, INVALID_ARG, "args->dD is set but args->in.D is absent", a->sbwd.in.D = NULL;\
       return scan_bwd(a))                                                                                 \
-    X(scan_bwd_dz_missing, INVALID_ARG, "grads->dz.data is NULL but desc->z is given",                    \
-      a->sgrads.dz.data = NULL; return scan_bwd(a))                                                       \
-    X(scan_bwd_dz_unexpected, INVALID_ARG, "grads->dz.data is set but desc->z is absent",                 \
-      a->scan.z.data = NULL; return scan_bwd(a))                                                          \
-    X(scan_bwd_ddelta_bias_missing, INVALID_ARG, "grads->ddelta_bias is NULL but desc->delta_bias is given", \
-      a->sgrads.ddelta_bias = NULL; return scan_bwd(a))                                                   \
+    X(scan_bwd_dz_missing, INVALID_ARG, "args->dz.data is NULL but args->in.z is given",                  \
+      a->sbwd.dz.data = NULL; return scan_bwd(a))                                                         \
+    X(scan_bwd_dz_unexpected, INVALID_ARG, "args->dz.data is set but args->in.z is absent",               \
+      a->sbwd.in.z.data = NULL; return scan_bwd(a))                                                       \
+    X(scan_bwd_ddelta_bias_missing, INVALID_ARG, "args->ddelta_bias is NULL but args->in.delta_bias is given",\
+      a->sbwd.ddelta_bias = NULL; return scan_bwd(a))                                                     \
     X(scan_bwd_d_initial_state_unexpected, INVALID_ARG,                                                   \
-      "grads->d_initial_state is set but desc->initial_state is absent",                                  \
-      a->scan.initial_state = NULL; return scan_bwd(a))                                                   \
-    X(scan_bwd_du_stride_short, INVALID_ARG, "grads->du.stride = 3 is less than the row width 8",         \
-      a->sgrads.du.stride = 3; return scan_bwd(a))                                                        \
-    X(scan_bwd_dy_stride_overflow, UNSUPPORTED, "ssmjit_selective_scan_bwd: grads->dy.stride is too large", \
-      a->scan.seqlen = P(40); a->sgrads.dy.stride = P(30); return scan_bwd(a))                            \
-    X(scan_bwd_workspace_null, INVALID_ARG, "ssmjit_selective_scan_bwd: workspace is NULL",               \
-      a->workspace = NULL; return scan_bwd(a))                                                            \
-    X(scan_bwd_workspace_short, INVALID_ARG, "ssmjit_selective_scan_bwd: workspace_bytes = 0 is below",   \
-      a->workspace_bytes = 0; return scan_bwd(a))                                                         \
+      "args->d_initial_state is set but args->in.initial_state is absent",                                \
+      a->sbwd.in.initial_state = NULL; return scan_bwd(a))                                                \
+    X(scan_bwd_du_stride_short, INVALID_ARG, "args->du.stride = 3 is less than the row width 8",          \
+      a->sbwd.du.stride = 3; return scan_bwd(a))                                                          \
+    X(scan_bwd_dy_stride_overflow, UNSUPPORTED, "ssmjit_selective_scan_bwd: args->dy.stride is too large",\
+      a->scan.seqlen = P(40); a->sbwd.dy.stride = P(30); return scan_bwd(a))                              \
+    X(scan_bwd_workspace_null, INVALID_ARG, "ssmjit_selective_scan_bwd: args->workspace is NULL",         \
+      a->sbwd.workspace = NULL; return scan_bwd(a))                                                       \
+    X(scan_bwd_workspace_misaligned, INVALID_ARG, "ssmjit_selective_scan_bwd: args->workspace is not 4-byte aligned",\
+      a->sbwd.workspace = MISALIGNED; return scan_bwd(a))                                                 \
+    X(scan_bwd_workspace_short, INVALID_ARG, "ssmjit_selective_scan_bwd: args->workspace_bytes = 0 is below",\
+      a->sbwd.workspace_bytes = 0; return scan_bwd(a))                                                    \
     /* selective state update */                                                                          \
     X(update_ctx_null, INVALID_ARG, "ssmjit_selective_state_update: ctx is NULL", a->ctx = NULL;          \
       return state_update(a))                                                                             \
     X(update_desc_null, INVALID_ARG, "ssmjit_selective_state_update: desc is NULL",                       \
-      return ssmjit_selective_state_update(a->ctx, NULL, NULL))                                           \
-    X(update_dtype_unknown, INVALID_ARG, "ssmjit_selective_state_update: desc->dtype = 3 is not a known dtype", \
+      return ssmjit_selective_state_update(a->ctx, NULL, &a->uargs, NULL))                                \
+    X(update_desc_struct_size_short, INVALID_ARG,                                                         \
+      "desc->struct_size = * (fill it with SSMJIT_STRUCT_INIT(ssmjit_state_update_desc))",                \
+      a->upd.struct_size = sizeof a->upd - 8; return state_update(a))                                     \
+    X(update_args_null, INVALID_ARG, "ssmjit_selective_state_update: args is NULL",                       \
+      return ssmjit_selective_state_update(a->ctx, &a->upd, NULL, NULL))                                  \
+    X(update_args_struct_size_0, INVALID_ARG,                                                             \
+      "args->struct_size = 0, not the * (fill it with SSMJIT_STRUCT_INIT(ssmjit_state_update_args))",     \
+      a->uargs.struct_size = 0; return state_update(a))                                                   \
+    X(update_dtype_unknown, INVALID_ARG, "ssmjit_selective_state_update: desc->dtype = 3 is not a known dtype",\
       a->upd.dtype = (ssmjit_dtype)3; return state_update(a))                                             \
     X(update_batch_negative, INVALID_ARG, "desc->batch = -1 is negative", a->upd.batch = -1;              \
       return state_update(a))                                                                             \
-    X(update_dim_negative, INVALID_ARG, "desc->dim = -1 is negative", a->upd.dim = -1; return state_update(a)) \
+    X(update_dim_negative, INVALID_ARG, "desc->dim = -1 is negative", a->upd.dim = -1; return state_update(a))\
     X(update_dstate_0, INVALID_ARG, "desc->dstate = 0 is outside 1..256", a->upd.dstate = 0;              \
       return state_update(a))                                                                             \
     X(update_dstate_300, INVALID_ARG, "desc->dstate = 300 is outside 1..256", a->upd.dstate = 300;        \
       return state_update(a))                                                                             \
-    X(update_x_null, INVALID_ARG, "ssmjit_selective_state_update: desc->x.data is NULL",                  \
-      a->upd.x.data = NULL; return state_update(a))                                                       \
-    X(update_dt_null, INVALID_ARG, "desc->dt.data is NULL", a->upd.dt.data = NULL; return state_update(a)) \
-    X(update_B_null, INVALID_ARG, "desc->B.data is NULL", a->upd.B.data = NULL; return state_update(a))   \
-    X(update_C_null, INVALID_ARG, "desc->C.data is NULL", a->upd.C.data = NULL; return state_update(a))   \
-    X(update_out_null, INVALID_ARG, "desc->out.data is NULL", a->upd.out.data = NULL; return state_update(a)) \
-    X(update_A_null, INVALID_ARG, "ssmjit_selective_state_update: desc->A is NULL", a->upd.A = NULL;      \
+    X(update_x_null, INVALID_ARG, "ssmjit_selective_state_update: args->x.data is NULL",                  \
+      a->uargs.x.data = NULL; return state_update(a))                                                     \
+    X(update_dt_null, INVALID_ARG, "args->dt.data is NULL", a->uargs.dt.data = NULL; return state_update(a))\
+    X(update_B_null, INVALID_ARG, "args->B.data is NULL", a->uargs.B.data = NULL; return state_update(a)) \
+    X(update_C_null, INVALID_ARG, "args->C.data is NULL", a->uargs.C.data = NULL; return state_update(a)) \
+    X(update_out_null, INVALID_ARG, "args->out.data is NULL", a->uargs.out.data = NULL; return state_update(a))\
+    X(update_A_null, INVALID_ARG, "ssmjit_selective_state_update: args->A is NULL", a->uargs.A = NULL;    \
       return state_update(a))                                                                             \
-    X(update_state_null, INVALID_ARG, "ssmjit_selective_state_update: desc->state is NULL",               \
-      a->upd.state = NULL; return state_update(a))                                                        \
-    X(update_x_stride_short, INVALID_ARG, "desc->x.stride = 4 is less than the row width 8",              \
-      a->upd.x.stride = 4; return state_update(a))                                                        \
-    X(update_z_stride_negative, INVALID_ARG, "desc->z.stride = -8 is less than", a->upd.z.stride = -8;    \
+    X(update_state_null, INVALID_ARG, "ssmjit_selective_state_update: args->state is NULL",               \
+      a->uargs.state = NULL; return state_update(a))                                                      \
+    X(update_x_misaligned, INVALID_ARG, "args->x.data is not aligned to its 4-byte elements",             \
+      a->uargs.x.data = MISALIGNED; return state_update(a))                                               \
+    X(update_x_stride_short, INVALID_ARG, "args->x.stride = 4 is less than the row width 8",              \
+      a->uargs.x.stride = 4; return state_update(a))                                                      \
+    X(update_z_stride_negative, INVALID_ARG, "args->z.stride = -8 is less than", a->uargs.z.stride = -8;  \
       return state_update(a))                                                                             \
-    X(update_stride_overflow, UNSUPPORTED, "ssmjit_selective_state_update: the extent B * stride is too large", \
-      a->upd.batch = P(40); a->upd.x.stride = P(30); return state_update(a))                              \
+    X(update_out_batch_stride, INVALID_ARG, "args->out.batch_stride = 16 must be 0 for a [rows, width] operand",\
+      a->uargs.out.batch_stride = 16; return state_update(a))                                             \
+    X(update_stride_overflow, UNSUPPORTED, "ssmjit_selective_state_update: args->x.stride is too large",  \
+      a->upd.batch = P(40); a->uargs.x.stride = P(30); return state_update(a))                            \
     X(update_state_overflow, UNSUPPORTED, "the state extent B * D * N is too large",                      \
       a->upd.batch = P(20); a->upd.dim = P(30); a->upd.dstate = 256; return state_update(a))              \
     /* GEMM through cuBLAS (internal: the model layer's) */                                               \
@@ -1376,8 +1458,8 @@ static void test_valid_base_arguments(void **state)
         {"state_update", state_update, 0}, {"embed_fwd", embed_fwd, 0},     {"embed_bwd", embed_bwd, 0},
         {"xent", xent, 0},               {"argmax", argmax, 0},           {"neg_exp", neg_exp, 0},
         {"mul", mul, 0},                 {"conv_state_fill", conv_state4, 0},
-        {"scan_split_size", scan_split_size, 1}, {"scan_fwd_split_room", scan_fwd_split_room, 0},
-        {"scan_bwd_split_room", scan_bwd_split_room, 0},
+        {"scan_ckpt_size", scan_ckpt_size, 1}, {"scan_fwd_split_room", scan_fwd_split_room, 0},
+        {"scan_bwd_split", scan_bwd_split, 0},
     };
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         outputs out;

@@ -399,34 +399,41 @@ static void test_call_compiles_only_its_units(void **state)
     void *du = gu_alloc_poisoned(B * L * D, SSMJIT_BF16), *ddelta = gu_alloc_poisoned(B * L * D, SSMJIT_BF16);
     void *dA = gu_alloc_poisoned(D * N, SSMJIT_F32), *dB = gu_alloc_poisoned(B * L * N, SSMJIT_BF16),
          *dC = gu_alloc_poisoned(B * L * N, SSMJIT_BF16);
-    ssmjit_selective_scan_desc sd = {.dtype = SSMJIT_BF16, .batch = B, .seqlen = L, .dim = D, .dstate = N,
-                                     .u = {u, 0}, .delta = {delta, 0}, .A = A, .B = {Bm, 0}, .C = {Cm, 0},
-                                     .delta_softplus = 1, .y = {y, 0}};
+    ssmjit_selective_scan_desc sd = {.struct_size = sizeof sd, .dtype = SSMJIT_BF16, .batch = B, .seqlen = L,
+                                     .dim = D, .dstate = N, .delta_softplus = 1, .checkpoint = 1};
+    const ssmjit_selective_scan_inputs in = {.u = {.data = u}, .delta = {.data = delta}, .A = A, .B = {.data = Bm},
+                                             .C = {.data = Cm}};
     size_t ck_bytes = 0, ws_bytes = 0;
-    assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(&sd, &ck_bytes), SSMJIT_OK);
+    assert_int_equal(ssmjit_selective_scan_checkpoint_size(ctx, &sd, &ck_bytes), SSMJIT_OK);
     void *ck = gu_alloc(ck_bytes);
-    sd.checkpoint = ck;
+    const ssmjit_selective_scan_fwd_args fa = {.struct_size = sizeof fa, .in = in, .y = {.data = y}, .checkpoint = ck};
     log.done = 0;
-    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &sd, NULL), SSMJIT_OK);
+    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &sd, &fa, NULL), SSMJIT_OK);
     compiled_units(&log, got, sizeof got);
     assert_true(!strncmp(got, "scan_fwd_ns", 11) && !strchr(got, ','));
     char fwd[64];
     snprintf(fwd, sizeof fwd, "%s", got);
 
-    ssmjit_selective_scan_grads g = {.dy = {dy, 0}, .du = {du, 0}, .ddelta = {ddelta, 0}, .dA = dA,
-                                     .dB = {dB, 0}, .dC = {dC, 0}};
-    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&sd, &ws_bytes), SSMJIT_OK);
+    ssmjit_selective_scan_bwd_args g = {.struct_size = sizeof g, .in = in, .checkpoint = ck, .dy = {.data = dy},
+                                        .du = {.data = du}, .ddelta = {.data = ddelta}, .dA = dA,
+                                        .dB = {.data = dB}, .dC = {.data = dC}};
+    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(ctx, &sd, &ws_bytes), SSMJIT_OK);
     void *ws = gu_alloc(ws_bytes);
+    g.workspace = ws;
+    g.workspace_bytes = ws_bytes;
     log.done = 0;
-    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &sd, &g, ws, ws_bytes, NULL), SSMJIT_OK);
+    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &sd, &g, NULL), SSMJIT_OK);
     compiled_units(&log, got, sizeof got);
     assert_string_equal(got, "scan_bwd_bf16,scan_bwd_reduce_bc_bf16,scan_bwd_reduce_params");
     gu_free(ws);
-    sd.checkpoint = NULL;
-    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&sd, &ws_bytes), SSMJIT_OK);
+    sd.checkpoint = 0;
+    g.checkpoint = NULL;
+    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(ctx, &sd, &ws_bytes), SSMJIT_OK);
     ws = gu_alloc(ws_bytes);
+    g.workspace = ws;
+    g.workspace_bytes = ws_bytes;
     log.done = 0;
-    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &sd, &g, ws, ws_bytes, NULL), SSMJIT_OK);
+    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &sd, &g, NULL), SSMJIT_OK);
     compiled_units(&log, got, sizeof got);
     assert_string_equal(got, "scan_states_ns8_bf16");
     gu_sync();

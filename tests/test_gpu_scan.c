@@ -131,28 +131,44 @@ static void free_inputs(dinputs *d)
         gu_free(p[i]);
 }
 
-static ssmjit_selective_scan_desc make_desc(const scase *c, const dinputs *d)
+static ssmjit_selective_scan_desc make_desc(const scase *c)
 {
-    ssmjit_selective_scan_desc desc;
-    memset(&desc, 0, sizeof desc);
+    ssmjit_selective_scan_desc desc = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc);
     desc.dtype = c->dtype;
     desc.batch = (int64_t)c->o.B;
     desc.seqlen = (int64_t)c->o.L;
     desc.dim = (int64_t)c->o.D;
     desc.dstate = (int64_t)c->o.N;
-    desc.u = gu_view_matrix(&d->u);
-    desc.delta = gu_view_matrix(&d->delta);
-    desc.A = d->A;
-    desc.B = gu_view_matrix(&d->B);
-    desc.C = gu_view_matrix(&d->C);
-    desc.D = d->D;
-    desc.z = gu_view_matrix(&d->z);
-    desc.delta_bias = d->bias;
-    desc.delta_softplus = c->o.softplus;
-    desc.initial_state = d->init;
-    desc.cu_seqlens = d->cu;
     desc.num_seqs = (int64_t)c->o.nseq;
+    desc.delta_softplus = c->o.softplus;
+    desc.checkpoint = c->checkpoint;
     return desc;
+}
+
+static ssmjit_selective_scan_inputs make_inputs(const dinputs *d)
+{
+    ssmjit_selective_scan_inputs in;
+    memset(&in, 0, sizeof in);
+    in.u = gu_view_matrix(&d->u);
+    in.delta = gu_view_matrix(&d->delta);
+    in.A = d->A;
+    in.B = gu_view_matrix(&d->B);
+    in.C = gu_view_matrix(&d->C);
+    in.D = d->D;
+    in.z = gu_view_matrix(&d->z);
+    in.delta_bias = d->bias;
+    in.initial_state = d->init;
+    in.cu_seqlens = d->cu;
+    return in;
+}
+
+/* Where a forced split into S segments can be made: segments of Ls >= 1
+ * tokens (whole chunks with a checkpoint, and always in the backward),
+ * several rows only where they cover L. */
+static int split_can(const ref_scan_options *o, size_t S, int whole)
+{
+    const size_t Ls = whole ? o->L / S / 16 * 16 : o->L / S;
+    return (o->B == 1 || S * Ls == o->L) && Ls >= 1;
 }
 
 static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
@@ -160,74 +176,88 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
     const ref_scan_options *o = &c->o;
     const size_t rows = o->B * o->L, SDN = in->S * o->D * o->N;
     dinputs d = upload_inputs(c, in);
-    ssmjit_selective_scan_desc desc = make_desc(c, &d);
+    const ssmjit_selective_scan_desc desc = make_desc(c);
+    ssmjit_selective_scan_fwd_args fa = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+    fa.in = make_inputs(&d);
 
     gu_view Y = gu_view_poisoned(rows, o->D, c->dtype, c->strided);
     void *FIN = f32_poisoned(SDN, c->final_state), *CK = NULL;
-    desc.y = gu_view_matrix(&Y);
-    desc.final_state = FIN;
+    fa.y = gu_view_matrix(&Y);
+    fa.final_state = FIN;
     size_t ck_bytes, ws_bytes;
-    assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(&desc, &ck_bytes), SSMJIT_OK);
+    assert_int_equal(ssmjit_selective_scan_checkpoint_size(ctx, &desc, &ck_bytes), SSMJIT_OK);
     if (c->checkpoint)
-        desc.checkpoint = CK = poisoned_workspace(ck_bytes);
+        fa.checkpoint = CK = poisoned_workspace(ck_bytes);
     void *SW = NULL;
     if (c->split) {
         /* where the split can be made it must be (the forward's
          * segments whole chunks with a checkpoint, the backward's always),
-         * into poisoned scratch */
-        const size_t S = (size_t)c->split, Lf = c->checkpoint ? o->L / S / 16 * 16 : o->L / S,
-                     Lb = o->L / S / 16 * 16;
-        const int can = ((o->B == 1 || S * Lf == o->L) && Lf >= 1) || ((o->B == 1 || S * Lb == o->L) && Lb >= 1);
+         * into poisoned scratch; the backward's part is checked below */
+        const int can = split_can(o, (size_t)c->split, c->checkpoint);
         sj_scan_force_split(c->split);
         size_t bytes;
-        assert_int_equal(ssmjit_selective_scan_split_size(ctx, &desc, &bytes), SSMJIT_OK);
+        assert_int_equal(ssmjit_selective_scan_fwd_workspace_size(ctx, &desc, &bytes), SSMJIT_OK);
         if ((bytes > 0) != can)
-            fail_msg("split into %d: %zu bytes of workspace, expected %s", c->split, bytes, can ? "some" : "none");
-        desc.split_workspace = SW = bytes ? poisoned_workspace(bytes) : NULL;
-        desc.split_workspace_bytes = bytes;
+            fail_msg("forward split into %d: %zu bytes of workspace, expected %s", c->split, bytes,
+                     can ? "some" : "none");
+        fa.workspace = SW = bytes ? poisoned_workspace(bytes) : NULL;
+        fa.workspace_bytes = bytes;
     }
     sj_scan_force_shape(c->ns, c->bd, c->buffers);
-    ssmjit_status st = ssmjit_selective_scan_fwd(ctx, &desc, NULL);
+    ssmjit_status st = ssmjit_selective_scan_fwd(ctx, &desc, &fa, NULL);
     sj_scan_force_shape(0, 0, 0);
     if (st != SSMJIT_OK)
         fail_msg("forward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
 
-    ssmjit_selective_scan_grads gr;
-    memset(&gr, 0, sizeof gr);
+    ssmjit_selective_scan_bwd_args ba = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
     gu_view DU = gu_view_poisoned(rows, o->D, c->dtype, c->strided),
           DDL = gu_view_poisoned(rows, o->D, c->dtype, !c->strided),
           DB = gu_view_poisoned(rows, o->N, c->dtype, c->strided),
           DC = gu_view_poisoned(rows, o->N, c->dtype, !c->strided),
           DZ = in->z ? gu_view_poisoned(rows, o->D, c->dtype, c->strided) : gu_no_view;
-    gr.dy = gu_view_matrix(&d.dy);
-    gr.d_final_state = d.dfinal;
-    gr.du = gu_view_matrix(&DU);
-    gr.ddelta = gu_view_matrix(&DDL);
-    gr.dB = gu_view_matrix(&DB);
-    gr.dC = gu_view_matrix(&DC);
-    gr.dz = gu_view_matrix(&DZ);
-    gr.dA = f32_poisoned(o->D * o->N, 1);
-    gr.dD = f32_poisoned(o->D, in->Dv != NULL);
-    gr.ddelta_bias = f32_poisoned(o->D, in->bias != NULL);
-    gr.d_initial_state = f32_poisoned(SDN, in->init != NULL);
-    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&desc, &ws_bytes), SSMJIT_OK);
+    ba.in = fa.in;
+    ba.checkpoint = fa.checkpoint;
+    ba.dy = gu_view_matrix(&d.dy);
+    ba.d_final_state = d.dfinal;
+    ba.du = gu_view_matrix(&DU);
+    ba.ddelta = gu_view_matrix(&DDL);
+    ba.dB = gu_view_matrix(&DB);
+    ba.dC = gu_view_matrix(&DC);
+    ba.dz = gu_view_matrix(&DZ);
+    ba.dA = f32_poisoned(o->D * o->N, 1);
+    ba.dD = f32_poisoned(o->D, in->Dv != NULL);
+    ba.ddelta_bias = f32_poisoned(o->D, in->bias != NULL);
+    ba.d_initial_state = f32_poisoned(SDN, in->init != NULL);
+    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(ctx, &desc, &ws_bytes), SSMJIT_OK);
+    if (c->split) {
+        /* the backward splits as the forward, into as many segments,
+         * where its workspace counts the split's part */
+        size_t unsplit;
+        sj_scan_force_split(1);
+        assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(ctx, &desc, &unsplit), SSMJIT_OK);
+        sj_scan_force_split(c->split);
+        if ((ws_bytes > unsplit) != split_can(o, (size_t)c->split, 1))
+            fail_msg("backward split into %d: %zu bytes of workspace, %zu unsplit", c->split, ws_bytes, unsplit);
+    }
     void *WS = poisoned_workspace(ws_bytes);
+    ba.workspace = WS;
+    ba.workspace_bytes = ws_bytes;
     sj_scan_force_shape(0, 0, c->buffers); /* the backward's states-only pass */
-    st = ssmjit_selective_scan_bwd(ctx, &desc, &gr, WS, ws_bytes, NULL);
+    st = ssmjit_selective_scan_bwd(ctx, &desc, &ba, NULL);
     sj_scan_force_shape(0, 0, 0);
-    sj_scan_force_split(0); /* the backward splits as the forward, into as many segments */
+    sj_scan_force_split(0);
     if (st != SSMJIT_OK)
         fail_msg("backward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
     gu_sync();
 
     gpu_out g = {view_fetch(&Y), f32_download(FIN, SDN), view_fetch(&DU), view_fetch(&DDL),
-                 f32_download(gr.dA, o->D * o->N), view_fetch(&DB), view_fetch(&DC),
-                 f32_download(gr.dD, o->D), view_fetch(&DZ), f32_download(gr.ddelta_bias, o->D),
-                 f32_download(gr.d_initial_state, SDN)};
+                 f32_download(ba.dA, o->D * o->N), view_fetch(&DB), view_fetch(&DC),
+                 f32_download(ba.dD, o->D), view_fetch(&DZ), f32_download(ba.ddelta_bias, o->D),
+                 f32_download(ba.d_initial_state, SDN)};
     gu_view *v[] = {&Y, &DU, &DDL, &DB, &DC, &DZ};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         gu_view_free(v[i]);
-    void *p[] = {FIN, CK, WS, SW, gr.dA, gr.dD, gr.ddelta_bias, gr.d_initial_state};
+    void *p[] = {FIN, CK, WS, SW, ba.dA, ba.dD, ba.ddelta_bias, ba.d_initial_state};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         gu_free(p[i]);
     free_inputs(&d);
@@ -583,34 +613,36 @@ static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B
     scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0, 0, 0};
     ref_scan_inputs in = ref_scan_random(&c.o);
     dinputs d = upload_inputs(&c, &in);
-    ssmjit_selective_scan_desc desc = make_desc(&c, &d);
+    const ssmjit_selective_scan_desc desc = make_desc(&c);
+    ssmjit_selective_scan_fwd_args fa = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+    fa.in = make_inputs(&d);
     gu_view Y = gu_view_poisoned(B * L, D, dtype, 0), Y2 = gu_view_poisoned(B * L, D, dtype, 0);
     void *FIN = f32_poisoned(B * D * N, 1), *ST = f32_upload(in.init, B * D * N);
-    desc.y = gu_view_matrix(&Y);
-    desc.final_state = FIN;
-    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &desc, NULL), SSMJIT_OK);
+    fa.y = gu_view_matrix(&Y);
+    fa.final_state = FIN;
+    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &desc, &fa, NULL), SSMJIT_OK);
 
     const size_t es = ssmjit_dtype_size(dtype);
+    ssmjit_state_update_desc sd = SSMJIT_STRUCT_INIT(ssmjit_state_update_desc);
+    sd.dtype = dtype;
+    sd.batch = (int64_t)B;
+    sd.dim = (int64_t)D;
+    sd.dstate = (int64_t)N;
+    sd.dt_softplus = c.o.softplus;
     for (size_t t = 0; t < L; t++) {
-        ssmjit_state_update_desc s;
-        memset(&s, 0, sizeof s);
-        s.dtype = dtype;
-        s.batch = (int64_t)B;
-        s.dim = (int64_t)D;
-        s.dstate = (int64_t)N;
-        s.x = (ssmjit_matrix){(char *)d.u.base + t * D * es, (int64_t)(L * D)};
-        s.dt = (ssmjit_matrix){(char *)d.delta.base + t * D * es, (int64_t)(L * D)};
-        s.B = (ssmjit_matrix){(char *)d.B.base + t * N * es, (int64_t)(L * N)};
-        s.C = (ssmjit_matrix){(char *)d.C.base + t * N * es, (int64_t)(L * N)};
+        ssmjit_state_update_args s = SSMJIT_STRUCT_INIT(ssmjit_state_update_args);
+        s.x = (ssmjit_matrix){.data = (char *)d.u.base + t * D * es, .stride = (int64_t)(L * D)};
+        s.dt = (ssmjit_matrix){.data = (char *)d.delta.base + t * D * es, .stride = (int64_t)(L * D)};
+        s.B = (ssmjit_matrix){.data = (char *)d.B.base + t * N * es, .stride = (int64_t)(L * N)};
+        s.C = (ssmjit_matrix){.data = (char *)d.C.base + t * N * es, .stride = (int64_t)(L * N)};
         if (in.z)
-            s.z = (ssmjit_matrix){(char *)d.z.base + t * D * es, (int64_t)(L * D)};
+            s.z = (ssmjit_matrix){.data = (char *)d.z.base + t * D * es, .stride = (int64_t)(L * D)};
         s.A = d.A;
         s.D = d.D;
         s.dt_bias = d.bias;
-        s.dt_softplus = c.o.softplus;
         s.state = ST;
-        s.out = (ssmjit_matrix){(char *)Y2.base + t * D * es, (int64_t)(L * D)};
-        assert_int_equal(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_OK);
+        s.out = (ssmjit_matrix){.data = (char *)Y2.base + t * D * es, .stride = (int64_t)(L * D)};
+        assert_int_equal(ssmjit_selective_state_update(ctx, &sd, &s, NULL), SSMJIT_OK);
     }
     gu_sync();
     double *y = view_fetch(&Y), *y2 = view_fetch(&Y2), *fin = f32_download(FIN, B * D * N),
@@ -670,10 +702,11 @@ static void test_decode_strided(void **state)
               CV = gu_view_upload(Cm, B, N, dtypes[t], 1), O = gu_view_poisoned(B, D, dtypes[t], 1);
         void *dA = f32_upload(A, D * N), *dD = f32_upload(Dv, D), *dbias = f32_upload(bias, D),
              *dst = f32_upload(st, B * D * N);
-        ssmjit_state_update_desc s = {dtypes[t], (int64_t)B, (int64_t)D, (int64_t)N, gu_view_matrix(&X), gu_view_matrix(&DT),
-                                      dA, gu_view_matrix(&BV), gu_view_matrix(&CV), dD, gu_view_matrix(&Z), dbias, 1, dst,
-                                      gu_view_matrix(&O)};
-        assert_int_equal(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_OK);
+        const ssmjit_state_update_desc s = {sizeof s, dtypes[t], (int64_t)B, (int64_t)D, (int64_t)N, 1};
+        const ssmjit_state_update_args sa = {sizeof sa, gu_view_matrix(&X), gu_view_matrix(&DT), dA,
+                                             gu_view_matrix(&BV), gu_view_matrix(&CV), dD, gu_view_matrix(&Z),
+                                             dbias, dst, gu_view_matrix(&O)};
+        assert_int_equal(ssmjit_selective_state_update(ctx, &s, &sa, NULL), SSMJIT_OK);
         gu_sync();
         ref_state_update(B, D, N, x, dt, A, Bm, Cm, Dv, z, bias, 1, st, out);
         gu_view_download(got, &O);
@@ -705,19 +738,25 @@ static void expect_error(ssmjit_status got, ssmjit_status want, const char *fiel
         fail_msg("message \"%s\" does not name %s", ssmjit_last_error(), field);
 }
 
-/* A valid descriptor over dummy device memory (never launched with). */
-static ssmjit_selective_scan_desc valid_desc(void *mem)
+/* A valid descriptor and forward over dummy device memory (never
+ * launched with). */
+static ssmjit_selective_scan_desc valid_desc(void)
 {
-    ssmjit_selective_scan_desc d;
-    memset(&d, 0, sizeof d);
+    ssmjit_selective_scan_desc d = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc);
     d.dtype = SSMJIT_F32;
     d.batch = 2;
     d.seqlen = 8;
     d.dim = 4;
     d.dstate = 4;
-    d.u = d.delta = d.B = d.C = d.y = (ssmjit_matrix){mem, 0};
-    d.A = mem;
     return d;
+}
+
+static ssmjit_selective_scan_fwd_args valid_fwd(void *mem)
+{
+    ssmjit_selective_scan_fwd_args a = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+    a.in.u = a.in.delta = a.in.B = a.in.C = a.y = (ssmjit_matrix){.data = mem};
+    a.in.A = mem;
+    return a;
 }
 
 static void test_validation_scan(void **state)
@@ -725,15 +764,21 @@ static void test_validation_scan(void **state)
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
     void *mem = gu_alloc(4096);
-    const char *fwd_fields[] = {"desc->dtype",   "desc->batch",        "desc->seqlen",   "desc->dim",
-                                "desc->dstate",  "desc->dstate",       "desc->u.data",   "desc->delta.data",
-                                "desc->A",       "desc->B.data",       "desc->C.data",   "desc->y.data",
-                                "desc->u.stride", "desc->B.stride",    "desc->z.stride", "desc->batch",
-                                "desc->num_seqs", "desc->batch"};
+    const char *fwd_fields[] = {"desc->dtype",         "desc->batch",          "desc->seqlen",
+                                "desc->dim",           "desc->dstate",         "desc->dstate",
+                                "args->in.u.data",     "args->in.delta.data",  "args->in.A",
+                                "args->in.B.data",     "args->in.C.data",      "args->y.data",
+                                "args->in.u.stride",   "args->in.B.stride",    "args->in.z.stride",
+                                "desc->batch",         "args->in.cu_seqlens",  "desc->batch",
+                                "desc->struct_size",   "args->struct_size",    "args->in.cu_seqlens",
+                                "args->checkpoint",    "args->in.u.batch_stride", "args->in.C.data",
+                                "desc->num_seqs"};
     const size_t nf = sizeof fwd_fields / sizeof *fwd_fields;
     for (size_t i = 0; i < nf; i++) {
-        ssmjit_selective_scan_desc d = valid_desc(mem);
+        ssmjit_selective_scan_desc d = valid_desc();
+        ssmjit_selective_scan_fwd_args a = valid_fwd(mem);
         ssmjit_status want = SSMJIT_ERR_INVALID_ARG;
+        int query = 1; /* the size queries see the descriptor alone */
         switch (i) {
         case 0: d.dtype = (ssmjit_dtype)7; break;
         case 1: d.batch = -1; break;
@@ -741,46 +786,62 @@ static void test_validation_scan(void **state)
         case 3: d.dim = -1; break;
         case 4: d.dstate = 0; break;
         case 5: d.dstate = 257; break;
-        case 6: d.u.data = NULL; break;
-        case 7: d.delta.data = NULL; break;
-        case 8: d.A = NULL; break;
-        case 9: d.B.data = NULL; break;
-        case 10: d.C.data = NULL; break;
-        case 11: d.y.data = NULL; break;
-        case 12: d.u.stride = 3; break;
-        case 13: d.B.stride = 2; break;
-        case 14: d.z = (ssmjit_matrix){mem, 1}; break;
-        case 15: d.cu_seqlens = mem, d.num_seqs = 1; break; /* batch 2 */
-        case 16: d.cu_seqlens = mem, d.batch = 1, d.num_seqs = 0; break;
+        case 6: a.in.u.data = NULL, query = 0; break;
+        case 7: a.in.delta.data = NULL, query = 0; break;
+        case 8: a.in.A = NULL, query = 0; break;
+        case 9: a.in.B.data = NULL, query = 0; break;
+        case 10: a.in.C.data = NULL, query = 0; break;
+        case 11: a.y.data = NULL, query = 0; break;
+        case 12: a.in.u.stride = 3, query = 0; break;
+        case 13: a.in.B.stride = 2, query = 0; break;
+        case 14: a.in.z = (ssmjit_matrix){.data = mem, .stride = 1}, query = 0; break;
+        case 15: a.in.cu_seqlens = mem, d.num_seqs = 1; break; /* batch 2 */
+        case 16: a.in.cu_seqlens = mem, d.batch = 1, query = 0; break; /* num_seqs 0 */
         case 17: d.batch = 65536, want = SSMJIT_ERR_UNSUPPORTED; break;
+        case 18: d.struct_size = 0; break;
+        case 19: a.struct_size = sizeof a - 8, query = 0; break;
+        case 20: d.batch = 1, d.num_seqs = 3, query = 0; break; /* without cu_seqlens */
+        case 21: d.checkpoint = 1, query = 0; break;                 /* without the pointer */
+        case 22: a.in.u.batch_stride = 31, query = 0; break;         /* below L * stride = 32 */
+        case 23: a.in.C.data = (char *)mem + 2, query = 0; break;    /* misaligned */
+        case 24: d.num_seqs = -1; break;
         }
-        expect_error(ssmjit_selective_scan_fwd(ctx, &d, NULL), want, fwd_fields[i]);
+        expect_error(ssmjit_selective_scan_fwd(ctx, &d, &a, NULL), want, fwd_fields[i]);
         size_t bytes;
-        if (i != 11) /* the queries do not need y */
-            expect_error(ssmjit_selective_scan_fwd_workspace_size(&d, &bytes), want, fwd_fields[i]);
+        if (query) {
+            expect_error(ssmjit_selective_scan_checkpoint_size(ctx, &d, &bytes), want, fwd_fields[i]);
+            expect_error(ssmjit_selective_scan_fwd_workspace_size(ctx, &d, &bytes), want, fwd_fields[i]);
+            expect_error(ssmjit_selective_scan_bwd_workspace_size(ctx, &d, &bytes), want, fwd_fields[i]);
+        }
     }
-    ssmjit_selective_scan_desc d = valid_desc(mem);
-    expect_error(ssmjit_selective_scan_fwd(NULL, &d, NULL), SSMJIT_ERR_INVALID_ARG, "ctx");
-    expect_error(ssmjit_selective_scan_fwd(ctx, NULL, NULL), SSMJIT_ERR_INVALID_ARG, "desc");
-    expect_error(ssmjit_selective_scan_fwd_workspace_size(&d, NULL), SSMJIT_ERR_INVALID_ARG, "bytes");
+    ssmjit_selective_scan_desc d = valid_desc();
+    ssmjit_selective_scan_fwd_args fa = valid_fwd(mem);
+    size_t bytes;
+    expect_error(ssmjit_selective_scan_fwd(NULL, &d, &fa, NULL), SSMJIT_ERR_INVALID_ARG, "ctx");
+    expect_error(ssmjit_selective_scan_fwd(ctx, NULL, &fa, NULL), SSMJIT_ERR_INVALID_ARG, "desc");
+    expect_error(ssmjit_selective_scan_fwd(ctx, &d, NULL, NULL), SSMJIT_ERR_INVALID_ARG, "args");
+    expect_error(ssmjit_selective_scan_checkpoint_size(ctx, &d, NULL), SSMJIT_ERR_INVALID_ARG, "bytes");
+    expect_error(ssmjit_selective_scan_fwd_workspace_size(NULL, &d, &bytes), SSMJIT_ERR_INVALID_ARG, "ctx");
 
     /* Backward: the gradients. */
     size_t ws_bytes;
-    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&d, &ws_bytes), SSMJIT_OK);
+    assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(ctx, &d, &ws_bytes), SSMJIT_OK);
     void *ws = gu_alloc(ws_bytes);
-    const char *bwd_fields[] = {"grads",          "grads->dy.data",     "grads->du.data",  "grads->ddelta.data",
-                                "grads->dB.data", "grads->dC.data",     "grads->dA",       "grads->dD",
-                                "grads->dD",      "grads->dz.data",     "grads->ddelta_bias", "grads->d_initial_state",
-                                "grads->du.stride", "workspace",        "workspace_bytes"};
+    const char *bwd_fields[] = {"args",          "args->dy.data",      "args->du.data",     "args->ddelta.data",
+                                "args->dB.data", "args->dC.data",      "args->dA",          "args->dD",
+                                "args->dD",      "args->dz.data",      "args->ddelta_bias", "args->d_initial_state",
+                                "args->du.stride", "args->workspace",  "args->workspace_bytes",
+                                "args->struct_size", "args->checkpoint", "args->dB.batch_stride",
+                                "args->workspace"};
     for (size_t i = 0; i < sizeof bwd_fields / sizeof *bwd_fields; i++) {
-        ssmjit_selective_scan_desc bd = valid_desc(mem);
-        ssmjit_selective_scan_grads g;
-        memset(&g, 0, sizeof g);
-        g.dy = g.du = g.ddelta = g.dB = g.dC = (ssmjit_matrix){mem, 0};
+        ssmjit_selective_scan_desc bd = valid_desc();
+        ssmjit_selective_scan_bwd_args g = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
+        g.in = valid_fwd(mem).in;
+        g.dy = g.du = g.ddelta = g.dB = g.dC = (ssmjit_matrix){.data = mem};
         g.dA = mem;
-        void *w = ws;
-        size_t wb = ws_bytes;
-        const ssmjit_selective_scan_grads *gp = &g;
+        g.workspace = ws;
+        g.workspace_bytes = ws_bytes;
+        const ssmjit_selective_scan_bwd_args *gp = &g;
         switch (i) {
         case 0: gp = NULL; break;
         case 1: g.dy.data = NULL; break;
@@ -789,16 +850,20 @@ static void test_validation_scan(void **state)
         case 4: g.dB.data = NULL; break;
         case 5: g.dC.data = NULL; break;
         case 6: g.dA = NULL; break;
-        case 7: bd.D = mem; break;  /* given without its gradient */
-        case 8: g.dD = mem; break;  /* gradient without the input */
-        case 9: bd.z = (ssmjit_matrix){mem, 0}; break;
-        case 10: bd.delta_bias = mem; break;
-        case 11: bd.initial_state = mem; break;
+        case 7: g.in.D = mem; break;  /* given without its gradient */
+        case 8: g.dD = mem; break;    /* gradient without the input */
+        case 9: g.in.z = (ssmjit_matrix){.data = mem}; break;
+        case 10: g.in.delta_bias = mem; break;
+        case 11: g.in.initial_state = mem; break;
         case 12: g.du.stride = 1; break;
-        case 13: w = NULL; break;
-        case 14: wb = ws_bytes - 1; break;
+        case 13: g.workspace = NULL; break;
+        case 14: g.workspace_bytes = ws_bytes - 1; break;
+        case 15: g.struct_size = 0; break;
+        case 16: g.checkpoint = mem; break; /* without desc->checkpoint */
+        case 17: g.dB.batch_stride = 8 * 4 - 1; break;
+        case 18: g.workspace = (char *)mem + 2; break;
         }
-        expect_error(ssmjit_selective_scan_bwd(ctx, &bd, gp, w, wb, NULL), SSMJIT_ERR_INVALID_ARG, bwd_fields[i]);
+        expect_error(ssmjit_selective_scan_bwd(ctx, &bd, gp, NULL), SSMJIT_ERR_INVALID_ARG, bwd_fields[i]);
     }
     gu_free(ws);
     gu_free(mem);
@@ -810,35 +875,40 @@ static void test_validation_update(void **state)
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
     void *mem = gu_alloc(4096);
-    const char *fields[] = {"desc->dtype",  "desc->batch",  "desc->dim",    "desc->dstate", "desc->dstate",
-                            "desc->x.data", "desc->dt.data", "desc->B.data", "desc->C.data", "desc->out.data",
-                            "desc->A",      "desc->state",  "desc->x.stride", "desc->C.stride"};
+    const char *fields[] = {"desc->dtype",  "desc->batch",   "desc->dim",      "desc->dstate",   "desc->dstate",
+                            "args->x.data", "args->dt.data", "args->B.data",   "args->C.data",   "args->out.data",
+                            "args->A",      "args->state",   "args->x.stride", "args->C.stride", "desc->struct_size",
+                            "args->struct_size", "args->z.batch_stride", "args->dt.data"};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        ssmjit_state_update_desc s;
-        memset(&s, 0, sizeof s);
+        ssmjit_state_update_desc s = SSMJIT_STRUCT_INIT(ssmjit_state_update_desc);
         s.dtype = SSMJIT_BF16;
         s.batch = 2;
         s.dim = 8;
         s.dstate = 4;
-        s.x = s.dt = s.B = s.C = s.out = (ssmjit_matrix){mem, 0};
-        s.A = s.state = mem;
+        ssmjit_state_update_args a = SSMJIT_STRUCT_INIT(ssmjit_state_update_args);
+        a.x = a.dt = a.B = a.C = a.out = (ssmjit_matrix){.data = mem};
+        a.A = a.state = mem;
         switch (i) {
         case 0: s.dtype = (ssmjit_dtype)-1; break;
         case 1: s.batch = -2; break;
         case 2: s.dim = -1; break;
         case 3: s.dstate = 0; break;
         case 4: s.dstate = 300; break;
-        case 5: s.x.data = NULL; break;
-        case 6: s.dt.data = NULL; break;
-        case 7: s.B.data = NULL; break;
-        case 8: s.C.data = NULL; break;
-        case 9: s.out.data = NULL; break;
-        case 10: s.A = NULL; break;
-        case 11: s.state = NULL; break;
-        case 12: s.x.stride = 7; break;
-        case 13: s.C.stride = 3; break;
+        case 5: a.x.data = NULL; break;
+        case 6: a.dt.data = NULL; break;
+        case 7: a.B.data = NULL; break;
+        case 8: a.C.data = NULL; break;
+        case 9: a.out.data = NULL; break;
+        case 10: a.A = NULL; break;
+        case 11: a.state = NULL; break;
+        case 12: a.x.stride = 7; break;
+        case 13: a.C.stride = 3; break;
+        case 14: s.struct_size = sizeof s + 1; break;
+        case 15: a.struct_size = 0; break;
+        case 16: a.z.batch_stride = 16; break; /* a [rows, width] operand */
+        case 17: a.dt.data = (char *)mem + 1; break;
         }
-        expect_error(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_ERR_INVALID_ARG, fields[i]);
+        expect_error(ssmjit_selective_state_update(ctx, &s, &a, NULL), SSMJIT_ERR_INVALID_ARG, fields[i]);
     }
     gu_free(mem);
     ssmjit_context_destroy(ctx);
@@ -851,25 +921,24 @@ static void test_empty(void **state)
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
     tu_seed();
-    const ssmjit_matrix none = {NULL, 0};
-    ssmjit_selective_scan_desc d;
-    memset(&d, 0, sizeof d);
+    const ssmjit_matrix none = {NULL, 0, 0};
+    ssmjit_selective_scan_desc d = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc);
     d.dtype = SSMJIT_BF16;
     d.dstate = 16;
     d.batch = 3;
     d.seqlen = 10;
     d.dim = 0;
-    ssmjit_selective_scan_grads g;
-    memset(&g, 0, sizeof g);
-    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &d, NULL), SSMJIT_OK);
-    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &d, &g, NULL, 0, NULL), SSMJIT_OK);
-    ssmjit_state_update_desc s;
-    memset(&s, 0, sizeof s);
+    const ssmjit_selective_scan_fwd_args fnone = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+    const ssmjit_selective_scan_bwd_args bnone = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
+    assert_int_equal(ssmjit_selective_scan_fwd(ctx, &d, &fnone, NULL), SSMJIT_OK);
+    assert_int_equal(ssmjit_selective_scan_bwd(ctx, &d, &bnone, NULL), SSMJIT_OK);
+    ssmjit_state_update_desc s = SSMJIT_STRUCT_INIT(ssmjit_state_update_desc);
     s.dtype = SSMJIT_F16;
     s.dstate = 4;
     s.batch = 0;
     s.dim = 5;
-    assert_int_equal(ssmjit_selective_state_update(ctx, &s, NULL), SSMJIT_OK);
+    const ssmjit_state_update_args snone = SSMJIT_STRUCT_INIT(ssmjit_state_update_args);
+    assert_int_equal(ssmjit_selective_state_update(ctx, &s, &snone, NULL), SSMJIT_OK);
 
     /* L = 0 (and packed sequences that are all empty): final state =
      * initial state, d_initial_state = d_final_state, parameter gradients
@@ -884,35 +953,39 @@ static void test_empty(void **state)
         void *INIT = f32_upload(init, SDN + 1), *DFIN = f32_upload(dfin, SDN + 1), *DA = f32_upload(A, D * N);
         void *FIN = f32_poisoned(SDN + 1, 1), *DINIT = f32_poisoned(SDN + 1, 1), *GA = f32_poisoned(D * N, 1),
              *GD = f32_poisoned(D, 1), *GB = f32_poisoned(D, 1);
-        memset(&d, 0, sizeof d);
+        d = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc);
         d.dtype = SSMJIT_F32;
         d.batch = variant == 0 ? 3 : variant == 1 ? 1 : 0;
         d.seqlen = 0;
         d.dim = (int64_t)D;
         d.dstate = (int64_t)N;
-        d.A = DA;
-        d.D = d.delta_bias = GD; /* any device pointer: not read without tokens */
-        d.initial_state = INIT;
-        d.final_state = FIN;
+        ssmjit_selective_scan_fwd_args fa = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+        fa.in.A = DA;
+        fa.in.D = fa.in.delta_bias = GD; /* any device pointer: not read without tokens */
+        fa.in.initial_state = INIT;
+        fa.final_state = FIN;
         void *CU = NULL;
         if (variant == 1) {
             CU = gu_alloc(sizeof cu);
             gu_upload(CU, cu, sizeof cu);
-            d.cu_seqlens = CU;
+            fa.in.cu_seqlens = CU;
             d.num_seqs = 2;
         }
-        memset(&g, 0, sizeof g);
+        ssmjit_selective_scan_bwd_args g = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
+        g.in = fa.in;
         g.dy = g.du = g.ddelta = g.dB = g.dC = g.dz = none;
         g.d_final_state = DFIN;
         g.dA = GA;
         g.dD = GD;
         g.ddelta_bias = GB;
         g.d_initial_state = DINIT;
-        assert_int_equal(ssmjit_selective_scan_fwd(ctx, &d, NULL), SSMJIT_OK);
+        assert_int_equal(ssmjit_selective_scan_fwd(ctx, &d, &fa, NULL), SSMJIT_OK);
         size_t wsb;
-        assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(&d, &wsb), SSMJIT_OK);
+        assert_int_equal(ssmjit_selective_scan_bwd_workspace_size(ctx, &d, &wsb), SSMJIT_OK);
         void *ws = poisoned_workspace(wsb);
-        assert_int_equal(ssmjit_selective_scan_bwd(ctx, &d, &g, ws, wsb, NULL), SSMJIT_OK);
+        g.workspace = ws;
+        g.workspace_bytes = wsb;
+        assert_int_equal(ssmjit_selective_scan_bwd(ctx, &d, &g, NULL), SSMJIT_OK);
         gu_sync();
         double *fin = f32_download(FIN, SDN), *dinit = f32_download(DINIT, SDN), *ga = f32_download(GA, D * N),
                *gd = f32_download(GD, D), *gb = f32_download(GB, D);

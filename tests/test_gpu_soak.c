@@ -84,46 +84,46 @@ static ssmjit_status run_conv(const gpu *g, void *const *out, void *stream)
 static ssmjit_status run_scan(const gpu *g, void *const *out, void *stream)
 {
     const inputs *in = &g->in;
-    ssmjit_selective_scan_desc d;
-    memset(&d, 0, sizeof d);
+    ssmjit_selective_scan_desc d = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc);
     d.dtype = SSMJIT_BF16;
     d.batch = 2;
     d.seqlen = 70;
     d.dim = 64;
     d.dstate = 16;
-    d.u = mat(in->scan_u);
-    d.delta = mat(in->scan_dt);
-    d.A = in->scan_A;
-    d.B = mat(in->scan_B);
-    d.C = mat(in->scan_C);
-    d.D = in->scan_D;
-    d.z = mat(in->scan_z);
-    d.delta_bias = in->scan_bias;
     d.delta_softplus = 1;
-    d.y = mat(out[0]);
-    d.final_state = out[1];
-    return ssmjit_selective_scan_fwd(g->ctx, &d, stream);
+    ssmjit_selective_scan_fwd_args a = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+    a.in.u = mat(in->scan_u);
+    a.in.delta = mat(in->scan_dt);
+    a.in.A = in->scan_A;
+    a.in.B = mat(in->scan_B);
+    a.in.C = mat(in->scan_C);
+    a.in.D = in->scan_D;
+    a.in.z = mat(in->scan_z);
+    a.in.delta_bias = in->scan_bias;
+    a.y = mat(out[0]);
+    a.final_state = out[1];
+    return ssmjit_selective_scan_fwd(g->ctx, &d, &a, stream);
 }
 
 static ssmjit_status run_update(const gpu *g, void *const *out, void *stream)
 {
     const inputs *in = &g->in;
-    ssmjit_state_update_desc d;
-    memset(&d, 0, sizeof d);
+    ssmjit_state_update_desc d = SSMJIT_STRUCT_INIT(ssmjit_state_update_desc);
     d.dtype = SSMJIT_F32;
     d.batch = 4;
     d.dim = 64;
     d.dstate = 16;
-    d.x = mat(in->upd_x);
-    d.dt = mat(in->upd_dt);
-    d.A = in->scan_A;
-    d.B = mat(in->upd_B);
-    d.C = mat(in->upd_C);
-    d.dt_bias = in->scan_bias;
     d.dt_softplus = 1;
-    d.state = out[0];
-    d.out = mat(out[1]);
-    return ssmjit_selective_state_update(g->ctx, &d, stream);
+    ssmjit_state_update_args a = SSMJIT_STRUCT_INIT(ssmjit_state_update_args);
+    a.x = mat(in->upd_x);
+    a.dt = mat(in->upd_dt);
+    a.A = in->scan_A;
+    a.B = mat(in->upd_B);
+    a.C = mat(in->upd_C);
+    a.dt_bias = in->scan_bias;
+    a.state = out[0];
+    a.out = mat(out[1]);
+    return ssmjit_selective_state_update(g->ctx, &d, &a, stream);
 }
 
 static const soak_op ops[] = {

@@ -222,42 +222,75 @@ static ssmjit_status run_conv_bwd(void *p, int r, void *stream)
 
 /* Buffers: u delta A B C D z delta_bias y checkpoint, then for the
  * backward dy du ddelta dA dB dC dD dz ddelta_bias workspace. */
-static ssmjit_selective_scan_desc scan_desc(const state *s, void *const *b)
+static ssmjit_selective_scan_desc scan_desc(const state *s, int checkpoint)
 {
-    ssmjit_selective_scan_desc d = {0};
+    ssmjit_selective_scan_desc d = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc);
     d.dtype = s->dtype;
     d.batch = s->b;
     d.seqlen = s->l;
     d.dim = s->d;
     d.dstate = s->n;
-    d.u = mat(b[0]);
-    d.delta = mat(b[1]);
-    d.A = b[2];
-    d.B = mat(b[3]);
-    d.C = mat(b[4]);
-    d.D = b[5];
-    d.z = mat(b[6]);
-    d.delta_bias = b[7];
     d.delta_softplus = 1;
-    d.y = mat(b[8]);
-    d.checkpoint = b[9];
-    d.split_workspace = s->split;
-    d.split_workspace_bytes = s->split_bytes;
+    d.checkpoint = checkpoint;
     return d;
 }
 
+static ssmjit_selective_scan_inputs scan_inputs(void *const *b)
+{
+    ssmjit_selective_scan_inputs in = {0};
+    in.u = mat(b[0]);
+    in.delta = mat(b[1]);
+    in.A = b[2];
+    in.B = mat(b[3]);
+    in.C = mat(b[4]);
+    in.D = b[5];
+    in.z = mat(b[6]);
+    in.delta_bias = b[7];
+    return in;
+}
+
+/* The forward's arguments, with the checkpoint where desc has one. */
+static ssmjit_selective_scan_fwd_args scan_fwd_args(const state *s, const ssmjit_selective_scan_desc *desc,
+                                                    void *const *b)
+{
+    ssmjit_selective_scan_fwd_args a = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+    a.in = scan_inputs(b);
+    a.y = mat(b[8]);
+    a.checkpoint = desc->checkpoint ? b[9] : NULL;
+    a.workspace = s->split;
+    a.workspace_bytes = s->split_bytes;
+    return a;
+}
+
+/* The most bytes a workspace query gives for desc with the automatic
+ * split and with the variants' forced ones (up to 64 segments). */
+static ssmjit_status most_bytes(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                ssmjit_status (*query)(ssmjit_context *, const ssmjit_selective_scan_desc *, size_t *),
+                                size_t *most)
+{
+    static const int forced[] = {0, 8, 16, 32, 64};
+    *most = 0;
+    for (size_t k = 0; k < sizeof forced / sizeof *forced; k++) {
+        size_t bytes = 0;
+        sj_scan_force_split(forced[k]);
+        ssmjit_status st = query(ctx, desc, &bytes);
+        sj_scan_force_split(0);
+        if (st != SSMJIT_OK)
+            return st;
+        *most = bytes > *most ? bytes : *most;
+    }
+    return SSMJIT_OK;
+}
+
 /* The split workspace of the scan's forward (with or without a
- * checkpoint) and backward: room for the automatic split and for the
- * variants' forced ones (up to 64 segments). */
+ * checkpoint): room for the automatic split and for the variants' forced
+ * ones.  (The backward's is part of its workspace.) */
 static ssmjit_status alloc_split(ssmjit_context *ctx, ssmjit_selective_scan_desc desc, state *s)
 {
-    void *const ckpt = desc.checkpoint;
     size_t most = 0, bytes;
-    for (int k = 0; k < 4; k++) {
-        desc.checkpoint = k % 2 ? ckpt : NULL;
-        sj_scan_force_split(k < 2 ? 0 : 64);
-        ssmjit_status st = ssmjit_selective_scan_split_size(ctx, &desc, &bytes);
-        sj_scan_force_split(0);
+    for (int k = 0; k < 2; k++) {
+        desc.checkpoint = k;
+        ssmjit_status st = most_bytes(ctx, &desc, ssmjit_selective_scan_fwd_workspace_size, &bytes);
         if (st != SSMJIT_OK)
             return st;
         most = bytes > most ? bytes : most;
@@ -280,15 +313,11 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
         s.b = batch, s.l = len;
     size_t es = ssmjit_dtype_size(dt), act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * s.n) * es;
     size_t dn = (size_t)(s.d * s.n) * 4, dv = (size_t)s.d * 4, ckpt = 0;
-    void *placeholders[MAX_BUFS];
-    for (int i = 0; i < MAX_BUFS; i++)
-        placeholders[i] = (void *)(uintptr_t)(256 * (i + 1)); /* only the sizes are asked */
-    ssmjit_selective_scan_desc desc = scan_desc(&s, placeholders);
-    ssmjit_status st = ssmjit_selective_scan_fwd_workspace_size(&desc, &ckpt);
-    if (bwd == 2)
-        desc.checkpoint = NULL;
+    ssmjit_selective_scan_desc desc = scan_desc(&s, bwd != 2);
+    ssmjit_status st = ssmjit_selective_scan_checkpoint_size(ctx, &desc, &ckpt);
+    /* the backward's workspace has room for its split, forced ones too */
     if (st == SSMJIT_OK && bwd)
-        st = ssmjit_selective_scan_bwd_workspace_size(&desc, &s.ws);
+        st = most_bytes(ctx, &desc, ssmjit_selective_scan_bwd_workspace_size, &s.ws);
     if (st != SSMJIT_OK)
         return st;
     size_t sizes[] = {act, act, dn, bc, bc, dv, act, dv, act, ckpt, act, act, act, dn, bc, bc, dv, act, dv, s.ws};
@@ -304,8 +333,9 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
     /* The backward restarts from a checkpoint the forward really wrote. */
     for (int r = 0; st == SSMJIT_OK && bwd && r < out->rotations; r++) {
         state *made = out->state;
-        desc = scan_desc(made, made->bufs[r]);
-        st = ssmjit_selective_scan_fwd(ctx, &desc, NULL);
+        desc = scan_desc(made, 1);
+        const ssmjit_selective_scan_fwd_args a = scan_fwd_args(made, &desc, made->bufs[r]);
+        st = ssmjit_selective_scan_fwd(ctx, &desc, &a, NULL);
     }
     return st;
 }
@@ -367,25 +397,26 @@ static ssmjit_status setup_scan_bwd_130m_prompt(ssmjit_context *ctx, ssmjit_dtyp
 static ssmjit_status run_scan_fwd(void *p, int r, void *stream)
 {
     state *s = p;
-    ssmjit_selective_scan_desc desc = scan_desc(s, s->bufs[r]);
-    desc.checkpoint = NULL; /* inference: no checkpoint */
-    return ssmjit_selective_scan_fwd(s->ctx, &desc, stream);
+    const ssmjit_selective_scan_desc desc = scan_desc(s, 0); /* inference: no checkpoint */
+    const ssmjit_selective_scan_fwd_args a = scan_fwd_args(s, &desc, s->bufs[r]);
+    return ssmjit_selective_scan_fwd(s->ctx, &desc, &a, stream);
 }
 
 static ssmjit_status run_scan_fwd_ckpt(void *p, int r, void *stream)
 {
     state *s = p;
-    ssmjit_selective_scan_desc desc = scan_desc(s, s->bufs[r]);
-    return ssmjit_selective_scan_fwd(s->ctx, &desc, stream);
+    const ssmjit_selective_scan_desc desc = scan_desc(s, 1);
+    const ssmjit_selective_scan_fwd_args a = scan_fwd_args(s, &desc, s->bufs[r]);
+    return ssmjit_selective_scan_fwd(s->ctx, &desc, &a, stream);
 }
 
 static ssmjit_status scan_bwd(state *s, int r, int rebuild, void *stream)
 {
     void **b = s->bufs[r];
-    ssmjit_selective_scan_desc desc = scan_desc(s, b);
-    if (rebuild)
-        desc.checkpoint = NULL;
-    ssmjit_selective_scan_grads g = {0};
+    const ssmjit_selective_scan_desc desc = scan_desc(s, !rebuild);
+    ssmjit_selective_scan_bwd_args g = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
+    g.in = scan_inputs(b);
+    g.checkpoint = rebuild ? NULL : b[9];
     g.dy = mat(b[10]);
     g.du = mat(b[11]);
     g.ddelta = mat(b[12]);
@@ -395,7 +426,9 @@ static ssmjit_status scan_bwd(state *s, int r, int rebuild, void *stream)
     g.dD = b[16];
     g.dz = mat(b[17]);
     g.ddelta_bias = b[18];
-    return ssmjit_selective_scan_bwd(s->ctx, &desc, &g, b[19], s->ws, stream);
+    g.workspace = b[19];
+    g.workspace_bytes = s->ws;
+    return ssmjit_selective_scan_bwd(s->ctx, &desc, &g, stream);
 }
 
 static ssmjit_status run_scan_bwd(void *p, int r, void *stream) { return scan_bwd(p, r, 0, stream); }
@@ -435,23 +468,24 @@ static ssmjit_status run_decode(void *p, int r, void *stream)
 {
     state *s = p;
     void **b = s->bufs[r];
-    ssmjit_state_update_desc d = {0};
+    ssmjit_state_update_desc d = SSMJIT_STRUCT_INIT(ssmjit_state_update_desc);
     d.dtype = s->dtype;
     d.batch = s->b;
     d.dim = s->d;
     d.dstate = s->n;
-    d.x = mat(b[0]);
-    d.dt = mat(b[1]);
-    d.A = b[2];
-    d.B = mat(b[3]);
-    d.C = mat(b[4]);
-    d.D = b[5];
-    d.z = mat(b[6]);
-    d.dt_bias = b[7];
     d.dt_softplus = 1;
-    d.state = b[8];
-    d.out = mat(b[9]);
-    return ssmjit_selective_state_update(s->ctx, &d, stream);
+    ssmjit_state_update_args a = SSMJIT_STRUCT_INIT(ssmjit_state_update_args);
+    a.x = mat(b[0]);
+    a.dt = mat(b[1]);
+    a.A = b[2];
+    a.B = mat(b[3]);
+    a.C = mat(b[4]);
+    a.D = b[5];
+    a.z = mat(b[6]);
+    a.dt_bias = b[7];
+    a.state = b[8];
+    a.out = mat(b[9]);
+    return ssmjit_selective_state_update(s->ctx, &d, &a, stream);
 }
 
 static const bench_variant scan_fwd_variants[] = {

@@ -148,22 +148,25 @@ static int scan_child(int bwd)
     scan_buffers b = {.n = 0};
     int pushed = 0;
     st = sj_context_enter(ctx, &pushed);
-    ssmjit_selective_scan_desc d = {.dtype = SSMJIT_BF16, .batch = B, .seqlen = L, .dim = D, .dstate = N,
-                                    .delta_softplus = 1};
-    d.u.data = dev(ctx, &b, act, &st);
-    d.delta.data = dev(ctx, &b, act, &st);
-    d.z.data = dev(ctx, &b, act, &st);
-    d.B.data = dev(ctx, &b, bc, &st);
-    d.C.data = dev(ctx, &b, bc, &st);
-    d.A = dev_filled(ctx, &b, (size_t)D * N * 4, 0xbc, &st);
-    d.D = dev(ctx, &b, (size_t)D * 4, &st);
-    d.delta_bias = dev(ctx, &b, (size_t)D * 4, &st);
-    d.y.data = dev(ctx, &b, act, &st);
+    ssmjit_selective_scan_desc d = {.struct_size = sizeof d, .dtype = SSMJIT_BF16, .batch = B, .seqlen = L,
+                                    .dim = D, .dstate = N, .delta_softplus = 1, .checkpoint = 1};
+    ssmjit_selective_scan_fwd_args f = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+    f.in.u.data = dev(ctx, &b, act, &st);
+    f.in.delta.data = dev(ctx, &b, act, &st);
+    f.in.z.data = dev(ctx, &b, act, &st);
+    f.in.B.data = dev(ctx, &b, bc, &st);
+    f.in.C.data = dev(ctx, &b, bc, &st);
+    f.in.A = dev_filled(ctx, &b, (size_t)D * N * 4, 0xbc, &st);
+    f.in.D = dev(ctx, &b, (size_t)D * 4, &st);
+    f.in.delta_bias = dev(ctx, &b, (size_t)D * 4, &st);
+    f.y.data = dev(ctx, &b, act, &st);
     size_t ck = 0, ws_bytes = 0;
     if (st == SSMJIT_OK)
-        st = ssmjit_selective_scan_fwd_workspace_size(&d, &ck);
-    d.checkpoint = dev(ctx, &b, ck, &st);
-    ssmjit_selective_scan_grads g = {.dA = NULL};
+        st = ssmjit_selective_scan_checkpoint_size(ctx, &d, &ck);
+    f.checkpoint = dev(ctx, &b, ck, &st);
+    ssmjit_selective_scan_bwd_args g = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
+    g.in = f.in;
+    g.checkpoint = f.checkpoint;
     if (bwd) {
         g.dy.data = dev(ctx, &b, act, &st);
         g.du.data = dev(ctx, &b, act, &st);
@@ -178,15 +181,20 @@ static int scan_child(int bwd)
     if (st == SSMJIT_OK)
         st = sj_dev_synchronize(ctx);
     if (st == SSMJIT_OK && bwd)
-        st = ssmjit_selective_scan_fwd(ctx, &d, NULL);
+        st = ssmjit_selective_scan_fwd(ctx, &d, &f, NULL);
+    /* the backward unsplit, as the case has always timed it (one call
+     * would split it where its workspace holds the split's part) */
+    sj_scan_force_split(1);
     if (st == SSMJIT_OK && bwd)
-        st = ssmjit_selective_scan_bwd_workspace_size(&d, &ws_bytes);
-    void *ws = bwd ? dev(ctx, &b, ws_bytes, &st) : NULL;
+        st = ssmjit_selective_scan_bwd_workspace_size(ctx, &d, &ws_bytes);
+    g.workspace = bwd ? dev(ctx, &b, ws_bytes, &st) : NULL;
+    g.workspace_bytes = ws_bytes;
     if (st == SSMJIT_OK)
         st = sj_dev_synchronize(ctx);
     double t0 = cli_now();
     if (st == SSMJIT_OK)
-        st = bwd ? ssmjit_selective_scan_bwd(ctx, &d, &g, ws, ws_bytes, NULL) : ssmjit_selective_scan_fwd(ctx, &d, NULL);
+        st = bwd ? ssmjit_selective_scan_bwd(ctx, &d, &g, NULL) : ssmjit_selective_scan_fwd(ctx, &d, &f, NULL);
+    sj_scan_force_split(0);
     if (st == SSMJIT_OK)
         st = sj_dev_synchronize(ctx);
     double t = cli_now() - t0;

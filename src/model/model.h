@@ -138,7 +138,8 @@ typedef struct sj_model_ws {
     size_t scan_ws, conv_ws, norm_ws;
     size_t scan_ws_bytes, conv_ws_bytes, norm_ws_bytes;
     /* the scan forward's split workspace (0 bytes where the scan does
-     * not split), shared by the layers */
+     * not split), shared by the layers; in the training modes it lies in
+     * scan_ws (the backward's, the split's part of that included) */
     size_t split, split_bytes;
 } sj_model_ws;
 
@@ -162,11 +163,22 @@ static inline void *sj_model_ws_at(void *base, size_t offset)
     return (char *)base + offset;
 }
 
-/* The scan descriptor of layer l's mixer over B x L tokens of the buffers
- * at `base` (the forward writes y and, in SSMJIT_MODEL_TRAIN, the
- * checkpoint). */
-ssmjit_selective_scan_desc sj_model_scan_desc(const ssmjit_model *m, const sj_model_ws *ws,
-                                              void *base, int64_t l, int64_t B, int64_t L);
+/* The scan descriptor of the mixers over B x L tokens in `mode` (a
+ * checkpoint in the training modes). */
+ssmjit_selective_scan_desc sj_model_scan_desc(const ssmjit_model *m, ssmjit_model_mode mode, int64_t B, int64_t L);
+
+/* Layer l's mixer scan over B x L tokens of the buffers at `base`: its
+ * descriptor and inputs, and where the forward writes y and (training
+ * modes) the checkpoint. */
+typedef struct sj_model_scan {
+    ssmjit_selective_scan_desc desc;
+    ssmjit_selective_scan_inputs in;
+    ssmjit_matrix y;
+    void *checkpoint;
+} sj_model_scan;
+
+sj_model_scan sj_model_scan_of(const ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l, int64_t B,
+                               int64_t L);
 
 /* Shared steps of the forward, the backward's recomputation and the
  * decode step. */

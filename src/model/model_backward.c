@@ -75,20 +75,21 @@ static ssmjit_status layer_bwd(ssmjit_model *m, const sj_model_ws *ws, void *bas
     SJ_TRY(sj_model_gemm(m, dm, di, bl, dx, dm, 1, sj_model_ws_at(base, ws->y + xo), di, 0,
                          grad(sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ)), di, SSMJIT_F32, 0.0f, stream));
     /* selective scan; dA_log = dA * A as A = -exp(A_log) */
-    ssmjit_selective_scan_desc sd = sj_model_scan_desc(m, ws, base, l, B, L);
-    ssmjit_selective_scan_grads sg = {
-        .dy = {dys, 0}, .du = {dxc, 0}, .ddelta = {ddt, 0}, .dA = sj_model_ws_at(base, ws->dA),
-        .dB = {ddbl + (size_t)r * es, dbl}, .dC = {ddbl + (size_t)(r + n) * es, dbl},
-        .dD = grad(sj_model_layer_tensor(m, l, SJ_L_D)), .dz = {dxz + (size_t)di * es, 2 * di},
+    const sj_model_scan s = sj_model_scan_of(m, ws, base, l, B, L);
+    ssmjit_selective_scan_bwd_args sg = {
+        .struct_size = sizeof sg, .in = s.in, .checkpoint = s.checkpoint,
+        .dy = {.data = dys}, .du = {.data = dxc}, .ddelta = {.data = ddt}, .dA = sj_model_ws_at(base, ws->dA),
+        .dB = {.data = ddbl + (size_t)r * es, .stride = dbl}, .dC = {.data = ddbl + (size_t)(r + n) * es, .stride = dbl},
+        .dD = grad(sj_model_layer_tensor(m, l, SJ_L_D)), .dz = {.data = dxz + (size_t)di * es, .stride = 2 * di},
         .ddelta_bias = grad(sj_model_layer_tensor(m, l, SJ_L_DT_BIAS)),
+        .workspace = sj_model_ws_at(base, ws->scan_ws), .workspace_bytes = ws->scan_ws_bytes,
     };
     sj_model_profile_begin(m, SJ_PROFILE_SCAN, stream);
-    ssmjit_status st = ssmjit_selective_scan_bwd(m->ctx, &sd, &sg, sj_model_ws_at(base, ws->scan_ws),
-                                                 ws->scan_ws_bytes, stream);
+    ssmjit_status st = ssmjit_selective_scan_bwd(m->ctx, &s.desc, &sg, stream);
     sj_model_profile_end(m, stream);
     SJ_TRY(st);
-    SJ_TRY(sj_mul_f32(m->ctx, di * n, sj_model_ws_at(base, ws->dA), sd.A,
-                      grad(sj_model_layer_tensor(m, l, SJ_L_A_LOG)), stream));
+    SJ_TRY(sj_mul_f32(m->ctx, di * n, sj_model_ws_at(base, ws->dA), s.in.A, grad(sj_model_layer_tensor(m, l, SJ_L_A_LOG)),
+                      stream));
     /* dt_proj: its input is the first dt_rank columns of x_proj's output */
     SJ_TRY(sj_model_gemm(m, bl, r, di, ddt, di, 0, sj_model_weight(m, l, SJ_L_DT_PROJ), r, 0, ddbl, dbl,
                          m->dtype, 0.0f, stream));

@@ -59,10 +59,18 @@ ssmjit_status sj_model_conv_fwd(ssmjit_model *m, const sj_model_ws *ws, void *ba
 ssmjit_status sj_model_scan_fwd(ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l,
                                 int64_t B, int64_t L, void *final_state, void *stream)
 {
-    ssmjit_selective_scan_desc sd = sj_model_scan_desc(m, ws, base, l, B, L);
-    sd.final_state = final_state;
+    const sj_model_scan s = sj_model_scan_of(m, ws, base, l, B, L);
+    ssmjit_selective_scan_fwd_args a = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
+    a.in = s.in;
+    a.y = s.y;
+    a.final_state = final_state;
+    a.checkpoint = s.checkpoint;
+    if (ws->split_bytes) {
+        a.workspace = sj_model_ws_at(base, ws->split);
+        a.workspace_bytes = ws->split_bytes;
+    }
     sj_model_profile_begin(m, SJ_PROFILE_SCAN, stream);
-    ssmjit_status st = ssmjit_selective_scan_fwd(m->ctx, &sd, stream);
+    ssmjit_status st = ssmjit_selective_scan_fwd(m->ctx, &s.desc, &a, stream);
     sj_model_profile_end(m, stream);
     return st;
 }

@@ -50,17 +50,18 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
     SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_X_PROJ), B, xc, di, xdbl, dbl, stream));
     SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_DT_PROJ), B, xdbl, dbl, dt, di, stream));
     ssmjit_state_update_desc ud = {
-        .dtype = m->dtype, .batch = B, .dim = di, .dstate = n,
-        .x = {xc, 0}, .dt = {dt, 0},
-        .A = (const float *)(uintptr_t)m->A + l * di * n,
-        .B = {xdbl + (size_t)r * es, dbl}, .C = {xdbl + (size_t)(r + n) * es, dbl},
-        .D = sj_model_weight(m, l, SJ_L_D), .z = {xz + (size_t)di * es, 2 * di},
-        .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS), .dt_softplus = 1,
-        .state = (float *)a->ssm_state + l * B * di * n, .out = {y, 0},
+        .struct_size = sizeof ud, .dtype = m->dtype, .batch = B, .dim = di, .dstate = n, .dt_softplus = 1,
     };
-    SJ_TRY(ssmjit_selective_state_update(m->ctx, &ud, stream));
-    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di,
-                           sj_model_ws_at(base, ws->x), dm, stream);
+    ssmjit_state_update_args ua = {
+        .struct_size = sizeof ua, .x = {.data = xc}, .dt = {.data = dt},
+        .A = (const float *)(uintptr_t)m->A + l * di * n,
+        .B = {.data = xdbl + (size_t)r * es, .stride = dbl}, .C = {.data = xdbl + (size_t)(r + n) * es, .stride = dbl},
+        .D = sj_model_weight(m, l, SJ_L_D), .z = {.data = xz + (size_t)di * es, .stride = 2 * di},
+        .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS),
+        .state = (float *)a->ssm_state + l * B * di * n, .out = {.data = y},
+    };
+    SJ_TRY(ssmjit_selective_state_update(m->ctx, &ud, &ua, stream));
+    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, sj_model_ws_at(base, ws->x), dm, stream);
 }
 
 /* Everything a step launches after its ids are on the device. */

@@ -1,5 +1,5 @@
-/* The layout of a model forward's workspace, and the scan descriptor that
- * reads it (shared by the forward and the backward). */
+/* The layout of a model forward's workspace, and the scan that reads it
+ * (shared by the forward and the backward). */
 #include <string.h>
 
 #include "base/error.h"
@@ -28,55 +28,57 @@ static size_t take(cursor *c, int64_t a, int64_t b, size_t elem)
     return start;
 }
 
-ssmjit_selective_scan_desc sj_model_scan_desc(const ssmjit_model *m, const sj_model_ws *ws,
-                                              void *base, int64_t l, int64_t B, int64_t L)
+ssmjit_selective_scan_desc sj_model_scan_desc(const ssmjit_model *m, ssmjit_model_mode mode, int64_t B, int64_t L)
+{
+    ssmjit_selective_scan_desc d = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc);
+    d.dtype = m->dtype;
+    d.batch = B;
+    d.seqlen = L;
+    d.dim = m->cfg.d_inner;
+    d.dstate = m->cfg.d_state;
+    d.delta_softplus = 1;
+    d.checkpoint = mode != SSMJIT_MODEL_INFERENCE;
+    return d;
+}
+
+sj_model_scan sj_model_scan_of(const ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l, int64_t B,
+                               int64_t L)
 {
     const ssmjit_model_config *c = &m->cfg;
     size_t es = ssmjit_dtype_size(m->dtype);
     int64_t di = c->d_inner, n = c->d_state, r = c->dt_rank;
     size_t lo = (size_t)l * ws->layer_stride, xo = (size_t)l * ws->xc_stride;
     char *xz = sj_model_ws_at(base, ws->xz + lo), *xdbl = sj_model_ws_at(base, ws->xdbl + lo);
-    ssmjit_selective_scan_desc d;
-    memset(&d, 0, sizeof d);
-    d.dtype = m->dtype;
-    d.batch = B;
-    d.seqlen = L;
-    d.dim = di;
-    d.dstate = n;
-    d.u = (ssmjit_matrix){sj_model_ws_at(base, ws->xc + xo), 0};
-    d.delta = (ssmjit_matrix){sj_model_ws_at(base, ws->dt + lo), 0};
-    d.A = (const float *)(uintptr_t)m->A + l * di * n;
-    d.B = (ssmjit_matrix){xdbl + (size_t)r * es, r + 2 * n};
-    d.C = (ssmjit_matrix){xdbl + (size_t)(r + n) * es, r + 2 * n};
-    d.D = sj_model_weight(m, l, SJ_L_D);
-    d.z = (ssmjit_matrix){xz + (size_t)di * es, 2 * di};
-    d.delta_bias = sj_model_weight(m, l, SJ_L_DT_BIAS);
-    d.delta_softplus = 1;
-    d.y = (ssmjit_matrix){sj_model_ws_at(base, ws->y + xo), 0};
-    if (ws->mode != SSMJIT_MODEL_INFERENCE)
-        d.checkpoint = sj_model_ws_at(base, ws->ckpt + xo);
-    if (ws->split_bytes) {
-        d.split_workspace = sj_model_ws_at(base, ws->split);
-        d.split_workspace_bytes = ws->split_bytes;
-    }
-    return d;
+    sj_model_scan s;
+    memset(&s, 0, sizeof s);
+    s.desc = sj_model_scan_desc(m, ws->mode, B, L);
+    ssmjit_selective_scan_inputs *in = &s.in;
+    in->u = (ssmjit_matrix){.data = sj_model_ws_at(base, ws->xc + xo)};
+    in->delta = (ssmjit_matrix){.data = sj_model_ws_at(base, ws->dt + lo)};
+    in->A = (const float *)(uintptr_t)m->A + l * di * n;
+    in->B = (ssmjit_matrix){.data = xdbl + (size_t)r * es, .stride = r + 2 * n};
+    in->C = (ssmjit_matrix){.data = xdbl + (size_t)(r + n) * es, .stride = r + 2 * n};
+    in->D = sj_model_weight(m, l, SJ_L_D);
+    in->z = (ssmjit_matrix){.data = xz + (size_t)di * es, .stride = 2 * di};
+    in->delta_bias = sj_model_weight(m, l, SJ_L_DT_BIAS);
+    s.y = (ssmjit_matrix){.data = sj_model_ws_at(base, ws->y + xo)};
+    if (s.desc.checkpoint)
+        s.checkpoint = sj_model_ws_at(base, ws->ckpt + xo);
+    return s;
 }
 
-/* Workspace sizes of the ops a layer's backward calls.  The descriptors
- * point into a workspace at a stand-in address: the size queries check
- * that pointers are set but never follow them. */
+/* Workspace sizes of the scan (on the model's device) and of the ops a
+ * layer's backward calls. */
 static ssmjit_status op_workspaces(const ssmjit_model *m, sj_model_ws *ws, int64_t B, int64_t L,
                                    size_t *ckpt, const char *op)
 {
     const ssmjit_model_config *c = &m->cfg;
-    void *stand_in = (void *)(uintptr_t)SJ_WORKSPACE_ALIGN;
-    ssmjit_selective_scan_desc sd = sj_model_scan_desc(m, ws, stand_in, 0, B, L);
-    ssmjit_status st = ssmjit_selective_scan_fwd_workspace_size(&sd, ckpt);
+    ssmjit_selective_scan_desc sd = sj_model_scan_desc(m, ws->mode, B, L);
+    ssmjit_status st = ssmjit_selective_scan_checkpoint_size(m->ctx, &sd, ckpt);
     if (st == SSMJIT_OK)
-        st = ssmjit_selective_scan_split_size(m->ctx, &sd, &ws->split_bytes);
-    sd.checkpoint = stand_in;
+        st = ssmjit_selective_scan_fwd_workspace_size(m->ctx, &sd, &ws->split_bytes);
     if (st == SSMJIT_OK && ws->mode != SSMJIT_MODEL_INFERENCE)
-        st = ssmjit_selective_scan_bwd_workspace_size(&sd, &ws->scan_ws_bytes);
+        st = ssmjit_selective_scan_bwd_workspace_size(m->ctx, &sd, &ws->scan_ws_bytes);
     ssmjit_conv1d_desc cd = {m->dtype, B, L, c->d_inner, (int)c->d_conv, 1};
     if (st == SSMJIT_OK && ws->mode != SSMJIT_MODEL_INFERENCE)
         st = ssmjit_causal_conv1d_bwd_workspace_size(m->ctx, &cd, &ws->conv_ws_bytes);
@@ -130,7 +132,8 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
     ws->normed_f = take(&cur, bl, dm, es);
     ws->ids = take(&cur, bl, 1, 4);
     ws->x = take(&cur, bl, dm, es);
-    ws->split = take(&cur, (int64_t)ws->split_bytes, 1, 1);
+    if (!train)
+        ws->split = take(&cur, (int64_t)ws->split_bytes, 1, 1);
     if (train) {
         ws->g = take(&cur, bl, dm, rs);
         ws->dx = take(&cur, bl, dm, es);
@@ -146,7 +149,13 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
         ws->order = take(&cur, bl, 1, 4);
         ws->seg_start = take(&cur, bl + 1, 1, 4);
         ws->seg_id = take(&cur, bl, 1, 4);
-        ws->scan_ws = take(&cur, (int64_t)ws->scan_ws_bytes, 1, 1);
+        /* The forward scans' split scratch lies in the backward scan's
+         * workspace: that is used by nothing but the scan backward, which
+         * runs after the forward (and after a recomputing backward's
+         * forward scan of its layer) in stream order. */
+        ws->scan_ws = take(&cur, (int64_t)(ws->scan_ws_bytes > ws->split_bytes ? ws->scan_ws_bytes : ws->split_bytes),
+                           1, 1);
+        ws->split = ws->scan_ws;
         ws->conv_ws = take(&cur, (int64_t)ws->conv_ws_bytes, 1, 1);
         ws->norm_ws = take(&cur, (int64_t)ws->norm_ws_bytes, 1, 1);
     }

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "engine/kernel.h"
@@ -22,77 +23,56 @@ _Static_assert(sizeof(sj_update_params) == 22 * 8, "layout of sj_update_params i
 
 
 /* ------------------------------------------------------------------------ */
-/* Descriptor checks                                                        */
+/* Checks                                                                   */
 /* ------------------------------------------------------------------------ */
-
-static ssmjit_status check_matrix(const char *op, const char *name, const ssmjit_matrix *m, int64_t width,
-                                  int need_data, int64_t *stride)
-{
-    char what[64];
-    if (need_data) {
-        snprintf(what, sizeof what, "desc->%s.data", name);
-        SJ_TRY(sj_check_ptr(m->data, op, what));
-    }
-    snprintf(what, sizeof what, "desc->%s.stride", name);
-    return sj_resolve_stride(m->stride, width, op, what, stride);
-}
 
 static ssmjit_status check_dstate(const char *op, int64_t n)
 {
-    if (n < 1 || n > SJ_SCAN_MAX_N)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->dstate = %lld is outside 1..%d", op,
-                        (long long)n, SJ_SCAN_MAX_N);
+    SJ_FAIL_IF(n < 1 || n > SJ_SCAN_MAX_N, SSMJIT_ERR_INVALID_ARG, "%s: desc->dstate = %lld is outside 1..%d", op,
+               (long long)n, SJ_SCAN_MAX_N);
     return SSMJIT_OK;
 }
 
-/* Checks the whole descriptor of a forward (need_y) or backward. */
-static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc *desc, int need_y,
-                                sj_scan_extents *sh)
+/* A caller-filled struct: set, and of this version's size. */
+static ssmjit_status check_struct(const char *op, const void *p, size_t got, size_t want, const char *what,
+                                  const char *init)
 {
-    SJ_TRY(sj_check_ptr(desc, op, "desc"));
+    SJ_TRY(sj_check_ptr(p, op, what));
+    return sj_check_struct_size(got, want, op, what, init);
+}
+
+/* The descriptor, all that the size queries have: its extents into sh
+ * (the activations zero). */
+static ssmjit_status check_desc(const char *op, const ssmjit_selective_scan_desc *desc, sj_scan_extents *sh)
+{
+    SJ_TRY(check_struct(op, desc, desc ? desc->struct_size : 0, sizeof *desc, "desc",
+                        "SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc)"));
     SJ_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
     SJ_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
     SJ_TRY(sj_check_extent(desc->seqlen, op, "desc->seqlen"));
     SJ_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
     SJ_TRY(check_dstate(op, desc->dstate));
+    memset(sh, 0, sizeof *sh);
     sh->B = desc->batch;
     sh->L = desc->seqlen;
     sh->D = desc->dim;
     sh->N = desc->dstate;
     sh->S = sh->B;
-    if (desc->cu_seqlens) {
-        if (desc->batch != 1)
-            return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->batch = %lld must be 1 with cu_seqlens", op,
-                            (long long)desc->batch);
-        if (desc->num_seqs < 1 || desc->num_seqs > INT32_MAX - 1)
-            return sj_error(SSMJIT_ERR_INVALID_ARG,
-                            "%s: desc->num_seqs = %lld must be in 1..2^31-2 with cu_seqlens", op,
-                            (long long)desc->num_seqs);
+    SJ_FAIL_IF(desc->num_seqs < 0 || desc->num_seqs > INT32_MAX - 1, SSMJIT_ERR_INVALID_ARG,
+               "%s: desc->num_seqs = %lld is outside 0..2^31-2", op, (long long)desc->num_seqs);
+    if (desc->num_seqs >= 1) {
+        SJ_FAIL_IF(desc->batch != 1, SSMJIT_ERR_INVALID_ARG,
+                   "%s: desc->batch = %lld must be 1 with packed sequences (desc->num_seqs = %lld)", op,
+                   (long long)desc->batch, (long long)desc->num_seqs);
         sh->S = desc->num_seqs;
     }
-    if (sh->B > SJ_SCAN_MAX_BATCH)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->batch = %lld is above %d", op,
-                        (long long)sh->B, SJ_SCAN_MAX_BATCH);
-    if (sh->D > INT32_MAX)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->dim = %lld is above 2^31-1", op, (long long)sh->D);
-    if (desc->cu_seqlens && sh->L > INT32_MAX)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: desc->seqlen = %lld does not fit int32 cu_seqlens",
-                        op, (long long)sh->L);
+    SJ_FAIL_IF(sh->B > SJ_SCAN_MAX_BATCH, SSMJIT_ERR_UNSUPPORTED, "%s: desc->batch = %lld is above %d", op,
+               (long long)sh->B, SJ_SCAN_MAX_BATCH);
+    SJ_FAIL_IF(sh->D > INT32_MAX, SSMJIT_ERR_UNSUPPORTED, "%s: desc->dim = %lld is above 2^31-1", op,
+               (long long)sh->D);
+    SJ_FAIL_IF(desc->num_seqs >= 1 && sh->L > INT32_MAX, SSMJIT_ERR_UNSUPPORTED,
+               "%s: desc->seqlen = %lld does not fit int32 cu_seqlens", op, (long long)sh->L);
     sh->active = sh->B > 0 && sh->L > 0 && sh->D > 0;
-    const int act = sh->active;
-    SJ_TRY(check_matrix(op, "u", &desc->u, sh->D, act, &sh->su));
-    SJ_TRY(check_matrix(op, "delta", &desc->delta, sh->D, act, &sh->sdelta));
-    SJ_TRY(check_matrix(op, "B", &desc->B, sh->N, act, &sh->sB));
-    SJ_TRY(check_matrix(op, "C", &desc->C, sh->N, act, &sh->sC));
-    SJ_TRY(check_matrix(op, "z", &desc->z, sh->D, 0, &sh->sz));
-    SJ_TRY(check_matrix(op, "y", &desc->y, sh->D, need_y && act, &sh->sy));
-    if (sh->D > 0)
-        SJ_TRY(sj_check_ptr(desc->A, op, "desc->A"));
-    int64_t widest = sh->su;
-    const int64_t strides[] = {sh->sdelta, sh->sB, sh->sC, sh->sz, sh->sy};
-    for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
-        widest = strides[i] > widest ? strides[i] : widest;
-    SJ_TRY(sj_check_size(sh->B, sh->L, widest, op, "the activation extent B * L * stride"));
     SJ_TRY(sj_check_size(sh->S + 1, sh->D, sh->N, op, "the state extent S * D * N"));
     /* In bytes, since the sum of the parts must not wrap: per token, the
      * checkpoint (a state every SJ_SCAN_CHUNK tokens) and the backward's
@@ -105,54 +85,135 @@ static ssmjit_status check_scan(const char *op, const ssmjit_selective_scan_desc
     return SSMJIT_OK;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Forward                                                                  */
-/* ------------------------------------------------------------------------ */
-
-SSMJIT_API ssmjit_status ssmjit_selective_scan_split_size(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                                          size_t *bytes)
+/* One [B, L, width] activation `name` of the call sh describes, required
+ * (where there are tokens) or optional, resolved into *out. */
+static ssmjit_status check_act(const char *op, const char *name, const ssmjit_matrix *m, ssmjit_dtype dtype,
+                               const sj_scan_extents *sh, int64_t width, int required, ssmjit_matrix *out)
 {
-    const char *op = "ssmjit_selective_scan_split_size";
-    sj_scan_extents sh;
-    SJ_TRY(sj_check_context(ctx, op));
-    SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
-    SJ_TRY(check_scan(op, desc, 0, &sh));
-    const sj_scan_split fwd = sj_scan_split_plan(ctx, desc, &sh, 0), bwd = sj_scan_split_plan(ctx, desc, &sh, 1);
-    const size_t f = fwd.S > 1 ? fwd.bytes : 0, b = bwd.S > 1 ? bwd.bytes : 0;
-    *bytes = f > b ? f : b;
+    SJ_TRY(sj_check_matrix(op, name, m, ssmjit_dtype_size(dtype), sh->B, sh->L, width,
+                           required && sh->active ? SJ_MATRIX_REQUIRED : 0, out));
+    /* The kernels address token t of row b as (b L + t) stride. */
+    SJ_FAIL_IF(sh->B > 1 && out->batch_stride != sh->L * out->stride, SSMJIT_ERR_UNSUPPORTED,
+               "%s: %s.batch_stride = %lld: a batch stride other than seqlen * stride is not supported yet", op,
+               name, (long long)m->batch_stride);
     return SSMJIT_OK;
 }
 
-SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(const ssmjit_selective_scan_desc *desc,
-                                                                  size_t *bytes)
+/* The inputs, which the forward and the backward both take. */
+static ssmjit_status check_inputs(const char *op, const ssmjit_selective_scan_desc *desc,
+                                  const ssmjit_selective_scan_inputs *in, sj_scan_extents *sh)
 {
-    const char *op = "ssmjit_selective_scan_fwd_workspace_size";
-    sj_scan_extents sh;
+    const ssmjit_dtype dt = desc->dtype;
+    SJ_TRY(check_act(op, "args->in.u", &in->u, dt, sh, sh->D, 1, &sh->m.u));
+    SJ_TRY(check_act(op, "args->in.delta", &in->delta, dt, sh, sh->D, 1, &sh->m.delta));
+    SJ_TRY(check_act(op, "args->in.B", &in->B, dt, sh, sh->N, 1, &sh->m.B));
+    SJ_TRY(check_act(op, "args->in.C", &in->C, dt, sh, sh->N, 1, &sh->m.C));
+    SJ_TRY(check_act(op, "args->in.z", &in->z, dt, sh, sh->D, 0, &sh->m.z));
+    if (sh->D > 0)
+        SJ_TRY(sj_check_ptr(in->A, op, "args->in.A"));
+    SJ_FAIL_IF(desc->num_seqs >= 1 && !in->cu_seqlens, SSMJIT_ERR_INVALID_ARG,
+               "%s: args->in.cu_seqlens is NULL but desc->num_seqs = %lld", op, (long long)desc->num_seqs);
+    SJ_FAIL_IF(desc->num_seqs == 0 && in->cu_seqlens, SSMJIT_ERR_INVALID_ARG,
+               "%s: args->in.cu_seqlens is set but desc->num_seqs is 0", op);
+    return SSMJIT_OK;
+}
+
+/* args->checkpoint: what desc->checkpoint asks for (where there are
+ * tokens), and NULL without it. */
+static ssmjit_status check_checkpoint(const char *op, const ssmjit_selective_scan_desc *desc,
+                                      const sj_scan_extents *sh, const void *checkpoint)
+{
+    SJ_FAIL_IF(desc->checkpoint && sh->active && !checkpoint, SSMJIT_ERR_INVALID_ARG,
+               "%s: args->checkpoint is NULL but desc->checkpoint is set", op);
+    SJ_FAIL_IF(!desc->checkpoint && checkpoint, SSMJIT_ERR_INVALID_ARG,
+               "%s: args->checkpoint is set but desc->checkpoint is 0", op);
+    return SSMJIT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sizes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A size query's arguments, desc's extents into sh. */
+static ssmjit_status check_query(const char *op, const ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                 const size_t *bytes, sj_scan_extents *sh)
+{
+    SJ_TRY(sj_check_context(ctx, op));
     SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
-    SJ_TRY(check_scan(op, desc, 0, &sh));
+    return check_desc(op, desc, sh);
+}
+
+/* The backward's workspace: its layout *w, then where it splits (plan
+ * *sp) the split's part at w->total; returns the bytes of both. */
+static size_t bwd_workspace(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
+                            sj_scan_bwd_layout *w, sj_scan_split *sp)
+{
+    *w = sj_scan_bwd_layout_of(desc, sh);
+    *sp = sj_scan_split_plan(ctx, desc, sh, 1);
+    return w->total + (sp->S > 1 ? sp->bytes : 0);
+}
+
+SSMJIT_API ssmjit_status ssmjit_selective_scan_checkpoint_size(ssmjit_context *ctx,
+                                                               const ssmjit_selective_scan_desc *desc, size_t *bytes)
+{
+    sj_scan_extents sh;
+    SJ_TRY(check_query("ssmjit_selective_scan_checkpoint_size", ctx, desc, bytes, &sh));
     *bytes = sj_scan_checkpoint_bytes(&sh);
     return SSMJIT_OK;
 }
 
+SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd_workspace_size(ssmjit_context *ctx,
+                                                                  const ssmjit_selective_scan_desc *desc,
+                                                                  size_t *bytes)
+{
+    sj_scan_extents sh;
+    SJ_TRY(check_query("ssmjit_selective_scan_fwd_workspace_size", ctx, desc, bytes, &sh));
+    const sj_scan_split sp = sj_scan_split_plan(ctx, desc, &sh, 0);
+    *bytes = sp.S > 1 ? sp.bytes : 0;
+    return SSMJIT_OK;
+}
+
+SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(ssmjit_context *ctx,
+                                                                  const ssmjit_selective_scan_desc *desc,
+                                                                  size_t *bytes)
+{
+    sj_scan_extents sh;
+    SJ_TRY(check_query("ssmjit_selective_scan_bwd_workspace_size", ctx, desc, bytes, &sh));
+    sj_scan_bwd_layout w;
+    sj_scan_split sp;
+    *bytes = sh.D > 0 ? bwd_workspace(ctx, desc, &sh, &w, &sp) : 0;
+    return SSMJIT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Forward                                                                  */
+/* ------------------------------------------------------------------------ */
+
 SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                                   void *stream)
+                                                   const ssmjit_selective_scan_fwd_args *args, void *stream)
 {
     const char *op = "ssmjit_selective_scan_fwd";
+    const ssmjit_selective_scan_fwd_args *a = args;
     sj_scan_extents sh;
     SJ_TRY(sj_check_context(ctx, op));
-    SJ_TRY(check_scan(op, desc, 1, &sh));
+    SJ_TRY(check_desc(op, desc, &sh));
+    SJ_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof *a, "args",
+                        "SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args)"));
+    SJ_TRY(check_inputs(op, desc, &a->in, &sh));
+    SJ_TRY(check_act(op, "args->y", &a->y, desc->dtype, &sh, sh.D, 1, &sh.m.y));
+    SJ_TRY(check_checkpoint(op, desc, &sh, a->checkpoint));
     /* Without tokens only the final states (= initial states) remain. */
-    if (sh.D == 0 || sh.B == 0 || (!sh.active && !desc->final_state))
+    if (sh.D == 0 || sh.B == 0 || (!sh.active && !a->final_state))
         return SSMJIT_OK;
     sj_scan_split sp;
-    SJ_TRY(sj_scan_split_given(ctx, desc, &sh, 0, op, &sp));
+    SJ_TRY(sj_scan_fwd_split_given(ctx, desc, a, &sh, op, &sp));
     if (sp.S > 1)
-        return sj_scan_fwd_split(ctx, desc, &sh, &sp, stream);
-    sj_scan_params p = sj_scan_params_of(desc, &sh);
-    p.y = sj_dptr(desc->y.data);
-    p.sy = sh.sy;
-    p.final_state = sj_dptr(desc->final_state);
-    p.ckpt = sj_dptr(desc->checkpoint);
+        return sj_scan_fwd_split(ctx, desc, a, &sh, &sp, stream);
+    sj_scan_params p = sj_scan_params_of(desc, &a->in, &sh);
+    p.y = sj_dptr(sh.m.y.data);
+    p.sy = sh.m.y.stride;
+    p.final_state = sj_dptr(a->final_state);
+    p.ckpt = sj_dptr(a->checkpoint);
     return sj_scan_launch_fwd(ctx, desc->dtype, &sh, &p, stream);
 }
 
@@ -160,59 +221,36 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
 /* Backward                                                                 */
 /* ------------------------------------------------------------------------ */
 
-
-SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd_workspace_size(const ssmjit_selective_scan_desc *desc,
-                                                                  size_t *bytes)
-{
-    const char *op = "ssmjit_selective_scan_bwd_workspace_size";
-    sj_scan_extents sh;
-    SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
-    SJ_TRY(check_scan(op, desc, 0, &sh));
-    *bytes = sh.D > 0 ? sj_scan_bwd_layout_of(desc, &sh).total : 0;
-    return SSMJIT_OK;
-}
-
 /* A gradient pointer is required exactly when its input was given. */
 static ssmjit_status check_paired(const char *op, const void *input, const void *grad, const char *input_name,
                                   const char *grad_name)
 {
-    if (input && !grad)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s is NULL but %s is given", op, grad_name, input_name);
-    if (!input && grad)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s is set but %s is absent", op, grad_name, input_name);
+    SJ_FAIL_IF(input && !grad, SSMJIT_ERR_INVALID_ARG, "%s: %s is NULL but %s is given", op, grad_name, input_name);
+    SJ_FAIL_IF(!input && grad, SSMJIT_ERR_INVALID_ARG, "%s: %s is set but %s is absent", op, grad_name, input_name);
     return SSMJIT_OK;
 }
 
+/* The backward's gradients, resolved into sh. */
 static ssmjit_status check_grads(const char *op, const ssmjit_selective_scan_desc *desc,
-                                 const ssmjit_selective_scan_grads *gr, const sj_scan_extents *sh, int64_t s[6])
+                                 const ssmjit_selective_scan_bwd_args *a, sj_scan_extents *sh)
 {
-    SJ_TRY(sj_check_ptr(gr, op, "grads"));
-    const int act = sh->active;
-    const ssmjit_matrix *m[] = {&gr->dy, &gr->du, &gr->ddelta, &gr->dB, &gr->dC, &gr->dz};
-    static const char *const names[] = {"grads->dy", "grads->du", "grads->ddelta",
-                                        "grads->dB", "grads->dC", "grads->dz"};
-    for (int i = 0; i < 6; i++) {
-        char what[64];
-        const int64_t width = i == 3 || i == 4 ? sh->N : sh->D;
-        if (act && i < 5) {
-            snprintf(what, sizeof what, "%s.data", names[i]);
-            SJ_TRY(sj_check_ptr(m[i]->data, op, what));
-        }
-        snprintf(what, sizeof what, "%s.stride", names[i]);
-        SJ_TRY(sj_resolve_stride(m[i]->stride, width, op, what, &s[i]));
-        SJ_TRY(sj_check_size(sh->B, sh->L, s[i], op, what));
-    }
+    const ssmjit_dtype dt = desc->dtype;
+    SJ_TRY(check_act(op, "args->dy", &a->dy, dt, sh, sh->D, 1, &sh->m.dy));
+    SJ_TRY(check_act(op, "args->du", &a->du, dt, sh, sh->D, 1, &sh->m.du));
+    SJ_TRY(check_act(op, "args->ddelta", &a->ddelta, dt, sh, sh->D, 1, &sh->m.ddelta));
+    SJ_TRY(check_act(op, "args->dB", &a->dB, dt, sh, sh->N, 1, &sh->m.dB));
+    SJ_TRY(check_act(op, "args->dC", &a->dC, dt, sh, sh->N, 1, &sh->m.dC));
+    SJ_TRY(check_act(op, "args->dz", &a->dz, dt, sh, sh->D, 0, &sh->m.dz));
     if (sh->D > 0)
-        SJ_TRY(sj_check_ptr(gr->dA, op, "grads->dA"));
-    if (act)
-        SJ_TRY(check_paired(op, desc->z.data, gr->dz.data, "desc->z", "grads->dz.data"));
-    SJ_TRY(check_paired(op, desc->D, gr->dD, "desc->D", "grads->dD"));
-    SJ_TRY(check_paired(op, desc->delta_bias, gr->ddelta_bias, "desc->delta_bias", "grads->ddelta_bias"));
-    SJ_TRY(check_paired(op, desc->initial_state, gr->d_initial_state, "desc->initial_state",
-                          "grads->d_initial_state"));
+        SJ_TRY(sj_check_ptr(a->dA, op, "args->dA"));
+    if (sh->active)
+        SJ_TRY(check_paired(op, a->in.z.data, a->dz.data, "args->in.z", "args->dz.data"));
+    SJ_TRY(check_paired(op, a->in.D, a->dD, "args->in.D", "args->dD"));
+    SJ_TRY(check_paired(op, a->in.delta_bias, a->ddelta_bias, "args->in.delta_bias", "args->ddelta_bias"));
+    SJ_TRY(check_paired(op, a->in.initial_state, a->d_initial_state, "args->in.initial_state",
+                        "args->d_initial_state"));
     return SSMJIT_OK;
 }
-
 
 /* Queues the kernels a backward call launches, so that on a first call
  * their compiles overlap (the call then waits for the slowest, not for
@@ -240,51 +278,55 @@ static ssmjit_status request_bwd_kernels(ssmjit_context *ctx, ssmjit_dtype dtype
 }
 
 SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                                   const ssmjit_selective_scan_grads *grads, void *workspace,
-                                                   size_t workspace_bytes, void *stream)
+                                                   const ssmjit_selective_scan_bwd_args *args, void *stream)
 {
     const char *op = "ssmjit_selective_scan_bwd";
+    const ssmjit_selective_scan_bwd_args *a = args;
     sj_scan_extents sh;
-    int64_t s[6];
     SJ_TRY(sj_check_context(ctx, op));
-    SJ_TRY(check_scan(op, desc, 0, &sh));
-    SJ_TRY(check_grads(op, desc, grads, &sh, s));
+    SJ_TRY(check_desc(op, desc, &sh));
+    SJ_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof *a, "args",
+                        "SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args)"));
+    SJ_TRY(check_inputs(op, desc, &a->in, &sh));
+    SJ_TRY(check_checkpoint(op, desc, &sh, a->checkpoint));
+    SJ_TRY(check_grads(op, desc, a, &sh));
     if (sh.D == 0)
         return SSMJIT_OK;
-    const sj_scan_bwd_layout w = sj_scan_bwd_layout_of(desc, &sh);
-    SJ_TRY(sj_check_ptr(workspace, op, "workspace"));
-    if (workspace_bytes < w.total)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: workspace_bytes = %zu is below the %zu bytes required",
-                        op, workspace_bytes, w.total);
+    sj_scan_bwd_layout w;
     sj_scan_split sp;
-    SJ_TRY(sj_scan_split_given(ctx, desc, &sh, 1, op, &sp));
-    char *ws = workspace;
+    const size_t total = bwd_workspace(ctx, desc, &sh, &w, &sp);
+    SJ_TRY(sj_check_ptr(a->workspace, op, "args->workspace"));
+    SJ_FAIL_IF((uintptr_t)a->workspace % sizeof(float), SSMJIT_ERR_INVALID_ARG,
+               "%s: args->workspace is not 4-byte aligned", op);
+    SJ_FAIL_IF(a->workspace_bytes < total, SSMJIT_ERR_INVALID_ARG,
+               "%s: args->workspace_bytes = %zu is below the %zu bytes required", op, a->workspace_bytes, total);
+    char *ws = a->workspace;
 
     if (sh.B > 0) {
         SJ_TRY(request_bwd_kernels(ctx, desc->dtype, !desc->checkpoint && sh.nch > 1, sp.S > 1));
-        sj_scan_params p = sj_scan_params_of(desc, &sh);
-        p.ckpt = desc->checkpoint ? sj_dptr(desc->checkpoint) : sj_dptr(ws + w.ckpt);
+        sj_scan_params p = sj_scan_params_of(desc, &a->in, &sh);
+        p.ckpt = desc->checkpoint ? sj_dptr(a->checkpoint) : sj_dptr(ws + w.ckpt);
         if (!desc->checkpoint && sh.nch > 1)
             SJ_TRY(sj_scan_launch_states(ctx, desc->dtype, &sh, &p, stream));
-        p.dy = sj_dptr(grads->dy.data);
-        p.sdy = s[0];
-        p.dfinal = sj_dptr(grads->d_final_state);
-        p.du = sj_dptr(grads->du.data);
-        p.sdu = s[1];
-        p.ddelta = sj_dptr(grads->ddelta.data);
-        p.sddelta = s[2];
-        p.dz = sj_dptr(grads->dz.data);
-        p.sdz = s[5];
-        p.dinit = sj_dptr(grads->d_initial_state);
+        p.dy = sj_dptr(sh.m.dy.data);
+        p.sdy = sh.m.dy.stride;
+        p.dfinal = sj_dptr(a->d_final_state);
+        p.du = sj_dptr(sh.m.du.data);
+        p.sdu = sh.m.du.stride;
+        p.ddelta = sj_dptr(sh.m.ddelta.data);
+        p.sddelta = sh.m.ddelta.stride;
+        p.dz = sj_dptr(sh.m.dz.data);
+        p.sdz = sh.m.dz.stride;
+        p.dinit = sj_dptr(a->d_initial_state);
         if (sp.S > 1)
-            return sj_scan_bwd_split(ctx, desc, grads, &sh, s, &p, ws, &w, &sp, stream);
+            return sj_scan_bwd_split(ctx, desc, a, &sh, &p, ws, &w, &sp, ws + w.total, stream);
         p.ws_dA = sj_dptr(ws + w.dA);
         p.ws_dD = sj_dptr(ws + w.dD);
         p.ws_db = sj_dptr(ws + w.db);
-        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &sh, &p, ws, &w, sj_dptr(grads->dB.data), s[3],
-                                sj_dptr(grads->dC.data), s[4], stream));
+        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &sh, &p, ws, &w, sj_dptr(sh.m.dB.data), sh.m.dB.stride,
+                                sj_dptr(sh.m.dC.data), sh.m.dC.stride, stream));
     }
-    return sj_scan_reduce_params(ctx, grads, &sh, sh.B, ws + w.dA, ws + w.dD, ws + w.db, stream);
+    return sj_scan_reduce_params(ctx, a, &sh, sh.B, ws + w.dA, ws + w.dD, ws + w.db, stream);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -292,45 +334,54 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
 /* ------------------------------------------------------------------------ */
 
 SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, const ssmjit_state_update_desc *desc,
-                                                       void *stream)
+                                                       const ssmjit_state_update_args *args, void *stream)
 {
     const char *op = "ssmjit_selective_state_update";
+    const ssmjit_state_update_args *a = args;
     SJ_TRY(sj_check_context(ctx, op));
-    SJ_TRY(sj_check_ptr(desc, op, "desc"));
+    SJ_TRY(check_struct(op, desc, desc ? desc->struct_size : 0, sizeof *desc, "desc",
+                        "SSMJIT_STRUCT_INIT(ssmjit_state_update_desc)"));
     SJ_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
     SJ_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
     SJ_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
     SJ_TRY(check_dstate(op, desc->dstate));
+    SJ_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof *a, "args",
+                        "SSMJIT_STRUCT_INIT(ssmjit_state_update_args)"));
     const int64_t B = desc->batch, D = desc->dim, N = desc->dstate;
     const int act = B > 0 && D > 0;
-    sj_update_params p = {0};
-    SJ_TRY(check_matrix(op, "x", &desc->x, D, act, &p.sx));
-    SJ_TRY(check_matrix(op, "dt", &desc->dt, D, act, &p.sdt));
-    SJ_TRY(check_matrix(op, "B", &desc->B, N, act, &p.sB));
-    SJ_TRY(check_matrix(op, "C", &desc->C, N, act, &p.sC));
-    SJ_TRY(check_matrix(op, "z", &desc->z, D, 0, &p.sz));
-    SJ_TRY(check_matrix(op, "out", &desc->out, D, act, &p.sout));
-    int64_t widest = p.sx;
-    const int64_t strides[] = {p.sdt, p.sB, p.sC, p.sz, p.sout};
-    for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
-        widest = strides[i] > widest ? strides[i] : widest;
-    SJ_TRY(sj_check_size(B, widest, 1, op, "the extent B * stride"));
+    const size_t es = ssmjit_dtype_size(desc->dtype);
+    /* [B, D] and [B, N]: rows of a [rows, width] view */
+    const int req = SJ_MATRIX_ROWS | (act ? SJ_MATRIX_REQUIRED : 0);
+    ssmjit_matrix x, dt, Bm, Cm, z, out;
+    SJ_TRY(sj_check_matrix(op, "args->x", &a->x, es, 1, B, D, req, &x));
+    SJ_TRY(sj_check_matrix(op, "args->dt", &a->dt, es, 1, B, D, req, &dt));
+    SJ_TRY(sj_check_matrix(op, "args->B", &a->B, es, 1, B, N, req, &Bm));
+    SJ_TRY(sj_check_matrix(op, "args->C", &a->C, es, 1, B, N, req, &Cm));
+    SJ_TRY(sj_check_matrix(op, "args->z", &a->z, es, 1, B, D, SJ_MATRIX_ROWS, &z));
+    SJ_TRY(sj_check_matrix(op, "args->out", &a->out, es, 1, B, D, req, &out));
     SJ_TRY(sj_check_size(B, D, N * 32, op, "the state extent B * D * N"));
     if (!act)
         return SSMJIT_OK;
-    SJ_TRY(sj_check_ptr(desc->A, op, "desc->A"));
-    SJ_TRY(sj_check_ptr(desc->state, op, "desc->state"));
+    SJ_TRY(sj_check_ptr(a->A, op, "args->A"));
+    SJ_TRY(sj_check_ptr(a->state, op, "args->state"));
 
-    p.x = sj_dptr(desc->x.data);
-    p.dt = sj_dptr(desc->dt.data);
-    p.z = sj_dptr(desc->z.data);
-    p.B = sj_dptr(desc->B.data);
-    p.C = sj_dptr(desc->C.data);
-    p.A = sj_dptr(desc->A);
-    p.Dv = sj_dptr(desc->D);
-    p.dt_bias = sj_dptr(desc->dt_bias);
-    p.state = sj_dptr(desc->state);
-    p.out = sj_dptr(desc->out.data);
+    sj_update_params p = {0};
+    p.sx = x.stride;
+    p.sdt = dt.stride;
+    p.sB = Bm.stride;
+    p.sC = Cm.stride;
+    p.sz = z.stride;
+    p.sout = out.stride;
+    p.x = sj_dptr(a->x.data);
+    p.dt = sj_dptr(a->dt.data);
+    p.z = sj_dptr(a->z.data);
+    p.B = sj_dptr(a->B.data);
+    p.C = sj_dptr(a->C.data);
+    p.A = sj_dptr(a->A);
+    p.Dv = sj_dptr(a->D);
+    p.dt_bias = sj_dptr(a->dt_bias);
+    p.state = sj_dptr(a->state);
+    p.out = sj_dptr(a->out.data);
     p.batch = B;
     p.D = D;
     p.N = N;
@@ -349,6 +400,6 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, cons
     SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_STATE_UPDATE, SJ_ROLE_FORWARD, name, &fn));
     sj_dim3 grid = {(unsigned)blocks, B < SJ_SCAN_MAX_BATCH ? (unsigned)B : SJ_SCAN_MAX_BATCH, 1};
     sj_dim3 block = {SJ_SCAN_FLAT_THREADS, 1, 1};
-    void *args[] = {&p};
-    return sj_launch(ctx, fn, grid, block, 0, stream, args);
+    void *kernel_args[] = {&p};
+    return sj_launch(ctx, fn, grid, block, 0, stream, kernel_args);
 }

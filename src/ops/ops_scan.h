@@ -17,13 +17,14 @@
 void sj_scan_force_shape(int ns, int bd, int buffers);
 
 /* Forces the split over L of the forward and backward
- * (ssmjit_selective_scan_split_size):
+ * (ssmjit_selective_scan_fwd_workspace_size, _bwd_workspace_size):
  * 0 restores the automatic choice, 1 never splits, S >= 2 splits into S
  * segments a row wherever a split can be made (S <= 64, segments of at
  * least one token, whole chunks with a checkpoint and in the backward,
- * several rows only where the segments cover L) and the op has a split
- * workspace.  Not thread-safe: for tests and the benchmark
- * only. */
+ * several rows only where the segments cover L): the workspace sizes
+ * then count the split's part, and the forward splits where it is given
+ * its workspace, the backward always.  Not thread-safe: for tests and
+ * the benchmark only. */
 void sj_scan_force_split(int segments);
 
 /* Segments a row that the forward (backward = 0) or the backward over B

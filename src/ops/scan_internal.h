@@ -51,12 +51,17 @@ typedef struct sj_scan_params {
 } sj_scan_params;
 _Static_assert(sizeof(sj_scan_params) == 45 * 8, "layout of sj_scan_params in scan_common.cuh");
 
-/* A checked descriptor's extents and strides. */
+/* A checked call's extents and activations. */
 typedef struct sj_scan_extents {
     int64_t B, L, D, N;
     int64_t S;   /* segments: batch rows, or packed sequences */
     int64_t nch; /* chunks of SJ_SCAN_CHUNK tokens */
-    int64_t su, sdelta, sz, sB, sC, sy;
+    /* the activations as sj_check_matrix resolved them (both strides set;
+     * the forward's y, the backward's gradients, zero where a call has
+     * none) */
+    struct {
+        ssmjit_matrix u, delta, z, B, C, y, dy, du, ddelta, dB, dC, dz;
+    } m;
     int active;  /* B * L * D > 0: activations are read */
 } sj_scan_extents;
 
@@ -94,14 +99,19 @@ static inline sj_dim3 sj_scan_flat_grid(int64_t items)
 }
 
 
-/* ops_scan.c */
+/* scan_launch.c */
 
-/* The forward kernels' arguments of desc's inputs over sh's rows. */
+/* Bytes of the checkpoint of sh's rows. */
 size_t sj_scan_checkpoint_bytes(const sj_scan_extents *sh);
 
+/* The backward's workspace without the split's part (which follows it,
+ * at `total`, where the backward splits). */
 sj_scan_bwd_layout sj_scan_bwd_layout_of(const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh);
 
-sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh);
+/* The forward kernels' arguments of the inputs `in` (sh's activations)
+ * over sh's rows. */
+sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const ssmjit_selective_scan_inputs *in,
+                                 const sj_scan_extents *sh);
 
 /* The modelled cycles a chunk of the busiest SM for the forward over
  * sh's rows in the fastest shape (forced ones aside), -1 where none fits. */
@@ -127,36 +137,38 @@ ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj
                                char *ws, const sj_scan_bwd_layout *w, uint64_t dB, int64_t sdB, uint64_t dC, int64_t sdC,
                                void *stream);
 
-/* dA, dD, ddelta_bias from `rows` rows of per-row partials (zeros when
- * there are none). */
-ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_grads *gr,
+/* a's dA, dD, ddelta_bias from `rows` rows of per-row partials (zeros
+ * when there are none). */
+ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_bwd_args *a,
                                     const sj_scan_extents *sh, int64_t rows, const char *pdA, const char *pdD,
                                     const char *pdb, void *stream);
 
 /* scan_split.c */
 
 /* The split of the forward (bwd = 0) or backward that the model times
- * fastest on ctx's device (S = 1: none). */
+ * fastest on ctx's device (S = 1: none); it depends on desc alone (and
+ * the device), so the size queries give it. */
 sj_scan_split sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
                               int bwd);
 
-/* The split plan of an op (bwd: the backward) whose caller gave a split
- * workspace, S = 1 without one; an error where it does not hold the
- * plan's. */
-ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
-                                  int bwd, const char *op, sj_scan_split *sp);
+/* The forward's split: the plan where the caller gave a workspace,
+ * S = 1 without one; an error where it does not hold the plan's. */
+ssmjit_status sj_scan_fwd_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                      const ssmjit_selective_scan_fwd_args *a, const sj_scan_extents *sh,
+                                      const char *op, sj_scan_split *sp);
 
-/* The forward over plan sp's segments. */
-ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
+/* The forward over plan sp's segments, in a's workspace. */
+ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                const ssmjit_selective_scan_fwd_args *a, const sj_scan_extents *sh,
                                 const sj_scan_split *sp, void *stream);
 
 /* The backward over plan sp's segments: p holds the op's inputs,
- * gradients, checkpoint and d_final_state (s[] the gradients' strides:
- * dy, du, ddelta, dB, dC, dz), ws and w its workspace; the per-row
- * partials go to the split workspace, then into dA, dD and ddelta_bias. */
+ * gradients, checkpoint and d_final_state, ws and w its workspace, sw
+ * the split's part of it; the per-row partials go to the split's part,
+ * then into a's dA, dD and ddelta_bias. */
 ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                const ssmjit_selective_scan_grads *gr, const sj_scan_extents *sh, const int64_t s[6],
+                                const ssmjit_selective_scan_bwd_args *a, const sj_scan_extents *sh,
                                 const sj_scan_params *p, char *ws, const sj_scan_bwd_layout *w, const sj_scan_split *sp,
-                                void *stream);
+                                char *sw, void *stream);
 
 #endif

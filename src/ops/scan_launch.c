@@ -25,24 +25,25 @@ size_t sj_scan_checkpoint_bytes(const sj_scan_extents *sh)
     return (size_t)sh->B * (size_t)sh->nch * (size_t)sh->D * (size_t)sh->N * sizeof(float);
 }
 
-sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh)
+sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const ssmjit_selective_scan_inputs *in,
+                                 const sj_scan_extents *sh)
 {
     sj_scan_params p = {0};
-    p.u = sj_dptr(desc->u.data);
-    p.delta = sj_dptr(desc->delta.data);
-    p.z = sj_dptr(desc->z.data);
-    p.B = sj_dptr(desc->B.data);
-    p.C = sj_dptr(desc->C.data);
-    p.su = sh->su;
-    p.sdelta = sh->sdelta;
-    p.sz = sh->sz;
-    p.sB = sh->sB;
-    p.sC = sh->sC;
-    p.A = sj_dptr(desc->A);
-    p.Dv = sj_dptr(desc->D);
-    p.dbias = sj_dptr(desc->delta_bias);
-    p.init = sj_dptr(desc->initial_state);
-    p.cu = sj_dptr(desc->cu_seqlens);
+    p.u = sj_dptr(sh->m.u.data);
+    p.delta = sj_dptr(sh->m.delta.data);
+    p.z = sj_dptr(sh->m.z.data);
+    p.B = sj_dptr(sh->m.B.data);
+    p.C = sj_dptr(sh->m.C.data);
+    p.su = sh->m.u.stride;
+    p.sdelta = sh->m.delta.stride;
+    p.sz = sh->m.z.stride;
+    p.sB = sh->m.B.stride;
+    p.sC = sh->m.C.stride;
+    p.A = sj_dptr(in->A);
+    p.Dv = sj_dptr(in->D);
+    p.dbias = sj_dptr(in->delta_bias);
+    p.init = sj_dptr(in->initial_state);
+    p.cu = sj_dptr(in->cu_seqlens);
     p.L = sh->L;
     p.D = sh->D;
     p.N = sh->N;
@@ -315,14 +316,14 @@ ssmjit_status sj_scan_bwd_kernel(ssmjit_context *ctx, const char *kernel, const 
     return sj_kernel_get(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, name, fn);
 }
 
-ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_grads *gr,
+ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_bwd_args *a,
                                     const sj_scan_extents *sh, int64_t rows, const char *pdA, const char *pdD,
                                     const char *pdb, void *stream)
 {
     CUfunction fn;
     SJ_TRY(sj_scan_bwd_kernel(ctx, "scan_bwd_reduce_params", NULL, &fn));
     uint64_t wdA = sj_dptr(pdA), wdD = sj_dptr(pdD), wdb = sj_dptr(pdb);
-    uint64_t dA = sj_dptr(gr->dA), dD = sj_dptr(gr->dD), db = sj_dptr(gr->ddelta_bias);
+    uint64_t dA = sj_dptr(a->dA), dD = sj_dptr(a->dD), db = sj_dptr(a->ddelta_bias);
     int64_t D = sh->D, N = sh->N;
     void *args[] = {&wdA, &wdD, &wdb, &rows, &D, &N, &dA, &dD, &db};
     sj_dim3 block = {SJ_SCAN_FLAT_THREADS, 1, 1};

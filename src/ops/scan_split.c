@@ -1,6 +1,7 @@
 /* The split over L of the selective scan's forward and backward
- * (ssmjit_selective_scan_split_size; kernels_src/scan_common.cuh says
- * how): the plan, and the passes over views of a row's segments. */
+ * (ssmjit_selective_scan_fwd_workspace_size and _bwd_workspace_size;
+ * kernels_src/scan_common.cuh says how): the plan, and the passes over
+ * views of a row's segments. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -208,14 +209,14 @@ static sj_scan_split plan_for(ssmjit_context *ctx, const sj_scan_extents *sh, in
 
 /* The op's split: the backward's segments are whole chunks (it reads the
  * checkpoint through the view), as the forward's where it writes one.
- * Never with cu_seqlens (the segments would need carrying across the
- * sequences' starts). */
+ * Never with packed sequences (the segments would need carrying across
+ * the sequences' starts). */
 sj_scan_split sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
                               int bwd)
 {
-    if (desc->cu_seqlens)
+    if (desc->num_seqs >= 1)
         return no_split(sh);
-    return plan_for(ctx, sh, bwd || desc->checkpoint != NULL, bwd);
+    return plan_for(ctx, sh, bwd || desc->checkpoint != 0, bwd);
 }
 
 int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
@@ -230,24 +231,21 @@ int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_
     return plan_for(ctx, &sh, backward || checkpoint, backward).S;
 }
 
-/* The split plan of an op (bwd: the backward) whose caller gave a split
- * workspace, S = 1 without one; an error where it does not hold the
- * plan's. */
-ssmjit_status sj_scan_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                  const sj_scan_extents *sh, int bwd, const char *op, sj_scan_split *sp)
+ssmjit_status sj_scan_fwd_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                      const ssmjit_selective_scan_fwd_args *a, const sj_scan_extents *sh,
+                                      const char *op, sj_scan_split *sp)
 {
     *sp = no_split(sh);
-    if (!desc->split_workspace)
+    if (!a->workspace)
         return SSMJIT_OK;
-    const sj_scan_split plan = sj_scan_split_plan(ctx, desc, sh, bwd);
+    const sj_scan_split plan = sj_scan_split_plan(ctx, desc, sh, 0);
     if (plan.S == 1)
         return SSMJIT_OK;
-    if ((uintptr_t)desc->split_workspace % sizeof(float))
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->split_workspace is not 4-byte aligned", op);
-    if (desc->split_workspace_bytes < plan.bytes)
-        return sj_error(SSMJIT_ERR_INVALID_ARG,
-                        "%s: desc->split_workspace_bytes = %zu is below the %zu bytes the split needs", op,
-                        desc->split_workspace_bytes, plan.bytes);
+    SJ_FAIL_IF((uintptr_t)a->workspace % sizeof(float), SSMJIT_ERR_INVALID_ARG,
+               "%s: args->workspace is not 4-byte aligned", op);
+    SJ_FAIL_IF(a->workspace_bytes < plan.bytes, SSMJIT_ERR_INVALID_ARG,
+               "%s: args->workspace_bytes = %zu is below the %zu bytes the split needs", op, a->workspace_bytes,
+               plan.bytes);
     *sp = plan;
     return SSMJIT_OK;
 }
@@ -277,29 +275,36 @@ static uint64_t row_at(const void *x, int64_t row, int64_t stride, size_t elem)
     return x ? sj_dptr(x) + (uint64_t)(row * stride) * elem : 0;
 }
 
+/* Token `row` of a one-row activation m (0 for an absent one). */
+static uint64_t token_at(const ssmjit_matrix *m, int64_t row, size_t elem)
+{
+    return row_at(m->data, row, m->stride, elem);
+}
+
 /* Points q's inputs at sh's one row's tokens from r0 on (a split's tail). */
 static void tail_inputs(sj_scan_params *q, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh, int64_t r0)
 {
     const size_t es = ssmjit_dtype_size(desc->dtype);
-    q->u = row_at(desc->u.data, r0, sh->su, es);
-    q->delta = row_at(desc->delta.data, r0, sh->sdelta, es);
-    q->z = row_at(desc->z.data, r0, sh->sz, es);
-    q->B = row_at(desc->B.data, r0, sh->sB, es);
-    q->C = row_at(desc->C.data, r0, sh->sC, es);
+    q->u = token_at(&sh->m.u, r0, es);
+    q->delta = token_at(&sh->m.delta, r0, es);
+    q->z = token_at(&sh->m.z, r0, es);
+    q->B = token_at(&sh->m.B, r0, es);
+    q->C = token_at(&sh->m.C, r0, es);
 }
 
 /* The segments' sums of dt, by the forward's module (bwd = 0) or the
  * backward's, each computing dt as its scan does. */
 static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                        const sj_scan_extents *v, float *dtsum, int bwd, void *stream)
+                                        const ssmjit_selective_scan_inputs *in, const sj_scan_extents *v, float *dtsum,
+                                        int bwd, void *stream)
 {
     char name[48];
     snprintf(name, sizeof name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
     CUfunction fn;
     SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
                          name, &fn));
-    uint64_t delta = sj_dptr(desc->delta.data), dbias = sj_dptr(desc->delta_bias), out = sj_dptr(dtsum);
-    int64_t sdelta = v->sdelta, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
+    uint64_t delta = sj_dptr(v->m.delta.data), dbias = sj_dptr(in->delta_bias), out = sj_dptr(dtsum);
+    int64_t sdelta = v->m.delta.stride, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
     void *args[] = {&delta, &sdelta, &dbias, &softplus, &Ls, &D, &out};
     sj_dim3 grid = {(unsigned)sj_ceil_div(D, SPLIT_CH), (unsigned)v->B, 1};
     sj_dim3 block = {SPLIT_CH * SPLIT_SLICES, 1, 1};
@@ -309,14 +314,14 @@ static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_select
 /* scan_split_carry of the forward's module (bwd = 0, states: first
  * segment first) or the backward's (adjoints: last segment first); see
  * kernels_src/scan_common.cuh. */
-static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_selective_scan_inputs *in,
                                         const sj_scan_extents *sh, int64_t S, int bwd, const void *from,
                                         const float *dtsum, const float *own, float *out, void *last, void *stream)
 {
     CUfunction fn;
     SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
                          "scan_split_carry", &fn));
-    uint64_t A = sj_dptr(desc->A), f = sj_dptr(from), sums = sj_dptr(dtsum), parts = sj_dptr(own), to = sj_dptr(out),
+    uint64_t A = sj_dptr(in->A), f = sj_dptr(from), sums = sj_dptr(dtsum), parts = sj_dptr(own), to = sj_dptr(out),
              end = sj_dptr(last);
     int64_t B = sh->B, D = sh->D, N = sh->N, reverse = bwd;
     void *args[] = {&A, &f, &sums, &parts, &to, &end, &B, &S, &D, &N, &reverse};
@@ -325,16 +330,17 @@ static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_select
 }
 
 /* The forward over the segments of plan sp. */
-ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
+ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+                                const ssmjit_selective_scan_fwd_args *a, const sj_scan_extents *sh,
                                 const sj_scan_split *sp, void *stream)
 {
-    char *ws = desc->split_workspace;
+    char *ws = a->workspace;
     float *st = (float *)(ws + sp->part[SJ_SPLIT_ST]), *last = (float *)(ws + sp->part[SJ_SPLIT_LAST]),
           *dtsum = (float *)(ws + sp->part[SJ_SPLIT_FWD_DT]);
     const sj_scan_extents v = split_view(sh, sp);
-    sj_scan_params p = sj_scan_params_of(desc, &v);
-    p.y = sj_dptr(desc->y.data);
-    p.sy = sh->sy;
+    sj_scan_params p = sj_scan_params_of(desc, &a->in, &v);
+    p.y = sj_dptr(sh->m.y.data);
+    p.sy = sh->m.y.stride;
     p.init = 0;
     p.final_state = sj_dptr(st);
     p.ckpt = 0;
@@ -344,27 +350,27 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     const char *const split_kernels[] = {dtsum_name, "scan_split_carry"};
     SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 2));
     SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
-    SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 0, stream));
-    SJ_TRY(launch_split_carry(ctx, desc, sh, sp->S, 0, desc->initial_state, dtsum, st, st,
-                              sp->tail ? last : desc->final_state, stream));
+    SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, dtsum, 0, stream));
+    SJ_TRY(launch_split_carry(ctx, &a->in, sh, sp->S, 0, a->in.initial_state, dtsum, st, st,
+                              sp->tail ? last : a->final_state, stream));
     p.init = sj_dptr(st);
     p.final_state = 0;
     /* the segments' chunks are the rows' (whole chunks a segment), so the
      * view's checkpoint is the rows' */
-    p.ckpt = sj_dptr(desc->checkpoint);
+    p.ckpt = sj_dptr(a->checkpoint);
     SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
     if (!sp->tail)
         return SSMJIT_OK;
     /* The one row's last tokens, from the state the carry left them. */
     const sj_scan_extents t = split_tail(sh, sp);
     const int64_t r0 = sp->S * sp->Ls;
-    sj_scan_params q = sj_scan_params_of(desc, &t);
+    sj_scan_params q = sj_scan_params_of(desc, &a->in, &t);
     tail_inputs(&q, desc, sh, r0);
-    q.y = row_at(desc->y.data, r0, sh->sy, ssmjit_dtype_size(desc->dtype));
-    q.sy = sh->sy;
+    q.y = token_at(&sh->m.y, r0, ssmjit_dtype_size(desc->dtype));
+    q.sy = sh->m.y.stride;
     q.init = sj_dptr(last);
-    q.final_state = sj_dptr(desc->final_state);
-    q.ckpt = row_at(desc->checkpoint, sp->S * (sp->Ls / SJ_SCAN_CHUNK), sh->D * sh->N, sizeof(float));
+    q.final_state = sj_dptr(a->final_state);
+    q.ckpt = row_at(a->checkpoint, sp->S * (sp->Ls / SJ_SCAN_CHUNK), sh->D * sh->N, sizeof(float));
     return sj_scan_launch_fwd(ctx, desc->dtype, &t, &q, stream);
 }
 
@@ -380,14 +386,13 @@ static ssmjit_status launch_bwd_flat(ssmjit_context *ctx, const char *kernel, in
 
 /* The backward over plan sp's segments (kernels_src/scan_bwd.cu says how):
  * p holds the op's inputs, gradients, checkpoint and d_final_state; the
- * per-row partials go to the split workspace, then into dA, dD and
- * ddelta_bias. */
+ * per-row partials go to the split's part of the workspace (sw), then
+ * into dA, dD and ddelta_bias. */
 ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                const ssmjit_selective_scan_grads *gr, const sj_scan_extents *sh, const int64_t s[6],
+                                const ssmjit_selective_scan_bwd_args *a, const sj_scan_extents *sh,
                                 const sj_scan_params *op, char *ws, const sj_scan_bwd_layout *w, const sj_scan_split *sp,
-                                void *stream)
+                                char *sw, void *stream)
 {
-    char *sw = desc->split_workspace;
     float *starts = (float *)(sw + sp->part[SJ_SPLIT_STARTS]), *local = (float *)(sw + sp->part[SJ_SPLIT_LOCAL]),
           *enter = (float *)(sw + sp->part[SJ_SPLIT_ENTER]), *dtsum = (float *)(sw + sp->part[SJ_SPLIT_BWD_DT]),
           *tail_dinit = (float *)(sw + sp->part[SJ_SPLIT_TAIL]);
@@ -400,10 +405,10 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         void *args[] = {&ck, &init, &out, &B, &Sv, &nch, &D, &N};
         SJ_TRY(launch_bwd_flat(ctx, "scan_split_starts", R * DN, args, stream));
     }
-    SJ_TRY(launch_split_dtsum(ctx, desc, &v, dtsum, 1, stream));
+    SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, dtsum, 1, stream));
     /* The tail (one row) first: what enters its end is the op's, and what
      * leaves its start enters the segments. */
-    const uint64_t dB = sj_dptr(gr->dB.data), dC = sj_dptr(gr->dC.data);
+    const ssmjit_matrix *dB = &sh->m.dB, *dC = &sh->m.dC;
     if (sp->tail) {
         const sj_scan_extents t = split_tail(sh, sp);
         const int64_t r0 = S * sp->Ls;
@@ -412,10 +417,10 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         q.L = t.L;
         q.nseq = 1;
         tail_inputs(&q, desc, sh, r0);
-        q.dy = row_at(gr->dy.data, r0, s[0], es);
-        q.du = row_at(gr->du.data, r0, s[1], es);
-        q.ddelta = row_at(gr->ddelta.data, r0, s[2], es);
-        q.dz = row_at(gr->dz.data, r0, s[5], es);
+        q.dy = token_at(&sh->m.dy, r0, es);
+        q.du = token_at(&sh->m.du, r0, es);
+        q.ddelta = token_at(&sh->m.ddelta, r0, es);
+        q.dz = token_at(&sh->m.dz, r0, es);
         /* the tail's chunks follow the segments' in the checkpoint, and
          * its state entering is the one after their last chunk */
         const void *ckpt = (const void *)(uintptr_t)op->ckpt;
@@ -425,8 +430,8 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         q.ws_dA = sj_dptr(sw + sp->part[SJ_SPLIT_DA]) + (uint64_t)(R * DN) * sizeof(float);
         q.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]) + (uint64_t)(R * D) * sizeof(float);
         q.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]) + (uint64_t)(R * D) * sizeof(float);
-        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &t, &q, ws, w, row_at(gr->dB.data, r0, s[3], es), s[3],
-                                row_at(gr->dC.data, r0, s[4], es), s[4], stream));
+        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &t, &q, ws, w, token_at(dB, r0, es), dB->stride,
+                                token_at(dC, r0, es), dC->stride, stream));
     }
     /* The segments with no adjoint entering their ends: the gradients of
      * their start states alone (the other outputs are overwritten). */
@@ -439,14 +444,15 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.ws_dA = sj_dptr(sw + sp->part[SJ_SPLIT_DA]);
     p.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]);
     p.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]);
-    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, dB, s[3], dC, s[4], stream));
-    SJ_TRY(launch_split_carry(ctx, desc, sh, S, 1, sp->tail ? (const void *)tail_dinit : gr->d_final_state, dtsum,
-                              local, enter, gr->d_initial_state, stream));
+    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, sj_dptr(dB->data), dB->stride, sj_dptr(dC->data),
+                            dC->stride, stream));
+    SJ_TRY(launch_split_carry(ctx, &a->in, sh, S, 1, sp->tail ? (const void *)tail_dinit : a->d_final_state, dtsum,
+                              local, enter, a->d_initial_state, stream));
     /* Again, with the carried adjoints entering the segments' ends. */
     p.dfinal = sj_dptr(enter);
     p.dinit = 0;
-    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, dB, s[3], dC, s[4], stream));
-    return sj_scan_reduce_params(ctx, gr, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SJ_SPLIT_DA],
+    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, sj_dptr(dB->data), dB->stride, sj_dptr(dC->data),
+                            dC->stride, stream));
+    return sj_scan_reduce_params(ctx, a, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SJ_SPLIT_DA],
                                  sw + sp->part[SJ_SPLIT_DD], sw + sp->part[SJ_SPLIT_DB], stream);
 }
-
