@@ -56,8 +56,9 @@ extern "C" {
 #define SSMJIT_VERSION_PATCH 0
 
 /* A struct a caller fills, zeroed but for its struct_size (C99 and
- * later; `type` must be a struct whose first member is struct_size). */
-#define SSMJIT_STRUCT_INIT(type) ((type){sizeof(type)})
+ * later; `type` must be a struct whose first member is struct_size).  The
+ * designated initializer keeps -Wextra's missing-field-initializers quiet. */
+#define SSMJIT_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
 
 /* ------------------------------------------------------------------------ */
 /* Status and errors                                                        */
