@@ -43,11 +43,11 @@ static ssmjit_status norm_bwd(ssmjit_model *m, const sj_model_ws *ws, void *base
                               ssmjit_matrix d_resid, void *stream)
 {
     int64_t rows = m->train.batch * m->train.seqlen;
-    ssmjit_rmsnorm_desc nd = {m->dtype, rows, m->cfg.d_model, (float)m->cfg.norm_eps, 1, m->res_dtype};
-    return ssmjit_rmsnorm_bwd(m->ctx, &nd, (ssmjit_matrix){(void *)h, 0}, (const void *)(uintptr_t)w->data,
-                              rstd, (ssmjit_matrix){sj_ws(base, ws->dnormed), 0}, d_resid_out,
-                              (ssmjit_matrix){sj_ws(base, ws->dx), 0}, d_resid, grad(w),
-                              sj_ws(base, ws->norm_ws), ws->norm_ws_bytes, stream);
+    ssmjit_rmsnorm_desc nd = {sizeof nd, m->dtype, rows, m->cfg.d_model, m->cfg.norm_eps, 1, m->res_dtype};
+    ssmjit_rmsnorm_bwd_args na = {sizeof na, {(void *)h, 0, 0}, (const void *)(uintptr_t)w->data, rstd,
+                                  {sj_ws(base, ws->dnormed), 0, 0}, d_resid_out, {sj_ws(base, ws->dx), 0, 0},
+                                  d_resid, grad(w), sj_ws(base, ws->norm_ws), ws->norm_ws_bytes};
+    return ssmjit_rmsnorm_bwd(m->ctx, &nd, &na, stream);
 }
 
 /* Layer l from the gradient of its output (ws->dx) and of its residual
@@ -98,12 +98,12 @@ static ssmjit_status layer_bwd(ssmjit_model *m, const sj_model_ws *ws, void *bas
     SJ_TRY(sj_model_gemm(m, dbl, di, bl, ddbl, dbl, 1, xc, di, 0, grad(sj_layer_tensor(m, l, SJ_L_X_PROJ)),
                          di, SSMJIT_F32, 0.0f, stream));
     /* conv1d + SiLU, into the x half of in_proj's output gradient */
-    ssmjit_conv1d_desc cd = {m->dtype, B, L, di, (int)c->d_conv, 1};
-    ssmjit_conv1d_inputs in = {{xz, 2 * di}, sj_lw(m, l, SJ_L_CONV), sj_lw(m, l, SJ_L_CONV_BIAS), NULL};
-    ssmjit_conv1d_grads cg = {{dxz, 2 * di}, grad(sj_layer_tensor(m, l, SJ_L_CONV)),
-                              grad(sj_layer_tensor(m, l, SJ_L_CONV_BIAS)), NULL};
-    SJ_TRY(ssmjit_causal_conv1d_bwd(m->ctx, &cd, &in, (ssmjit_matrix){dxc, 0}, NULL, &cg,
-                                    sj_ws(base, ws->conv_ws), ws->conv_ws_bytes, stream));
+    ssmjit_conv1d_desc cd = {sizeof cd, m->dtype, B, L, di, (int)c->d_conv, 1};
+    ssmjit_conv1d_bwd_args ca = {sizeof ca, {xz, 2 * di, 0}, sj_lw(m, l, SJ_L_CONV), sj_lw(m, l, SJ_L_CONV_BIAS),
+                                 NULL, {dxc, 0, 0}, NULL, {dxz, 2 * di, 0}, grad(sj_layer_tensor(m, l, SJ_L_CONV)),
+                                 grad(sj_layer_tensor(m, l, SJ_L_CONV_BIAS)), NULL, sj_ws(base, ws->conv_ws),
+                                 ws->conv_ws_bytes};
+    SJ_TRY(ssmjit_causal_conv1d_bwd(m->ctx, &cd, &ca, stream));
     /* in_proj */
     SJ_TRY(sj_model_gemm(m, bl, dm, 2 * di, dxz, 2 * di, 0, sj_lw(m, l, SJ_L_IN_PROJ), dm, 0,
                          sj_ws(base, ws->dnormed), dm, m->dtype, 0.0f, stream));

@@ -39,21 +39,21 @@ ssmjit_status sj_model_norm_fwd(ssmjit_model *m, int64_t rows, ssmjit_matrix x,
                                 ssmjit_matrix residual, const void *weight, void *normed,
                                 void *resid_out, void *rstd, void *stream)
 {
-    ssmjit_rmsnorm_desc nd = {m->dtype, rows, m->cfg.d_model, (float)m->cfg.norm_eps, 1, m->res_dtype};
-    return ssmjit_rmsnorm_fwd(m->ctx, &nd, x, residual, weight, (ssmjit_matrix){normed, 0},
-                              (ssmjit_matrix){resid_out, 0}, rstd, stream);
+    ssmjit_rmsnorm_desc nd = {sizeof nd, m->dtype, rows, m->cfg.d_model, m->cfg.norm_eps, 1, m->res_dtype};
+    ssmjit_rmsnorm_fwd_args na = {sizeof na, x, residual, weight, {normed, 0, 0}, {resid_out, 0, 0}, rstd};
+    return ssmjit_rmsnorm_fwd(m->ctx, &nd, &na, stream);
 }
 
 ssmjit_status sj_model_conv_fwd(ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l,
                                 int64_t B, int64_t L, void *stream)
 {
     const ssmjit_model_config *c = &m->cfg;
-    ssmjit_conv1d_desc cd = {m->dtype, B, L, c->d_inner, (int)c->d_conv, 1};
-    ssmjit_conv1d_inputs in = {{sj_ws(base, ws->xz + l * ws->layer_stride), 2 * c->d_inner},
-                               sj_lw(m, l, SJ_L_CONV), sj_lw(m, l, SJ_L_CONV_BIAS), NULL};
-    return ssmjit_causal_conv1d_fwd(m->ctx, &cd, &in,
-                                    (ssmjit_matrix){sj_ws(base, ws->xc + l * ws->xc_stride), 0}, NULL,
-                                    stream);
+    ssmjit_conv1d_desc cd = {sizeof cd, m->dtype, B, L, c->d_inner, (int)c->d_conv, 1};
+    ssmjit_conv1d_fwd_args ca = {sizeof ca,
+                                 {sj_ws(base, ws->xz + l * ws->layer_stride), 2 * c->d_inner, 0},
+                                 sj_lw(m, l, SJ_L_CONV), sj_lw(m, l, SJ_L_CONV_BIAS), NULL,
+                                 {sj_ws(base, ws->xc + l * ws->xc_stride), 0, 0}, NULL};
+    return ssmjit_causal_conv1d_fwd(m->ctx, &cd, &ca, stream);
 }
 
 ssmjit_status sj_model_scan_fwd(ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l,

@@ -38,11 +38,10 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
                              sj_lw(m, l, SJ_L_NORM), sj_ws(base, ws->normed), resid, NULL, stream));
     SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_IN_PROJ), B, sj_ws(base, ws->normed), dm, xz, 2 * di,
                            stream));
-    ssmjit_conv1d_desc cd = {m->dtype, B, 1, di, (int)c->d_conv, 1};
-    SJ_TRY(ssmjit_causal_conv1d_update(m->ctx, &cd, (ssmjit_matrix){xz, 2 * di}, sj_lw(m, l, SJ_L_CONV),
-                                       sj_lw(m, l, SJ_L_CONV_BIAS),
-                                       (float *)a->conv_state + l * B * di * c->d_conv,
-                                       (ssmjit_matrix){xc, 0}, stream));
+    ssmjit_conv1d_desc cd = {sizeof cd, m->dtype, B, 1, di, (int)c->d_conv, 1};
+    ssmjit_conv1d_update_args ca = {sizeof ca, {xz, 2 * di, 0}, sj_lw(m, l, SJ_L_CONV), sj_lw(m, l, SJ_L_CONV_BIAS),
+                                    (float *)a->conv_state + l * B * di * c->d_conv, {xc, 0, 0}};
+    SJ_TRY(ssmjit_causal_conv1d_update(m->ctx, &cd, &ca, stream));
     SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_X_PROJ), B, xc, di, xdbl, dbl, stream));
     SJ_TRY(sj_model_linear(m, sj_layer_tensor(m, l, SJ_L_DT_PROJ), B, xdbl, dbl, dt, di, stream));
     ssmjit_state_update_desc ud = {
