@@ -58,7 +58,8 @@ extern "C" {
 #define SSMJIT_VERSION_PATCH 0
 
 /* A struct a caller fills, zeroed but for its struct_size (C99 and
- * later; `type` must be a struct whose first member is struct_size). */
+ * later; `type` must be a struct whose first member is struct_size).  The
+ * designated initializer keeps -Wextra's missing-field-initializers quiet. */
 #define SSMJIT_STRUCT_INIT(type) ((type){.struct_size = sizeof(type)})
 
 /* ------------------------------------------------------------------------ */
@@ -475,11 +476,21 @@ typedef struct ssmjit_matrix {
 /* Elementwise ops (module "elementwise")                                   */
 /* ------------------------------------------------------------------------ */
 /*
- * Every elementwise op works on a [rows, cols] matrix whose rows are `stride`
- * elements apart (0 means contiguous: stride = cols), so the halves of a
- * wider activation can be used in place.  Arithmetic is in f32.  rows or
- * cols of 0 is a no-op.  The output may alias an input only if both have the
- * same stride (in place).
+ * Every elementwise op works on [rows, cols] matrices: each operand is an
+ * ssmjit_matrix whose rows are `stride` elements apart (0 means contiguous:
+ * stride = cols; batch_stride must be 0), so the halves of a wider
+ * activation can be used in place.  Arithmetic is in f32.  rows or cols of
+ * 0 is a no-op (no operand is then required).  An output may alias an input
+ * only if both have the same stride (in place).
+ *
+ * Errors: SSMJIT_ERR_INVALID_ARG naming the field ("desc->activation",
+ * "args->x.stride", ...): a NULL ctx, desc, args or operand, a wrong
+ * struct_size, an unknown activation or dtype, a negative extent, a stride
+ * below cols, a nonzero batch_stride, data not aligned to the element
+ * size; SSMJIT_ERR_UNSUPPORTED for extents too large (a row stride times
+ * rows past 2^62, or cols past 2^31 blocks of 256 threads, each thread
+ * taking 16 bytes of a row); then the engine's errors (compile, driver)
+ * from the first use of a kernel.
  */
 
 typedef enum ssmjit_activation {
@@ -487,33 +498,62 @@ typedef enum ssmjit_activation {
     SSMJIT_ACT_SOFTPLUS = 1  /* x <= 20 ? log1p(exp(x)) : x */
 } ssmjit_activation;
 
-typedef struct ssmjit_unary_desc {
-    ssmjit_dtype dtype;
-    int64_t rows, cols;
-} ssmjit_unary_desc;
+typedef struct ssmjit_activation_desc {
+    size_t struct_size;            /* sizeof(ssmjit_activation_desc) */
+    ssmjit_activation activation;  /* the function applied */
+    ssmjit_dtype dtype;            /* of every operand */
+    int64_t rows, cols;            /* the operands' extents */
+} ssmjit_activation_desc;
 
-/* y = act(x).  Errors: SSMJIT_ERR_INVALID_ARG naming the field;
- * SSMJIT_ERR_UNSUPPORTED for extents too large (a row stride times rows
- * past 2^62, or cols past 2^31 blocks of 256 threads, each thread taking
- * 16 bytes of a row). */
-SSMJIT_API ssmjit_status ssmjit_activation_fwd(ssmjit_context *ctx, ssmjit_activation act,
-                                               const ssmjit_unary_desc *desc, ssmjit_matrix x,
-                                               ssmjit_matrix y, void *stream);
+typedef struct ssmjit_activation_fwd_args {
+    size_t struct_size;  /* sizeof(ssmjit_activation_fwd_args) */
+    ssmjit_matrix x;     /* in [rows, cols] */
+    ssmjit_matrix y;     /* out [rows, cols]: act(x) */
+} ssmjit_activation_fwd_args;
+
+typedef struct ssmjit_activation_bwd_args {
+    size_t struct_size;  /* sizeof(ssmjit_activation_bwd_args) */
+    ssmjit_matrix x;     /* in [rows, cols]: the forward's input */
+    ssmjit_matrix dy;    /* in [rows, cols]: the gradient of y */
+    ssmjit_matrix dx;    /* out [rows, cols]: dy * act'(x) */
+} ssmjit_activation_bwd_args;
+
+/* y = act(x), act = desc->activation. */
+SSMJIT_API ssmjit_status ssmjit_activation_fwd(ssmjit_context *ctx, const ssmjit_activation_desc *desc,
+                                               const ssmjit_activation_fwd_args *args, void *stream);
 
 /* dx = dy * act'(x). */
-SSMJIT_API ssmjit_status ssmjit_activation_bwd(ssmjit_context *ctx, ssmjit_activation act,
-                                               const ssmjit_unary_desc *desc, ssmjit_matrix x,
-                                               ssmjit_matrix dy, ssmjit_matrix dx, void *stream);
+SSMJIT_API ssmjit_status ssmjit_activation_bwd(ssmjit_context *ctx, const ssmjit_activation_desc *desc,
+                                               const ssmjit_activation_bwd_args *args, void *stream);
+
+typedef struct ssmjit_gate_desc {
+    size_t struct_size;  /* sizeof(ssmjit_gate_desc) */
+    ssmjit_dtype dtype;  /* of every operand */
+    int64_t rows, cols;  /* the operands' extents */
+} ssmjit_gate_desc;
+
+typedef struct ssmjit_gate_fwd_args {
+    size_t struct_size;  /* sizeof(ssmjit_gate_fwd_args) */
+    ssmjit_matrix y;     /* in [rows, cols]: the gated value */
+    ssmjit_matrix z;     /* in [rows, cols]: the gate */
+    ssmjit_matrix out;   /* out [rows, cols]: y * silu(z) */
+} ssmjit_gate_fwd_args;
+
+typedef struct ssmjit_gate_bwd_args {
+    size_t struct_size;  /* sizeof(ssmjit_gate_bwd_args) */
+    ssmjit_matrix y, z;  /* in [rows, cols]: the forward's inputs */
+    ssmjit_matrix dout;  /* in [rows, cols]: the gradient of out */
+    ssmjit_matrix dy;    /* out [rows, cols]: dout * silu(z) */
+    ssmjit_matrix dz;    /* out [rows, cols]: dout * y * silu'(z) */
+} ssmjit_gate_bwd_args;
 
 /* out = y * silu(z). */
-SSMJIT_API ssmjit_status ssmjit_gate_fwd(ssmjit_context *ctx, const ssmjit_unary_desc *desc,
-                                         ssmjit_matrix y, ssmjit_matrix z, ssmjit_matrix out,
-                                         void *stream);
+SSMJIT_API ssmjit_status ssmjit_gate_fwd(ssmjit_context *ctx, const ssmjit_gate_desc *desc,
+                                         const ssmjit_gate_fwd_args *args, void *stream);
 
 /* dy = dout * silu(z); dz = dout * y * silu'(z). */
-SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_unary_desc *desc,
-                                         ssmjit_matrix y, ssmjit_matrix z, ssmjit_matrix dout,
-                                         ssmjit_matrix dy, ssmjit_matrix dz, void *stream);
+SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_gate_desc *desc,
+                                         const ssmjit_gate_bwd_args *args, void *stream);
 
 /* ------------------------------------------------------------------------ */
 /* Selective scan, Mamba-1 (modules "scan_fwd", "scan_bwd", "state_update") */
@@ -764,26 +804,47 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx,
  * where x at times -(W-1) .. -1 comes from the initial state (zeros without
  * one).  The width W is 2..8.
  *
- * Activations (x, y, dy, dx) have desc->dtype and a row stride each:
- * elements between consecutive tokens, 0 meaning D; token t of sequence b
- * is row b*L + t.  So x may be the first half of an in_proj output
- * [B, L, 2D] (data = that buffer, stride = 2D).  weight [D, W] (the memory
- * of Hugging Face's conv1d.weight [D, 1, W]), bias [D] and the states are
- * contiguous f32; arithmetic is in f32.  Device pointers must be aligned to
- * their element size.  Outputs must not overlap inputs (except y = x in
- * ssmjit_causal_conv1d_update).  The forward and backward run vectorised
- * kernels (8- and 16-byte accesses) when D, the row strides and the
- * activation pointers are multiples of 8 elements (4 for f32), and slower
- * element-wise kernels otherwise.
+ * Activations (args->x, y, dy, dx) are [B, L, D] ssmjit_matrix views of
+ * desc->dtype: stride is the elements between consecutive tokens (0 = D),
+ * so x may be the first half of an in_proj output [B, L, 2D] (data = that
+ * buffer, stride = 2D); batch_stride must be 0 or L * stride (sequences
+ * back to back; other values give SSMJIT_ERR_UNSUPPORTED).  weight [D, W]
+ * (the memory of Hugging Face's conv1d.weight [D, 1, W]), bias [D] and the
+ * states are contiguous f32; arithmetic is in f32.  Device pointers must be
+ * aligned to their element size.  Outputs must not overlap inputs (except
+ * y = x in ssmjit_causal_conv1d_update).  The forward and backward run
+ * vectorised kernels (8- and 16-byte accesses) when D, the row strides and
+ * the activation pointers are multiples of 4 elements (2 in the backward
+ * at widths 5..8), and slower element-wise kernels otherwise.
+ *
+ * The state between calls has two layouts, for two uses:
+ *  - The forward and backward take [B, D, W-1] f32 (initial_state,
+ *    final_state and their gradients): exactly the W-1 inputs before the
+ *    first token and the W-1 last inputs, all the convolution reads across
+ *    the boundary.  A sequence cut into segments runs as one when each
+ *    segment's final_state is the next one's initial_state (and the
+ *    backward's d_initial_state the previous one's d_final_state).
+ *  - Decoding (ssmjit_causal_conv1d_update) takes conv_state [B, D, W] f32,
+ *    the layout of Hugging Face's conv_states (and of the model's
+ *    conv_state): the last W inputs, the newest at W-1.  A step shifts the
+ *    state left and puts its token at W-1 before it reads the state, so
+ *    entry 0 is never read: it is the extra input that the cache layout
+ *    keeps.
+ *  One continues the other: decoding after a forward (a prefill) needs
+ *  conv_state[b,d,1..W-1] = final_state[b,d,0..W-2] (entry 0 may hold
+ *  anything), and a forward after decoding takes initial_state[b,d,j] =
+ *  conv_state[b,d,j+1].
  *
  * Errors: SSMJIT_ERR_INVALID_ARG with a message naming the field (e.g.
- * "desc->width", "in->x.stride", "grads->dweight"); SSMJIT_ERR_UNSUPPORTED
- * for extents too large (B * L * D, B * D * (W + 1), B * L * a stride or
- * the workspace past 2^62, an empty extent counting as 1); then the
- * engine's errors (compile, driver) from the first use of a kernel.
+ * "desc->width", "args->x.stride", "args->dweight", a struct_size that is
+ * not sizeof the struct); SSMJIT_ERR_UNSUPPORTED for extents too large
+ * (B * L * D, B * D * (W + 1), B * L * a stride or the workspace past
+ * 2^62, an empty extent counting as 1); then the engine's errors (compile,
+ * driver) from the first use of a kernel.
  */
 
 typedef struct ssmjit_conv1d_desc {
+    size_t struct_size; /* sizeof(ssmjit_conv1d_desc) */
     ssmjit_dtype dtype; /* of x, y, dy, dx */
     int64_t batch;      /* B */
     int64_t seqlen;     /* L: tokens per sequence (for _update: tokens of this call) */
@@ -792,30 +853,39 @@ typedef struct ssmjit_conv1d_desc {
     int silu;           /* nonzero: SiLU fused on the output */
 } ssmjit_conv1d_desc;
 
-/* The forward's inputs; the backward takes the same ones. */
-typedef struct ssmjit_conv1d_inputs {
-    ssmjit_matrix x;           /* [B, L, D], required */
-    const void *weight;        /* [D, W] f32, required */
-    const void *bias;          /* [D] f32, or NULL for none */
-    const void *initial_state; /* [B, D, W-1] f32: x at times -(W-1) .. -1, or NULL for zeros */
-} ssmjit_conv1d_inputs;
+typedef struct ssmjit_conv1d_fwd_args {
+    size_t struct_size;        /* sizeof(ssmjit_conv1d_fwd_args) */
+    ssmjit_matrix x;           /* in [B, L, D], required */
+    const void *weight;        /* in [D, W] f32, required */
+    const void *bias;          /* in [D] f32, or NULL for none */
+    const void *initial_state; /* in [B, D, W-1] f32: x at times -(W-1) .. -1, or NULL for zeros */
+    ssmjit_matrix y;           /* out [B, L, D], required */
+    void *final_state;         /* out [B, D, W-1] f32: x at times L-(W-1) .. L-1, or NULL */
+} ssmjit_conv1d_fwd_args;
 
-/* y = the convolution above.  final_state [B, D, W-1] f32 (NULL: not
- * written) receives x at times L-(W-1) .. L-1, taken from the initial state
- * where those times are negative: the initial_state of the next segment.
- * B or D = 0: nothing happens.  L = 0: only final_state is written. */
-SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx,
-                                                  const ssmjit_conv1d_desc *desc,
-                                                  const ssmjit_conv1d_inputs *in, ssmjit_matrix y,
-                                                  void *final_state, void *stream);
+/* y = the convolution above.  final_state (when set) receives x at times
+ * L-(W-1) .. L-1, taken from the initial state where those times are
+ * negative: the initial_state of the next segment.  B or D = 0: nothing
+ * happens.  L = 0: only final_state is written. */
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc,
+                                                  const ssmjit_conv1d_fwd_args *args, void *stream);
 
-/* Outputs of the backward. */
-typedef struct ssmjit_conv1d_grads {
-    ssmjit_matrix dx;      /* [B, L, D], required */
-    void *dweight;         /* [D, W] f32, required; overwritten, not accumulated */
-    void *dbias;           /* [D] f32, or NULL when not wanted */
-    void *d_initial_state; /* [B, D, W-1] f32, or NULL when not wanted */
-} ssmjit_conv1d_grads;
+typedef struct ssmjit_conv1d_bwd_args {
+    size_t struct_size;        /* sizeof(ssmjit_conv1d_bwd_args) */
+    ssmjit_matrix x;           /* in [B, L, D], required: the forward's x */
+    const void *weight;        /* in [D, W] f32, required: the forward's */
+    const void *bias;          /* in [D] f32 or NULL: the forward's */
+    const void *initial_state; /* in [B, D, W-1] f32 or NULL: the forward's */
+    ssmjit_matrix dy;          /* in [B, L, D], required: dLoss/dy */
+    const void *d_final_state; /* in [B, D, W-1] f32: dLoss/d final_state, or NULL for zero */
+    ssmjit_matrix dx;          /* out [B, L, D], required */
+    void *dweight;             /* out [D, W] f32, required; overwritten, not accumulated */
+    void *dbias;               /* out [D] f32, or NULL when not wanted */
+    void *d_initial_state;     /* out [B, D, W-1] f32, or NULL when not wanted */
+    void *workspace;           /* ssmjit_causal_conv1d_bwd_workspace_size bytes of device
+                                  memory, 4-byte aligned (may be NULL when that is 0) */
+    size_t workspace_bytes;    /* its size */
+} ssmjit_conv1d_bwd_args;
 
 /* Bytes of device workspace ssmjit_causal_conv1d_bwd needs for desc on
  * ctx's device (it depends on the device's SM count).  May be 0. */
@@ -823,39 +893,35 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd_workspace_size(ssmjit_context 
                                                                  const ssmjit_conv1d_desc *desc,
                                                                  size_t *bytes);
 
-/* Gradients of ssmjit_causal_conv1d_fwd with the same desc and inputs,
- * given dy = dLoss/dy [B, L, D] and d_final_state = dLoss/d final_state
- * [B, D, W-1] f32 (NULL: zero).  With desc->silu the pre-activation is
- * recomputed from x.  workspace: device memory of at least
- * ssmjit_causal_conv1d_bwd_workspace_size bytes, 4-byte aligned (may be
- * NULL when that size is 0); it holds per-walker partial sums of dweight
- * and dbias, which a second kernel adds in a fixed order.  There are no
- * atomics, so results are always bit-reproducible on a given device; the
- * context's deterministic option changes nothing here.
- * B = 0 or L = 0 with D > 0: dweight and dbias are set to zero (and
- * d_initial_state, when L = 0, to d_final_state or zero). */
-SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
-                                                  const ssmjit_conv1d_desc *desc,
-                                                  const ssmjit_conv1d_inputs *in, ssmjit_matrix dy,
-                                                  const void *d_final_state,
-                                                  const ssmjit_conv1d_grads *grads,
-                                                  void *workspace, size_t workspace_size,
-                                                  void *stream);
+/* Gradients of ssmjit_causal_conv1d_fwd with the same desc and inputs.
+ * With desc->silu the pre-activation is recomputed from x.  The workspace
+ * holds per-walker partial sums of dweight and dbias, which a second kernel
+ * adds in a fixed order.  There are no atomics, so results are always
+ * bit-reproducible on a given device; the context's deterministic option
+ * changes nothing here.  B = 0 or L = 0 with D > 0: dweight and dbias are
+ * set to zero (and d_initial_state, when L = 0, to d_final_state or zero). */
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc,
+                                                  const ssmjit_conv1d_bwd_args *args, void *stream);
+
+typedef struct ssmjit_conv1d_update_args {
+    size_t struct_size;  /* sizeof(ssmjit_conv1d_update_args) */
+    ssmjit_matrix x;     /* in [B, L, D], required (one step: [B, 1, D], whose stride
+                            is then the elements between batch rows) */
+    const void *weight;  /* in [D, W] f32, required */
+    const void *bias;    /* in [D] f32, or NULL for none */
+    void *conv_state;    /* in and out [B, D, W] f32, required: the rolling state */
+    ssmjit_matrix y;     /* out [B, L, D], required; may be x with the same strides */
+} ssmjit_conv1d_update_args;
 
 /* Decode: runs desc->seqlen tokens (1 for one step) of each sequence
- * through a rolling state conv_state [B, D, W] f32, the Hugging Face
- * conv_states layout.  Per token the state of each channel shifts left by
- * one, x[b,t,d] enters at position W-1, and
+ * through the rolling state conv_state.  Per token the state of each
+ * channel shifts left by one, x[b,t,d] enters at position W-1, and
  *     y[b,t,d] = bias[d] + sum_k weight[d,k] * conv_state[b,d,k]
- * (then SiLU if desc->silu).  x and y are [B, L, D] activations as above
- * (for one step, [B, D] with a row stride); y may be x with the same stride.
- * Decoding continues a prefill exactly when conv_state[b,d,1..W-1] holds
- * that prefill's final_state[b,d,0..W-2].  B, D or L = 0: nothing happens. */
-SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx,
-                                                     const ssmjit_conv1d_desc *desc,
-                                                     ssmjit_matrix x, const void *weight,
-                                                     const void *bias, void *conv_state,
-                                                     ssmjit_matrix y, void *stream);
+ * (then SiLU if desc->silu): the arithmetic of the forward, so decoding a
+ * sequence token by token reproduces its forward bit for bit.  B, D or
+ * L = 0: nothing happens. */
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc,
+                                                     const ssmjit_conv1d_update_args *args, void *stream);
 
 /* ------------------------------------------------------------------------ */
 /* RMSNorm (module "norm")                                                  */
@@ -872,45 +938,85 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx,
  *
  * The normalised value is exactly what residual_out stores, which is also
  * what the backward reads back, so forward and backward agree.  Matrices
- * are ssmjit_matrix (row stride 0 = d); weight, rstd and dweight are
- * contiguous f32; arithmetic is in f32.  The same descriptor serves the
- * forward and the backward of one layer.
+ * are [rows, d] ssmjit_matrix views (row stride 0 = d; batch_stride must be
+ * 0); weight, rstd and dweight are contiguous f32; arithmetic is in f32.
+ * Device pointers must be aligned to their element size.  The same
+ * descriptor serves the forward and the backward of one layer.
  *
  * The residual stream may be kept in f32 while activations are f16/bf16
  * (Hugging Face's residual_in_fp32): set residual_dtype = SSMJIT_F32.
  * Otherwise residual_dtype must equal dtype.
+ *
+ * Errors: SSMJIT_ERR_INVALID_ARG naming the field ("desc->eps",
+ * "args->y.stride", ...): a NULL ctx, desc, args or required pointer, a
+ * wrong struct_size, a residual operand set without desc->has_residual, a
+ * negative extent, a stride below d, a nonzero batch_stride, misaligned
+ * data, eps < 0 or not finite as f32, an unknown dtype;
+ * SSMJIT_ERR_UNSUPPORTED for a residual_dtype that is neither dtype nor
+ * f32, or for rows * d or rows * a stride past 2^62 (rows counting as at
+ * least 1); then the engine's errors (compile, driver) from the first use
+ * of a kernel.
  */
 
 typedef struct ssmjit_rmsnorm_desc {
+    size_t struct_size;          /* sizeof(ssmjit_rmsnorm_desc) */
     ssmjit_dtype dtype;          /* x, y, dy, dx */
     int64_t rows, d;
-    float eps;                   /* >= 0 and finite (eps = 0 with an all-zero row gives NaN) */
+    double eps;                  /* >= 0, finite when rounded to f32, as the kernels use it
+                                    (a double like ssmjit_model_config.norm_eps; eps = 0
+                                    with an all-zero row gives NaN) */
     int has_residual;            /* nonzero: a residual is added before normalising */
     ssmjit_dtype residual_dtype; /* residual, residual_out, and in the backward h,
                                     d_residual_out, d_residual: dtype or SSMJIT_F32;
                                     ignored when has_residual is 0 */
 } ssmjit_rmsnorm_desc;
 
-/* Forward.  x [rows, d] (dtype); residual [rows, d] (residual_dtype), only
- * with desc->has_residual, where NULL data means zero (the first block of a
- * model: residual_out = x then starts the residual stream in its type);
- * weight [d] f32.  Writes y [rows, d] (dtype), and when their pointers are
- * non-NULL: residual_out [rows, d] (residual_dtype, only with has_residual)
- * = x + residual, the next block's residual; rstd [rows] f32, needed by the
- * backward.  y may alias x, and residual_out may alias residual, with the
- * same stride (in place); no other overlap is allowed.  Device pointers
- * must be aligned to their element size.
- * rows or d of 0 is a no-op (no pointer is checked).
- * Errors: SSMJIT_ERR_INVALID_ARG naming the field (NULL or unexpected
- * pointer, negative extent, stride < d, eps < 0 or not finite, unknown
- * dtype); SSMJIT_ERR_UNSUPPORTED for a residual_dtype that is neither dtype
- * nor f32, or for rows * d or rows * a stride past 2^62 (rows counting as
- * at least 1). */
+typedef struct ssmjit_rmsnorm_fwd_args {
+    size_t struct_size;         /* sizeof(ssmjit_rmsnorm_fwd_args) */
+    ssmjit_matrix x;            /* in [rows, d] (dtype), required */
+    ssmjit_matrix residual;     /* in [rows, d] (residual_dtype), only with has_residual;
+                                   data NULL means zero (the first block of a model:
+                                   residual_out = x then starts the residual stream in
+                                   its type) */
+    const void *weight;         /* in [d] f32, required */
+    ssmjit_matrix y;            /* out [rows, d] (dtype), required */
+    ssmjit_matrix residual_out; /* out [rows, d] (residual_dtype), optional, only with
+                                   has_residual: x + residual, the next block's residual */
+    void *rstd;                 /* out [rows] f32, optional: needed by the backward */
+} ssmjit_rmsnorm_fwd_args;
+
+/* Forward: writes y, and residual_out and rstd where their pointers are
+ * set.  y may alias x, and residual_out may alias residual, with the same
+ * stride (in place); no other overlap is allowed.  rows or d of 0 is a
+ * no-op (no tensor is checked). */
 SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *desc,
-                                            ssmjit_matrix x, ssmjit_matrix residual,
-                                            const void *weight, ssmjit_matrix y,
-                                            ssmjit_matrix residual_out, void *rstd,
-                                            void *stream);
+                                            const ssmjit_rmsnorm_fwd_args *args, void *stream);
+
+typedef struct ssmjit_rmsnorm_bwd_args {
+    size_t struct_size;           /* sizeof(ssmjit_rmsnorm_bwd_args) */
+    ssmjit_matrix h;              /* in [rows, d], required: what the forward normalised,
+                                     x (dtype) without a residual, residual_out
+                                     (residual_dtype) with one */
+    const void *weight;           /* in [d] f32, required */
+    const void *rstd;             /* in [rows] f32, required: from the forward */
+    ssmjit_matrix dy;             /* in [rows, d] (dtype), required: the gradient of y */
+    ssmjit_matrix d_residual_out; /* in [rows, d] (residual_dtype), optional, only with
+                                     has_residual: the gradient reaching residual_out
+                                     through the next block's residual path, added to
+                                     the result */
+    ssmjit_matrix dx;             /* out [rows, d] (dtype), required: the gradient of h,
+                                     which is that of x and of residual alike */
+    ssmjit_matrix d_residual;     /* out [rows, d] (residual_dtype), optional, only with
+                                     has_residual: the same gradient, since residual_out
+                                     = x + residual, in the residual stream's type (use
+                                     it when that is f32 and dx is 16-bit; it becomes the
+                                     previous block's d_residual_out) */
+    void *dweight;                /* out [d] f32, optional: the sum over rows of
+                                     dy * h * rstd */
+    void *workspace;              /* ssmjit_rmsnorm_bwd_workspace_size bytes of device
+                                     memory, needed with dweight (may be NULL without) */
+    size_t workspace_bytes;       /* its size */
+} ssmjit_rmsnorm_bwd_args;
 
 /* Bytes of device workspace ssmjit_rmsnorm_bwd needs for desc on ctx's
  * device (0 when rows or d is 0).  It depends on the device, rows and d,
@@ -919,36 +1025,17 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd_workspace_size(ssmjit_context *ctx,
                                                            const ssmjit_rmsnorm_desc *desc,
                                                            size_t *bytes);
 
-/* Backward.  Inputs: h [rows, d], what the forward normalised: x (dtype)
- * without a residual, residual_out (residual_dtype) with one; weight [d]
- * f32; rstd [rows] f32 from the forward; dy [rows, d] (dtype), the gradient
- * of y; d_residual_out [rows, d] (residual_dtype, optional, only with
- * has_residual), the gradient reaching residual_out through the next
- * block's residual path, added to the result.
- * Outputs: dx [rows, d] (dtype), the gradient of h, which is that of x
- * and of residual alike;
- * d_residual [rows, d] (residual_dtype, optional, only with has_residual):
- * the same gradient, since residual_out = x + residual, written in the
- * residual stream's type (use it when that is f32 and dx is 16-bit; it
- * becomes the previous block's d_residual_out);
- * dweight [d] f32 (optional), the sum over rows of dy * h * rstd, which
- * needs `workspace` of ssmjit_rmsnorm_bwd_workspace_size() bytes
- * (workspace may be NULL when dweight is NULL).  rows = 0 writes
- * dweight = 0; d = 0 is a no-op.
- * dx may alias dy, and d_residual may alias d_residual_out, with the same
- * stride (in place, e.g. to accumulate the residual gradient); no other
- * overlap is allowed.
- * The result is always bit-reproducible: dweight is summed per block into
- * the workspace and then over blocks in a fixed order, with no atomics, so
- * the context's deterministic option changes nothing here.
+/* Backward: writes dx, and d_residual and dweight where their pointers
+ * are set.  rows = 0 writes dweight = 0; d = 0 is a no-op.  dx may alias
+ * dy, and d_residual may alias d_residual_out, with the same stride (in
+ * place, e.g. to accumulate the residual gradient); no other overlap is
+ * allowed.  The result is always bit-reproducible: dweight is summed per
+ * block into the workspace and then over blocks in a fixed order, with no
+ * atomics, so the context's deterministic option changes nothing here.
  * Errors: as the forward, plus SSMJIT_ERR_INVALID_ARG when dweight is
  * requested with a NULL or too small workspace. */
 SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *desc,
-                                            ssmjit_matrix h, const void *weight, const void *rstd,
-                                            ssmjit_matrix dy, ssmjit_matrix d_residual_out,
-                                            ssmjit_matrix dx, ssmjit_matrix d_residual,
-                                            void *dweight, void *workspace,
-                                            size_t workspace_bytes, void *stream);
+                                            const ssmjit_rmsnorm_bwd_args *args, void *stream);
 
 /* ------------------------------------------------------------------------ */
 /* Mamba-1 language model                                                   */

@@ -199,7 +199,7 @@ void gu_view_download(double *host, const gu_view *v)
 
 ssmjit_matrix gu_view_matrix(const gu_view *v)
 {
-    ssmjit_matrix m = {NULL, 0};
+    ssmjit_matrix m = {NULL, 0, 0};
     if (!v->base)
         return m;
     m.data = (char *)v->base + v->off * ssmjit_dtype_size(v->dtype);

@@ -68,17 +68,23 @@ typedef struct args {
     ssmjit_context_options copts;
     ssmjit_prewarm_options popts;
     const char *defines[2];
-    ssmjit_activation act;
-    ssmjit_unary_desc unary;
-    ssmjit_matrix m[5];
+    ssmjit_activation_desc act;
+    ssmjit_activation_fwd_args act_f;
+    ssmjit_activation_bwd_args act_b;
+    ssmjit_gate_desc gate;
+    ssmjit_gate_fwd_args gate_f;
+    ssmjit_gate_bwd_args gate_b;
     ssmjit_rmsnorm_desc norm;
-    ssmjit_matrix x, residual, y, residual_out, h, dy, d_residual_out, dx, d_residual;
-    const void *weight, *bias, *d_final_state;
-    void *rstd, *dweight, *final_state, *conv_state, *workspace;
+    ssmjit_rmsnorm_fwd_args norm_f;
+    ssmjit_rmsnorm_bwd_args norm_b;
+    ssmjit_matrix x, y, dy;
+    const void *weight;
+    void *workspace;
     size_t workspace_bytes;
     ssmjit_conv1d_desc conv;
-    ssmjit_conv1d_inputs in;
-    ssmjit_conv1d_grads cgrads;
+    ssmjit_conv1d_fwd_args conv_f;
+    ssmjit_conv1d_bwd_args conv_b;
+    ssmjit_conv1d_update_args conv_u;
     ssmjit_selective_scan_desc scan;
     ssmjit_selective_scan_fwd_args sfwd;
     ssmjit_selective_scan_bwd_args sbwd;
@@ -104,7 +110,7 @@ static const int32_t host_ids[4] = {3, 1, 3, 0};
 
 static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, const char *long_dir)
 {
-    const ssmjit_matrix m = {DEV, 0}, none = {NULL, 0};
+    const ssmjit_matrix m = {DEV, 0, 0}, none = {NULL, 0, 0};
     args a;
     memset(&a, 0, sizeof a);
     a.ctx = ctx;
@@ -115,19 +121,23 @@ static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, 
     ssmjit_prewarm_options_init(&a.popts);
     a.popts.arch = "sm_80";
     a.popts.cache_dir = cache_dir;
-    a.act = SSMJIT_ACT_SILU;
-    a.unary = (ssmjit_unary_desc){SSMJIT_F32, 4, 8};
-    for (int i = 0; i < 5; i++)
-        a.m[i] = m;
-    a.norm = (ssmjit_rmsnorm_desc){SSMJIT_F32, 4, 8, 1e-5f, 0, SSMJIT_F32};
-    a.x = a.y = a.h = a.dy = a.dx = m;
-    a.residual = a.residual_out = a.d_residual_out = a.d_residual = none;
-    a.weight = a.bias = a.d_final_state = DEV;
-    a.rstd = a.dweight = a.final_state = a.conv_state = a.workspace = DEV;
+    a.act = (ssmjit_activation_desc){sizeof a.act, SSMJIT_ACT_SILU, SSMJIT_F32, 4, 8};
+    a.act_f = (ssmjit_activation_fwd_args){sizeof a.act_f, m, m};
+    a.act_b = (ssmjit_activation_bwd_args){sizeof a.act_b, m, m, m};
+    a.gate = (ssmjit_gate_desc){sizeof a.gate, SSMJIT_F32, 4, 8};
+    a.gate_f = (ssmjit_gate_fwd_args){sizeof a.gate_f, m, m, m};
+    a.gate_b = (ssmjit_gate_bwd_args){sizeof a.gate_b, m, m, m, m, m};
+    a.norm = (ssmjit_rmsnorm_desc){sizeof a.norm, SSMJIT_F32, 4, 8, 1e-5, 0, SSMJIT_F32};
+    a.norm_f = (ssmjit_rmsnorm_fwd_args){sizeof a.norm_f, m, none, DEV, m, none, DEV};
+    a.norm_b = (ssmjit_rmsnorm_bwd_args){sizeof a.norm_b, m, DEV, DEV, m, none, m, none, DEV, DEV, (size_t)P(40)};
+    a.x = a.y = a.dy = m;
+    a.weight = DEV;
+    a.workspace = DEV;
     a.workspace_bytes = (size_t)P(40);
-    a.conv = (ssmjit_conv1d_desc){SSMJIT_F32, 2, 5, 8, 4, 1};
-    a.in = (ssmjit_conv1d_inputs){m, DEV, DEV, DEV};
-    a.cgrads = (ssmjit_conv1d_grads){m, DEV, DEV, DEV};
+    a.conv = (ssmjit_conv1d_desc){sizeof a.conv, SSMJIT_F32, 2, 5, 8, 4, 1};
+    a.conv_f = (ssmjit_conv1d_fwd_args){sizeof a.conv_f, m, DEV, DEV, DEV, m, DEV};
+    a.conv_b = (ssmjit_conv1d_bwd_args){sizeof a.conv_b, m, DEV, DEV, DEV, m, DEV, m, DEV, DEV, DEV, DEV, (size_t)P(40)};
+    a.conv_u = (ssmjit_conv1d_update_args){sizeof a.conv_u, m, DEV, DEV, DEV, m};
     a.scan = (ssmjit_selective_scan_desc){
         .struct_size = sizeof a.scan, .dtype = SSMJIT_F32, .batch = 2, .seqlen = 40, .dim = 8, .dstate = 16,
         .delta_softplus = 1, .checkpoint = 1};
@@ -233,63 +243,35 @@ static ssmjit_status targets_default_dir(args *a)
     return ssmjit_cache_targets(NULL, &a->out->stats, a->out->targets, 2, &a->out->count);
 }
 
-static ssmjit_status act_fwd(args *a)
-{
-    return ssmjit_activation_fwd(a->ctx, a->act, &a->unary, a->m[0], a->m[1], NULL);
-}
+static ssmjit_status act_fwd(args *a) { return ssmjit_activation_fwd(a->ctx, &a->act, &a->act_f, NULL); }
 
-static ssmjit_status act_bwd(args *a)
-{
-    return ssmjit_activation_bwd(a->ctx, a->act, &a->unary, a->m[0], a->m[1], a->m[2], NULL);
-}
+static ssmjit_status act_bwd(args *a) { return ssmjit_activation_bwd(a->ctx, &a->act, &a->act_b, NULL); }
 
-static ssmjit_status gate_fwd(args *a)
-{
-    return ssmjit_gate_fwd(a->ctx, &a->unary, a->m[0], a->m[1], a->m[2], NULL);
-}
+static ssmjit_status gate_fwd(args *a) { return ssmjit_gate_fwd(a->ctx, &a->gate, &a->gate_f, NULL); }
 
-static ssmjit_status gate_bwd(args *a)
-{
-    return ssmjit_gate_bwd(a->ctx, &a->unary, a->m[0], a->m[1], a->m[2], a->m[3], a->m[4], NULL);
-}
+static ssmjit_status gate_bwd(args *a) { return ssmjit_gate_bwd(a->ctx, &a->gate, &a->gate_b, NULL); }
 
-static ssmjit_status norm_fwd(args *a)
-{
-    return ssmjit_rmsnorm_fwd(a->ctx, &a->norm, a->x, a->residual, a->weight, a->y, a->residual_out,
-                              a->rstd, NULL);
-}
+static ssmjit_status norm_fwd(args *a) { return ssmjit_rmsnorm_fwd(a->ctx, &a->norm, &a->norm_f, NULL); }
 
 static ssmjit_status norm_ws(args *a)
 {
     return ssmjit_rmsnorm_bwd_workspace_size(a->ctx, &a->norm, &a->out->bytes);
 }
 
-static ssmjit_status norm_bwd(args *a)
-{
-    return ssmjit_rmsnorm_bwd(a->ctx, &a->norm, a->h, a->weight, a->rstd, a->dy, a->d_residual_out,
-                              a->dx, a->d_residual, a->dweight, a->workspace, a->workspace_bytes, NULL);
-}
+static ssmjit_status norm_bwd(args *a) { return ssmjit_rmsnorm_bwd(a->ctx, &a->norm, &a->norm_b, NULL); }
 
-static ssmjit_status conv_fwd(args *a)
-{
-    return ssmjit_causal_conv1d_fwd(a->ctx, &a->conv, &a->in, a->y, a->final_state, NULL);
-}
+static ssmjit_status conv_fwd(args *a) { return ssmjit_causal_conv1d_fwd(a->ctx, &a->conv, &a->conv_f, NULL); }
 
 static ssmjit_status conv_ws(args *a)
 {
     return ssmjit_causal_conv1d_bwd_workspace_size(a->ctx, &a->conv, &a->out->bytes);
 }
 
-static ssmjit_status conv_bwd(args *a)
-{
-    return ssmjit_causal_conv1d_bwd(a->ctx, &a->conv, &a->in, a->dy, a->d_final_state, &a->cgrads,
-                                    a->workspace, a->workspace_bytes, NULL);
-}
+static ssmjit_status conv_bwd(args *a) { return ssmjit_causal_conv1d_bwd(a->ctx, &a->conv, &a->conv_b, NULL); }
 
 static ssmjit_status conv_update(args *a)
 {
-    return ssmjit_causal_conv1d_update(a->ctx, &a->conv, a->x, a->weight, a->bias, a->conv_state,
-                                       a->y, NULL);
+    return ssmjit_causal_conv1d_update(a->ctx, &a->conv, &a->conv_u, NULL);
 }
 
 static ssmjit_status scan_fwd(args *a) { return ssmjit_selective_scan_fwd(a->ctx, &a->scan, &a->sfwd, NULL); }
@@ -616,64 +598,98 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(act_bwd_ctx_null, INVALID_ARG, "ssmjit_activation_bwd: ctx is NULL", a->ctx = NULL; return act_bwd(a)) \
     X(gate_fwd_ctx_null, INVALID_ARG, "ssmjit_gate_fwd: ctx is NULL", a->ctx = NULL; return gate_fwd(a))  \
     X(gate_bwd_ctx_null, INVALID_ARG, "ssmjit_gate_bwd: ctx is NULL", a->ctx = NULL; return gate_bwd(a))  \
-    X(act_fwd_act_unknown, INVALID_ARG, "ssmjit_activation_fwd: act = 2 is not a ssmjit_activation",      \
-      a->act = (ssmjit_activation)2; return act_fwd(a))                                                   \
-    X(act_bwd_act_negative, INVALID_ARG, "ssmjit_activation_bwd: act = -1 is not a ssmjit_activation",    \
-      a->act = (ssmjit_activation)-1; return act_bwd(a))                                                  \
+    X(act_fwd_act_unknown, INVALID_ARG, "ssmjit_activation_fwd: desc->activation = 2 is not a ssmjit_activation", \
+      a->act.activation = (ssmjit_activation)2; return act_fwd(a))                                         \
+    X(act_bwd_act_negative, INVALID_ARG, "ssmjit_activation_bwd: desc->activation = -1 is not a ssmjit_activation", \
+      a->act.activation = (ssmjit_activation)-1; return act_bwd(a))                                        \
     X(act_fwd_desc_null, INVALID_ARG, "ssmjit_activation_fwd: desc is NULL",                              \
-      return ssmjit_activation_fwd(a->ctx, a->act, NULL, a->m[0], a->m[1], NULL))                         \
+      return ssmjit_activation_fwd(a->ctx, NULL, &a->act_f, NULL))                                         \
     X(act_bwd_desc_null, INVALID_ARG, "ssmjit_activation_bwd: desc is NULL",                              \
-      return ssmjit_activation_bwd(a->ctx, a->act, NULL, a->m[0], a->m[1], a->m[2], NULL))                \
-    X(gate_fwd_desc_null, INVALID_ARG, "ssmjit_gate_fwd: desc is NULL",                                   \
-      return ssmjit_gate_fwd(a->ctx, NULL, a->m[0], a->m[1], a->m[2], NULL))                              \
-    X(gate_bwd_desc_null, INVALID_ARG, "ssmjit_gate_bwd: desc is NULL",                                   \
-      return ssmjit_gate_bwd(a->ctx, NULL, a->m[0], a->m[1], a->m[2], a->m[3], a->m[4], NULL))            \
+      return ssmjit_activation_bwd(a->ctx, NULL, &a->act_b, NULL))                                         \
+    X(gate_fwd_desc_null, INVALID_ARG, "ssmjit_gate_fwd: desc is NULL", return ssmjit_gate_fwd(a->ctx, NULL, &a->gate_f, NULL)) \
+    X(gate_bwd_desc_null, INVALID_ARG, "ssmjit_gate_bwd: desc is NULL", return ssmjit_gate_bwd(a->ctx, NULL, &a->gate_b, NULL)) \
+    X(act_fwd_args_null, INVALID_ARG, "ssmjit_activation_fwd: args is NULL",                               \
+      return ssmjit_activation_fwd(a->ctx, &a->act, NULL, NULL))                                           \
+    X(gate_bwd_args_null, INVALID_ARG, "ssmjit_gate_bwd: args is NULL", return ssmjit_gate_bwd(a->ctx, &a->gate, NULL, NULL)) \
+    X(act_fwd_desc_struct_size_0, INVALID_ARG, "ssmjit_activation_fwd: desc->struct_size = 0, not the ",   \
+      a->act.struct_size = 0; return act_fwd(a))                                                           \
+    X(act_bwd_desc_struct_size_long, INVALID_ARG, "(fill it with SSMJIT_STRUCT_INIT(ssmjit_activation_desc))", \
+      a->act.struct_size += 8; return act_bwd(a))                                                          \
+    X(act_fwd_args_struct_size_short, INVALID_ARG, "ssmjit_activation_fwd: args->struct_size = ",          \
+      a->act_f.struct_size -= 1; return act_fwd(a))                                                        \
+    X(act_bwd_args_struct_size_0, INVALID_ARG, "(fill it with SSMJIT_STRUCT_INIT(ssmjit_activation_bwd_args))", \
+      a->act_b.struct_size = 0; return act_bwd(a))                                                         \
+    X(gate_fwd_desc_struct_size_0, INVALID_ARG, "ssmjit_gate_fwd: desc->struct_size = 0, not the ",        \
+      a->gate.struct_size = 0; return gate_fwd(a))                                                         \
+    X(gate_fwd_args_struct_size_0, INVALID_ARG, "(fill it with SSMJIT_STRUCT_INIT(ssmjit_gate_fwd_args))", \
+      a->gate_f.struct_size = 0; return gate_fwd(a))                                                       \
+    X(gate_bwd_args_struct_size_long, INVALID_ARG, "ssmjit_gate_bwd: args->struct_size = ",                \
+      a->gate_b.struct_size += 8; return gate_bwd(a))                                                      \
     X(act_fwd_dtype_unknown, INVALID_ARG, "ssmjit_activation_fwd: desc->dtype = 3 is not a known dtype",  \
-      a->unary.dtype = (ssmjit_dtype)3; return act_fwd(a))                                                \
+      a->act.dtype = (ssmjit_dtype)3; return act_fwd(a))                                                   \
     X(gate_bwd_dtype_negative, INVALID_ARG, "ssmjit_gate_bwd: desc->dtype = -1 is not a known dtype",     \
-      a->unary.dtype = (ssmjit_dtype)-1; return gate_bwd(a))                                              \
+      a->gate.dtype = (ssmjit_dtype)-1; return gate_bwd(a))                                                \
     X(act_bwd_rows_negative, INVALID_ARG, "ssmjit_activation_bwd: desc->rows = -1 is negative",           \
-      a->unary.rows = -1; return act_bwd(a))                                                              \
+      a->act.rows = -1; return act_bwd(a))                                                                 \
     X(gate_fwd_cols_negative, INVALID_ARG, "ssmjit_gate_fwd: desc->cols = -9223372036854775808 is negative", \
-      a->unary.cols = INT64_MIN; return gate_fwd(a))                                                      \
-    X(act_fwd_x_null, INVALID_ARG, "ssmjit_activation_fwd: x.data is NULL",                               \
-      a->m[0].data = NULL; return act_fwd(a))                                                             \
-    X(act_fwd_y_null, INVALID_ARG, "ssmjit_activation_fwd: y.data is NULL",                               \
-      a->m[1].data = NULL; return act_fwd(a))                                                             \
-    X(act_bwd_dx_null, INVALID_ARG, "ssmjit_activation_bwd: dx.data is NULL",                             \
-      a->m[2].data = NULL; return act_bwd(a))                                                             \
-    X(gate_fwd_out_null, INVALID_ARG, "ssmjit_gate_fwd: out.data is NULL",                                \
-      a->m[2].data = NULL; return gate_fwd(a))                                                            \
-    X(gate_bwd_dz_null, INVALID_ARG, "ssmjit_gate_bwd: dz.data is NULL",                                  \
-      a->m[4].data = NULL; return gate_bwd(a))                                                            \
-    X(act_fwd_stride_short, INVALID_ARG, "ssmjit_activation_fwd: x.stride = 7 is less than the row width 8", \
-      a->m[0].stride = 7; return act_fwd(a))                                                              \
-    X(gate_bwd_stride_negative, INVALID_ARG, "ssmjit_gate_bwd: dout.stride = -8 is less than",            \
-      a->m[2].stride = -8; return gate_bwd(a))                                                            \
+      a->gate.cols = INT64_MIN; return gate_fwd(a))                                                        \
+    X(act_fwd_x_null, INVALID_ARG, "ssmjit_activation_fwd: args->x.data is NULL",                          \
+      a->act_f.x.data = NULL; return act_fwd(a))                                                           \
+    X(act_fwd_y_null, INVALID_ARG, "ssmjit_activation_fwd: args->y.data is NULL",                          \
+      a->act_f.y.data = NULL; return act_fwd(a))                                                           \
+    X(act_bwd_dx_null, INVALID_ARG, "ssmjit_activation_bwd: args->dx.data is NULL",                        \
+      a->act_b.dx.data = NULL; return act_bwd(a))                                                          \
+    X(gate_fwd_out_null, INVALID_ARG, "ssmjit_gate_fwd: args->out.data is NULL",                           \
+      a->gate_f.out.data = NULL; return gate_fwd(a))                                                       \
+    X(gate_bwd_dz_null, INVALID_ARG, "ssmjit_gate_bwd: args->dz.data is NULL",                             \
+      a->gate_b.dz.data = NULL; return gate_bwd(a))                                                        \
+    X(act_fwd_stride_short, INVALID_ARG, "ssmjit_activation_fwd: args->x.stride = 7 is less than the row width 8", \
+      a->act_f.x.stride = 7; return act_fwd(a))                                                            \
+    X(gate_bwd_stride_negative, INVALID_ARG, "ssmjit_gate_bwd: args->dout.stride = -8 is less than",       \
+      a->gate_b.dout.stride = -8; return gate_bwd(a))                                                      \
+    X(act_fwd_batch_stride, INVALID_ARG,                                                                   \
+      "ssmjit_activation_fwd: args->y.batch_stride = 64 must be 0 for a [rows, width] operand",            \
+      a->act_f.y.batch_stride = 64; return act_fwd(a))                                                     \
+    X(gate_bwd_batch_stride, INVALID_ARG, "ssmjit_gate_bwd: args->z.batch_stride = 32 must be 0",          \
+      a->gate_b.z.batch_stride = 32; return gate_bwd(a))                                                   \
+    X(act_bwd_dy_misaligned, INVALID_ARG, "ssmjit_activation_bwd: args->dy.data is not aligned to its 4-byte elements", \
+      a->act_b.dy.data = MISALIGNED; return act_bwd(a))                                                    \
+    X(gate_fwd_z_misaligned_f16, INVALID_ARG, "ssmjit_gate_fwd: args->z.data is not aligned to its 2-byte elements", \
+      a->gate.dtype = SSMJIT_F16; a->gate_f.z.data = MISALIGNED; return gate_fwd(a))                       \
     X(act_bwd_extent_overflow, UNSUPPORTED, "ssmjit_activation_bwd: desc->rows * desc->cols is too large", \
-      a->unary.rows = P(40); a->unary.cols = P(30); return act_bwd(a))                                    \
+      a->act.rows = P(40); a->act.cols = P(30); return act_bwd(a))                                         \
     X(gate_fwd_extent_int64_max, UNSUPPORTED, "ssmjit_gate_fwd: desc->rows * desc->cols is too large",    \
-      a->unary.rows = INT64_MAX; return gate_fwd(a))                                                      \
-    X(gate_bwd_stride_overflow, UNSUPPORTED, "ssmjit_gate_bwd: dz.stride is too large",                   \
-      a->unary.rows = P(33); a->m[4].stride = P(31); return gate_bwd(a))                                  \
+      a->gate.rows = INT64_MAX; return gate_fwd(a))                                                        \
+    X(gate_bwd_stride_overflow, UNSUPPORTED, "ssmjit_gate_bwd: args->dz.stride is too large",              \
+      a->gate.rows = P(33); a->gate_b.dz.stride = P(31); return gate_bwd(a))                               \
     X(act_fwd_cols_past_grid, UNSUPPORTED,                                                                \
       "ssmjit_activation_fwd: desc->cols = 17592186044416 is too large",                                  \
-      a->unary.rows = 1; a->unary.cols = P(44); return act_fwd(a))                                        \
+      a->act.rows = 1; a->act.cols = P(44); return act_fwd(a))                                             \
     /* rmsnorm */                                                                                         \
     X(norm_fwd_ctx_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: ctx is NULL", a->ctx = NULL; return norm_fwd(a)) \
     X(norm_ws_ctx_null, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: ctx is NULL",                    \
       a->ctx = NULL; return norm_ws(a))                                                                   \
     X(norm_bwd_ctx_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: ctx is NULL", a->ctx = NULL; return norm_bwd(a)) \
     X(norm_fwd_desc_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc is NULL",                                \
-      return ssmjit_rmsnorm_fwd(a->ctx, NULL, a->x, a->residual, a->weight, a->y, a->residual_out,        \
-                                a->rstd, NULL))                                                           \
+      return ssmjit_rmsnorm_fwd(a->ctx, NULL, &a->norm_f, NULL))                                           \
     X(norm_ws_desc_null, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: desc is NULL",                  \
       return ssmjit_rmsnorm_bwd_workspace_size(a->ctx, NULL, &a->out->bytes))                             \
     X(norm_bwd_desc_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: desc is NULL",                                \
-      return ssmjit_rmsnorm_bwd(a->ctx, NULL, a->h, a->weight, a->rstd, a->dy, a->d_residual_out, a->dx,  \
-                                a->d_residual, a->dweight, a->workspace, a->workspace_bytes, NULL))       \
+      return ssmjit_rmsnorm_bwd(a->ctx, NULL, &a->norm_b, NULL))                                           \
     X(norm_ws_bytes_null, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: bytes is NULL",                \
       return ssmjit_rmsnorm_bwd_workspace_size(a->ctx, &a->norm, NULL))                                   \
+    X(norm_fwd_args_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: args is NULL",                                 \
+      return ssmjit_rmsnorm_fwd(a->ctx, &a->norm, NULL, NULL))                                             \
+    X(norm_bwd_args_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: args is NULL",                                 \
+      return ssmjit_rmsnorm_bwd(a->ctx, &a->norm, NULL, NULL))                                             \
+    X(norm_fwd_desc_struct_size_0, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc->struct_size = 0, not the ",     \
+      a->norm.struct_size = 0; return norm_fwd(a))                                                         \
+    X(norm_ws_desc_struct_size_short, INVALID_ARG, "(fill it with SSMJIT_STRUCT_INIT(ssmjit_rmsnorm_desc))", \
+      a->norm.struct_size -= 8; return norm_ws(a))                                                         \
+    X(norm_fwd_args_struct_size_0, INVALID_ARG, "(fill it with SSMJIT_STRUCT_INIT(ssmjit_rmsnorm_fwd_args))", \
+      a->norm_f.struct_size = 0; return norm_fwd(a))                                                       \
+    X(norm_bwd_args_struct_size_long, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->struct_size = ",             \
+      a->norm_b.struct_size += 8; return norm_bwd(a))                                                      \
     X(norm_fwd_dtype_unknown, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc->dtype = 3 is not a known dtype",    \
       a->norm.dtype = (ssmjit_dtype)3; return norm_fwd(a))                                                \
     X(norm_bwd_rows_negative, INVALID_ARG, "ssmjit_rmsnorm_bwd: desc->rows = -1 is negative",             \
@@ -681,11 +697,13 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(norm_ws_d_negative, INVALID_ARG, "ssmjit_rmsnorm_bwd_workspace_size: desc->d = -8 is negative",     \
       a->norm.d = -8; return norm_ws(a))                                                                  \
     X(norm_fwd_eps_negative, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc->eps = -1 must be finite and >= 0",   \
-      a->norm.eps = -1.0f; return norm_fwd(a))                                                            \
+      a->norm.eps = -1.0; return norm_fwd(a))                                                              \
     X(norm_bwd_eps_nan, INVALID_ARG, "ssmjit_rmsnorm_bwd: desc->eps = nan must be finite",                \
       a->norm.eps = NAN; return norm_bwd(a))                                                              \
     X(norm_ws_eps_inf, INVALID_ARG, "desc->eps = inf must be finite", a->norm.eps = INFINITY;             \
       return norm_ws(a))                                                                                  \
+    X(norm_fwd_eps_past_f32, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc->eps = 1e+39 must be finite and >= 0 (as the f32", \
+      a->norm.eps = 1e39; return norm_fwd(a))                                                              \
     X(norm_fwd_residual_dtype_unknown, INVALID_ARG, "ssmjit_rmsnorm_fwd: desc->residual_dtype = 9 is not a known dtype", \
       a->norm.has_residual = 1; a->norm.residual_dtype = (ssmjit_dtype)9; return norm_fwd(a))             \
     X(norm_fwd_residual_dtype_mismatch, UNSUPPORTED,                                                      \
@@ -695,29 +713,45 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(norm_bwd_residual_dtype_mismatch, UNSUPPORTED, "ssmjit_rmsnorm_bwd: desc->residual_dtype = bf16 must be", \
       a->norm.dtype = SSMJIT_F16; a->norm.has_residual = 1; a->norm.residual_dtype = SSMJIT_BF16;         \
       return norm_bwd(a))                                                                                 \
-    X(norm_fwd_x_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: x.data is NULL", a->x.data = NULL; return norm_fwd(a)) \
-    X(norm_fwd_weight_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: weight is NULL",                            \
-      a->weight = NULL; return norm_fwd(a))                                                               \
-    X(norm_fwd_y_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: y.data is NULL", a->y.data = NULL; return norm_fwd(a)) \
+    X(norm_fwd_x_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: args->x.data is NULL", a->norm_f.x.data = NULL;   \
+      return norm_fwd(a))                                                                                 \
+    X(norm_fwd_weight_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: args->weight is NULL",                       \
+      a->norm_f.weight = NULL; return norm_fwd(a))                                                         \
+    X(norm_fwd_y_null, INVALID_ARG, "ssmjit_rmsnorm_fwd: args->y.data is NULL", a->norm_f.y.data = NULL;   \
+      return norm_fwd(a))                                                                                 \
     X(norm_fwd_residual_unexpected, INVALID_ARG,                                                          \
-      "ssmjit_rmsnorm_fwd: residual.data is set but desc->has_residual is 0",                             \
-      a->residual.data = DEV; return norm_fwd(a))                                                         \
-    X(norm_fwd_residual_out_unexpected, INVALID_ARG, "residual_out.data is set but desc->has_residual is 0", \
-      a->residual_out.data = DEV; return norm_fwd(a))                                                     \
-    X(norm_fwd_stride_short, INVALID_ARG, "ssmjit_rmsnorm_fwd: y.stride = 4 is less than the row width 8", \
-      a->y.stride = 4; return norm_fwd(a))                                                                \
-    X(norm_bwd_h_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: h.data is NULL", a->h.data = NULL; return norm_bwd(a)) \
-    X(norm_bwd_rstd_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: rstd is NULL", a->rstd = NULL; return norm_bwd(a)) \
-    X(norm_bwd_dy_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: dy.data is NULL", a->dy.data = NULL; return norm_bwd(a)) \
-    X(norm_bwd_dx_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: dx.data is NULL", a->dx.data = NULL; return norm_bwd(a)) \
-    X(norm_bwd_d_residual_unexpected, INVALID_ARG, "ssmjit_rmsnorm_bwd: d_residual.data is set but",      \
-      a->d_residual.data = DEV; return norm_bwd(a))                                                       \
-    X(norm_bwd_dx_stride_negative, INVALID_ARG, "ssmjit_rmsnorm_bwd: dx.stride = -1 is less than",        \
-      a->dx.stride = -1; return norm_bwd(a))                                                              \
-    X(norm_bwd_workspace_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: workspace is NULL",                      \
-      a->workspace = NULL; return norm_bwd(a))                                                            \
-    X(norm_bwd_workspace_short, INVALID_ARG, "ssmjit_rmsnorm_bwd: workspace_bytes = 4 is less than",      \
-      a->workspace_bytes = 4; return norm_bwd(a))                                                         \
+      "ssmjit_rmsnorm_fwd: args->residual.data is set but desc->has_residual is 0",                        \
+      a->norm_f.residual.data = DEV; return norm_fwd(a))                                                   \
+    X(norm_fwd_residual_out_unexpected, INVALID_ARG, "args->residual_out.data is set but desc->has_residual is 0", \
+      a->norm_f.residual_out.data = DEV; return norm_fwd(a))                                               \
+    X(norm_fwd_stride_short, INVALID_ARG, "ssmjit_rmsnorm_fwd: args->y.stride = 4 is less than the row width 8", \
+      a->norm_f.y.stride = 4; return norm_fwd(a))                                                          \
+    X(norm_fwd_batch_stride, INVALID_ARG, "ssmjit_rmsnorm_fwd: args->x.batch_stride = 32 must be 0",       \
+      a->norm_f.x.batch_stride = 32; return norm_fwd(a))                                                   \
+    X(norm_fwd_residual_misaligned_f32, INVALID_ARG,                                                       \
+      "ssmjit_rmsnorm_fwd: args->residual.data is not aligned to its 4-byte elements",                     \
+      a->norm.dtype = SSMJIT_BF16; a->norm.has_residual = 1; a->norm_f.residual.data = device_mem + 2;     \
+      return norm_fwd(a))                                                                                 \
+    X(norm_bwd_h_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->h.data is NULL", a->norm_b.h.data = NULL;   \
+      return norm_bwd(a))                                                                                 \
+    X(norm_bwd_rstd_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->rstd is NULL", a->norm_b.rstd = NULL;    \
+      return norm_bwd(a))                                                                                 \
+    X(norm_bwd_dy_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->dy.data is NULL", a->norm_b.dy.data = NULL; \
+      return norm_bwd(a))                                                                                 \
+    X(norm_bwd_dx_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->dx.data is NULL", a->norm_b.dx.data = NULL; \
+      return norm_bwd(a))                                                                                 \
+    X(norm_bwd_d_residual_unexpected, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->d_residual.data is set but", \
+      a->norm_b.d_residual.data = DEV; return norm_bwd(a))                                                 \
+    X(norm_bwd_dx_stride_negative, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->dx.stride = -1 is less than",   \
+      a->norm_b.dx.stride = -1; return norm_bwd(a))                                                        \
+    X(norm_bwd_dy_misaligned, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->dy.data is not aligned to its 4-byte elements", \
+      a->norm_b.dy.data = MISALIGNED; return norm_bwd(a))                                                  \
+    X(norm_bwd_dx_batch_stride, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->dx.batch_stride = -1 must be 0",   \
+      a->norm_b.dx.batch_stride = -1; return norm_bwd(a))                                                  \
+    X(norm_bwd_workspace_null, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->workspace is NULL",                 \
+      a->norm_b.workspace = NULL; return norm_bwd(a))                                                      \
+    X(norm_bwd_workspace_short, INVALID_ARG, "ssmjit_rmsnorm_bwd: args->workspace_bytes = 4 is less than", \
+      a->norm_b.workspace_bytes = 4; return norm_bwd(a))                                                   \
     X(norm_fwd_extent_overflow, UNSUPPORTED, "ssmjit_rmsnorm_fwd: desc->rows * desc->d is too large",     \
       a->norm.rows = P(40); a->norm.d = P(30); return norm_fwd(a))                                        \
     X(norm_ws_d_huge_no_rows, UNSUPPORTED, "desc->rows * desc->d is too large",                           \
@@ -727,8 +761,8 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(norm_ws_workspace_overflow, UNSUPPORTED,                                                            \
       "ssmjit_rmsnorm_bwd_workspace_size: the backward workspace is too large",                           \
       a->norm.rows = 4; a->norm.d = P(60); return norm_ws(a))                                             \
-    X(norm_fwd_stride_overflow, UNSUPPORTED, "ssmjit_rmsnorm_fwd: x.stride is too large",                 \
-      a->norm.rows = P(33); a->x.stride = P(31); return norm_fwd(a))                                      \
+    X(norm_fwd_stride_overflow, UNSUPPORTED, "ssmjit_rmsnorm_fwd: args->x.stride is too large",            \
+      a->norm.rows = P(33); a->norm_f.x.stride = P(31); return norm_fwd(a))                                \
     /* causal conv1d */                                                                                   \
     X(conv_fwd_ctx_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: ctx is NULL", a->ctx = NULL; return conv_fwd(a)) \
     X(conv_ws_ctx_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd_workspace_size: ctx is NULL",              \
@@ -737,16 +771,27 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(conv_update_ctx_null, INVALID_ARG, "ssmjit_causal_conv1d_update: ctx is NULL",                      \
       a->ctx = NULL; return conv_update(a))                                                               \
     X(conv_fwd_desc_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: desc is NULL",                          \
-      return ssmjit_causal_conv1d_fwd(a->ctx, NULL, &a->in, a->y, a->final_state, NULL))                  \
+      return ssmjit_causal_conv1d_fwd(a->ctx, NULL, &a->conv_f, NULL))                                     \
     X(conv_ws_desc_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd_workspace_size: desc is NULL",            \
       return ssmjit_causal_conv1d_bwd_workspace_size(a->ctx, NULL, &a->out->bytes))                       \
     X(conv_bwd_desc_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: desc is NULL",                          \
-      return ssmjit_causal_conv1d_bwd(a->ctx, NULL, &a->in, a->dy, a->d_final_state, &a->cgrads,         \
-                                      a->workspace, a->workspace_bytes, NULL))                            \
+      return ssmjit_causal_conv1d_bwd(a->ctx, NULL, &a->conv_b, NULL))                                     \
     X(conv_update_desc_null, INVALID_ARG, "ssmjit_causal_conv1d_update: desc is NULL",                    \
-      return ssmjit_causal_conv1d_update(a->ctx, NULL, a->x, a->weight, a->bias, a->conv_state, a->y, NULL)) \
+      return ssmjit_causal_conv1d_update(a->ctx, NULL, &a->conv_u, NULL))                                  \
     X(conv_ws_bytes_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd_workspace_size: bytes is NULL",          \
       return ssmjit_causal_conv1d_bwd_workspace_size(a->ctx, &a->conv, NULL))                             \
+    X(conv_fwd_desc_struct_size_0, INVALID_ARG, "ssmjit_causal_conv1d_fwd: desc->struct_size = 0, not the ", \
+      a->conv.struct_size = 0; return conv_fwd(a))                                                         \
+    X(conv_ws_desc_struct_size_long, INVALID_ARG, "(fill it with SSMJIT_STRUCT_INIT(ssmjit_conv1d_desc))", \
+      a->conv.struct_size += 8; return conv_ws(a))                                                         \
+    X(conv_update_desc_struct_size_short, INVALID_ARG, "ssmjit_causal_conv1d_update: desc->struct_size = ", \
+      a->conv.struct_size -= 1; return conv_update(a))                                                     \
+    X(conv_fwd_args_struct_size_0, INVALID_ARG, "(fill it with SSMJIT_STRUCT_INIT(ssmjit_conv1d_fwd_args))", \
+      a->conv_f.struct_size = 0; return conv_fwd(a))                                                       \
+    X(conv_bwd_args_struct_size_short, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->struct_size = ",      \
+      a->conv_b.struct_size -= 8; return conv_bwd(a))                                                      \
+    X(conv_update_args_struct_size_long, INVALID_ARG, "(fill it with SSMJIT_STRUCT_INIT(ssmjit_conv1d_update_args))", \
+      a->conv_u.struct_size += 8; return conv_update(a))                                                   \
     X(conv_fwd_dtype_unknown, INVALID_ARG, "ssmjit_causal_conv1d_fwd: desc->dtype = 3 is not a known dtype", \
       a->conv.dtype = (ssmjit_dtype)3; return conv_fwd(a))                                                \
     X(conv_update_dtype_negative, INVALID_ARG, "desc->dtype = -1 is not a known dtype",                   \
@@ -762,28 +807,32 @@ static ssmjit_status model_calls_null(args *a, int which)
       a->conv.width = 9; return conv_update(a))                                                           \
     X(conv_ws_width_negative, INVALID_ARG, "desc->width = -2147483648 is outside",                        \
       a->conv.width = INT_MIN; return conv_ws(a))                                                         \
-    X(conv_fwd_in_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: in is NULL",                              \
-      return ssmjit_causal_conv1d_fwd(a->ctx, &a->conv, NULL, a->y, a->final_state, NULL))                \
-    X(conv_fwd_x_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: in->x.data is NULL",                       \
-      a->in.x.data = NULL; return conv_fwd(a))                                                            \
-    X(conv_fwd_x_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_fwd: in->x.data = * is not aligned to 4 bytes", \
-      a->in.x.data = MISALIGNED; return conv_fwd(a))                                                      \
-    X(conv_fwd_x_misaligned_f16, INVALID_ARG, "in->x.data = * is not aligned to 2 bytes",                 \
-      a->conv.dtype = SSMJIT_F16; a->in.x.data = MISALIGNED; return conv_fwd(a))                          \
-    X(conv_fwd_weight_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: in->weight is NULL",                  \
-      a->in.weight = NULL; return conv_fwd(a))                                                            \
-    X(conv_fwd_bias_misaligned, INVALID_ARG, "in->bias = * is not aligned to 4 bytes",                    \
-      a->in.bias = MISALIGNED; return conv_fwd(a))                                                        \
-    X(conv_fwd_initial_state_misaligned, INVALID_ARG, "in->initial_state = * is not aligned",             \
-      a->in.initial_state = MISALIGNED; return conv_fwd(a))                                               \
-    X(conv_fwd_y_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: y.data is NULL", a->y.data = NULL;         \
+    X(conv_fwd_args_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: args is NULL",                           \
+      return ssmjit_causal_conv1d_fwd(a->ctx, &a->conv, NULL, NULL))                                       \
+    X(conv_fwd_x_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: args->x.data is NULL",                      \
+      a->conv_f.x.data = NULL; return conv_fwd(a))                                                         \
+    X(conv_fwd_x_misaligned, INVALID_ARG,                                                                  \
+      "ssmjit_causal_conv1d_fwd: args->x.data is not aligned to its 4-byte elements",                      \
+      a->conv_f.x.data = MISALIGNED; return conv_fwd(a))                                                   \
+    X(conv_fwd_x_misaligned_f16, INVALID_ARG, "args->x.data is not aligned to its 2-byte elements",        \
+      a->conv.dtype = SSMJIT_F16; a->conv_f.x.data = MISALIGNED; return conv_fwd(a))                       \
+    X(conv_fwd_weight_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: args->weight is NULL",                 \
+      a->conv_f.weight = NULL; return conv_fwd(a))                                                         \
+    X(conv_fwd_bias_misaligned, INVALID_ARG, "args->bias = * is not aligned to 4 bytes",                   \
+      a->conv_f.bias = MISALIGNED; return conv_fwd(a))                                                     \
+    X(conv_fwd_initial_state_misaligned, INVALID_ARG, "args->initial_state = * is not aligned",            \
+      a->conv_f.initial_state = MISALIGNED; return conv_fwd(a))                                            \
+    X(conv_fwd_y_null, INVALID_ARG, "ssmjit_causal_conv1d_fwd: args->y.data is NULL", a->conv_f.y.data = NULL; \
       return conv_fwd(a))                                                                                 \
-    X(conv_fwd_y_stride_short, INVALID_ARG, "ssmjit_causal_conv1d_fwd: y.stride = 4 is less than the row width 8", \
-      a->y.stride = 4; return conv_fwd(a))                                                                \
-    X(conv_fwd_x_stride_negative, INVALID_ARG, "in->x.stride = -8 is less than",                          \
-      a->in.x.stride = -8; return conv_fwd(a))                                                            \
-    X(conv_fwd_final_state_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_fwd: final_state = * is not aligned", \
-      a->final_state = MISALIGNED; return conv_fwd(a))                                                    \
+    X(conv_fwd_y_stride_short, INVALID_ARG, "ssmjit_causal_conv1d_fwd: args->y.stride = 4 is less than the row width 8", \
+      a->conv_f.y.stride = 4; return conv_fwd(a))                                                          \
+    X(conv_fwd_x_stride_negative, INVALID_ARG, "args->x.stride = -8 is less than",                         \
+      a->conv_f.x.stride = -8; return conv_fwd(a))                                                         \
+    X(conv_fwd_x_batch_stride_short, INVALID_ARG,                                                          \
+      "ssmjit_causal_conv1d_fwd: args->x.batch_stride = 39 is less than len * stride = 40",                \
+      a->conv_f.x.batch_stride = 39; return conv_fwd(a))                                                   \
+    X(conv_fwd_final_state_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_fwd: args->final_state = * is not aligned", \
+      a->conv_f.final_state = MISALIGNED; return conv_fwd(a))                                              \
     X(conv_fwd_extent_overflow, UNSUPPORTED,                                                              \
       "ssmjit_causal_conv1d_fwd: desc->batch * desc->seqlen * desc->dim is too large",                    \
       a->conv.batch = P(40); a->conv.seqlen = P(40); return conv_fwd(a))                                  \
@@ -795,44 +844,48 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(conv_ws_workspace_overflow, UNSUPPORTED,                                                            \
       "ssmjit_causal_conv1d_bwd_workspace_size: the backward workspace is too large",                     \
       a->conv.batch = 1; a->conv.seqlen = 1; a->conv.dim = P(58); a->conv.width = 8; return conv_ws(a))   \
-    X(conv_fwd_stride_overflow, UNSUPPORTED, "ssmjit_causal_conv1d_fwd: in->x.stride is too large",       \
-      a->conv.batch = P(20); a->conv.seqlen = P(20); a->in.x.stride = P(30); return conv_fwd(a))          \
-    X(conv_bwd_in_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: in is NULL",                              \
-      return ssmjit_causal_conv1d_bwd(a->ctx, &a->conv, NULL, a->dy, a->d_final_state, &a->cgrads,       \
-                                      a->workspace, a->workspace_bytes, NULL))                            \
-    X(conv_bwd_dy_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: dy.data is NULL", a->dy.data = NULL;      \
+    X(conv_fwd_stride_overflow, UNSUPPORTED, "ssmjit_causal_conv1d_fwd: args->x.batch_stride is too large", \
+      a->conv.batch = P(20); a->conv.seqlen = P(20); a->conv_f.x.stride = P(30); return conv_fwd(a))       \
+    X(conv_bwd_args_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args is NULL",                           \
+      return ssmjit_causal_conv1d_bwd(a->ctx, &a->conv, NULL, NULL))                                       \
+    X(conv_bwd_dy_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->dy.data is NULL", a->conv_b.dy.data = NULL; \
       return conv_bwd(a))                                                                                 \
-    X(conv_bwd_d_final_state_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_bwd: d_final_state = * is not aligned", \
-      a->d_final_state = MISALIGNED; return conv_bwd(a))                                                  \
-    X(conv_bwd_grads_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: grads is NULL",                        \
-      return ssmjit_causal_conv1d_bwd(a->ctx, &a->conv, &a->in, a->dy, a->d_final_state, NULL,           \
-                                      a->workspace, a->workspace_bytes, NULL))                            \
-    X(conv_bwd_dx_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: grads->dx.data is NULL",                  \
-      a->cgrads.dx.data = NULL; return conv_bwd(a))                                                       \
-    X(conv_bwd_dweight_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: grads->dweight is NULL",             \
-      a->cgrads.dweight = NULL; return conv_bwd(a))                                                       \
-    X(conv_bwd_dbias_misaligned, INVALID_ARG, "grads->dbias = * is not aligned to 4 bytes",               \
-      a->cgrads.dbias = MISALIGNED; return conv_bwd(a))                                                   \
-    X(conv_bwd_d_initial_state_misaligned, INVALID_ARG, "grads->d_initial_state = * is not aligned",      \
-      a->cgrads.d_initial_state = MISALIGNED; return conv_bwd(a))                                         \
-    X(conv_bwd_workspace_short, INVALID_ARG, "ssmjit_causal_conv1d_bwd: workspace_size = 0 is less than", \
-      a->workspace_bytes = 0; return conv_bwd(a))                                                         \
-    X(conv_bwd_workspace_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: workspace is NULL",                \
-      a->workspace = NULL; return conv_bwd(a))                                                            \
-    X(conv_bwd_workspace_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_bwd: workspace = * is not aligned", \
-      a->workspace = MISALIGNED; return conv_bwd(a))                                                      \
-    X(conv_update_x_null, INVALID_ARG, "ssmjit_causal_conv1d_update: x.data is NULL", a->x.data = NULL;   \
+    X(conv_bwd_d_final_state_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->d_final_state = * is not aligned", \
+      a->conv_b.d_final_state = MISALIGNED; return conv_bwd(a))                                            \
+    X(conv_bwd_dx_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->dx.data is NULL",                    \
+      a->conv_b.dx.data = NULL; return conv_bwd(a))                                                        \
+    X(conv_bwd_dx_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->dx.data is not aligned to its 2-byte", \
+      a->conv.dtype = SSMJIT_BF16; a->conv_b.dx.data = MISALIGNED; return conv_bwd(a))                     \
+    X(conv_bwd_dweight_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->dweight is NULL",               \
+      a->conv_b.dweight = NULL; return conv_bwd(a))                                                        \
+    X(conv_bwd_dbias_misaligned, INVALID_ARG, "args->dbias = * is not aligned to 4 bytes",                 \
+      a->conv_b.dbias = MISALIGNED; return conv_bwd(a))                                                    \
+    X(conv_bwd_d_initial_state_misaligned, INVALID_ARG, "args->d_initial_state = * is not aligned",        \
+      a->conv_b.d_initial_state = MISALIGNED; return conv_bwd(a))                                          \
+    X(conv_bwd_workspace_short, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->workspace_bytes = 0 is less than", \
+      a->conv_b.workspace_bytes = 0; return conv_bwd(a))                                                   \
+    X(conv_bwd_workspace_null, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->workspace is NULL",           \
+      a->conv_b.workspace = NULL; return conv_bwd(a))                                                      \
+    X(conv_bwd_workspace_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->workspace = * is not aligned", \
+      a->conv_b.workspace = MISALIGNED; return conv_bwd(a))                                                \
+    X(conv_bwd_dx_window, UNSUPPORTED, "ssmjit_causal_conv1d_bwd: args->dx.batch_stride = 48 is not desc->seqlen * stride", \
+      a->conv_b.dx.batch_stride = 48; return conv_bwd(a))                                                  \
+    X(conv_update_args_null, INVALID_ARG, "ssmjit_causal_conv1d_update: args is NULL",                     \
+      return ssmjit_causal_conv1d_update(a->ctx, &a->conv, NULL, NULL))                                    \
+    X(conv_update_x_null, INVALID_ARG, "ssmjit_causal_conv1d_update: args->x.data is NULL", a->conv_u.x.data = NULL; \
       return conv_update(a))                                                                              \
-    X(conv_update_weight_null, INVALID_ARG, "ssmjit_causal_conv1d_update: weight is NULL",                \
-      a->weight = NULL; return conv_update(a))                                                            \
-    X(conv_update_state_null, INVALID_ARG, "ssmjit_causal_conv1d_update: conv_state is NULL",             \
-      a->conv_state = NULL; return conv_update(a))                                                        \
-    X(conv_update_state_misaligned, INVALID_ARG, "conv_state = * is not aligned to 4 bytes",              \
-      a->conv_state = MISALIGNED; return conv_update(a))                                                  \
-    X(conv_update_y_null, INVALID_ARG, "ssmjit_causal_conv1d_update: y.data is NULL", a->y.data = NULL;   \
+    X(conv_update_weight_null, INVALID_ARG, "ssmjit_causal_conv1d_update: args->weight is NULL",           \
+      a->conv_u.weight = NULL; return conv_update(a))                                                      \
+    X(conv_update_state_null, INVALID_ARG, "ssmjit_causal_conv1d_update: args->conv_state is NULL",        \
+      a->conv_u.conv_state = NULL; return conv_update(a))                                                  \
+    X(conv_update_state_misaligned, INVALID_ARG, "args->conv_state = * is not aligned to 4 bytes",         \
+      a->conv_u.conv_state = MISALIGNED; return conv_update(a))                                            \
+    X(conv_update_y_null, INVALID_ARG, "ssmjit_causal_conv1d_update: args->y.data is NULL", a->conv_u.y.data = NULL; \
       return conv_update(a))                                                                              \
-    X(conv_update_y_stride_short, INVALID_ARG, "ssmjit_causal_conv1d_update: y.stride = 7 is less than",  \
-      a->y.stride = 7; return conv_update(a))                                                             \
+    X(conv_update_y_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_update: args->y.data is not aligned to its 4-byte", \
+      a->conv_u.y.data = MISALIGNED; return conv_update(a))                                                \
+    X(conv_update_y_stride_short, INVALID_ARG, "ssmjit_causal_conv1d_update: args->y.stride = 7 is less than", \
+      a->conv_u.y.stride = 7; return conv_update(a))                                                       \
     /* selective scan */                                                                                  \
     X(scan_fwd_ctx_null, INVALID_ARG, "ssmjit_selective_scan_fwd: ctx is NULL", a->ctx = NULL;            \
       return scan_fwd(a))                                                                                 \
@@ -1074,17 +1127,17 @@ static ssmjit_status model_calls_null(args *a, int which)
       return gemm(a))                                                                                     \
     X(gemm_k_past_int, UNSUPPORTED, "sj_gemm: desc->k = 2147483648 is more than", a->gemm.k = P(31);      \
       return gemm(a))                                                                                     \
-    X(gemm_lda_short, INVALID_ARG, "sj_gemm: desc->lda = 4 is less than the row width 5",                 \
+    X(gemm_lda_short, INVALID_ARG, "sj_gemm: desc->a.stride = 4 is less than the row width 5",             \
       a->gemm.lda = 4; return gemm(a))                                                                    \
-    X(gemm_lda_short_trans, INVALID_ARG, "sj_gemm: desc->lda = 3 is less than the row width 4",           \
+    X(gemm_lda_short_trans, INVALID_ARG, "sj_gemm: desc->a.stride = 3 is less than the row width 4",       \
       a->gemm.trans_a = 1; a->gemm.lda = 3; return gemm(a))                                               \
-    X(gemm_ldb_short, INVALID_ARG, "sj_gemm: desc->ldb = 7 is less than the row width 8",                 \
+    X(gemm_ldb_short, INVALID_ARG, "sj_gemm: desc->b.stride = 7 is less than the row width 8",             \
       a->gemm.ldb = 7; return gemm(a))                                                                    \
-    X(gemm_ldb_short_trans, INVALID_ARG, "sj_gemm: desc->ldb = 4 is less than the row width 5",           \
+    X(gemm_ldb_short_trans, INVALID_ARG, "sj_gemm: desc->b.stride = 4 is less than the row width 5",       \
       a->gemm.trans_b = 1; a->gemm.ldb = 4; return gemm(a))                                               \
-    X(gemm_ldc_short, INVALID_ARG, "sj_gemm: desc->ldc = 7 is less than the row width 8",                 \
+    X(gemm_ldc_short, INVALID_ARG, "sj_gemm: desc->c.stride = 7 is less than the row width 8",             \
       a->gemm.ldc = 7; return gemm(a))                                                                    \
-    X(gemm_ldc_negative, INVALID_ARG, "sj_gemm: desc->ldc = -1 is less than", a->gemm.ldc = -1;           \
+    X(gemm_ldc_negative, INVALID_ARG, "sj_gemm: desc->c.stride = -1 is less than", a->gemm.ldc = -1;       \
       return gemm(a))                                                                                     \
     X(gemm_lda_past_int, UNSUPPORTED, "sj_gemm: desc->lda = 2147483648 is more than cuBLAS takes",        \
       a->gemm.lda = P(31); return gemm(a))                                                                \
@@ -1092,10 +1145,10 @@ static ssmjit_status model_calls_null(args *a, int which)
       return gemm(a))                                                                                     \
     X(gemm_ldc_past_int, UNSUPPORTED, "sj_gemm: desc->ldc = 2147483648 is more than", a->gemm.ldc = P(31); \
       return gemm(a))                                                                                     \
-    X(gemm_a_null, INVALID_ARG, "sj_gemm: desc->a is NULL", a->gemm.a = NULL; return gemm(a))             \
-    X(gemm_b_null, INVALID_ARG, "sj_gemm: desc->b is NULL", a->gemm.b = NULL; return gemm(a))             \
-    X(gemm_c_null, INVALID_ARG, "sj_gemm: desc->c is NULL", a->gemm.c = NULL; return gemm(a))             \
-    X(gemm_c_null_k0, INVALID_ARG, "sj_gemm: desc->c is NULL", a->gemm.c = NULL; return gemm_k0(a))       \
+    X(gemm_a_null, INVALID_ARG, "sj_gemm: desc->a.data is NULL", a->gemm.a = NULL; return gemm(a))         \
+    X(gemm_b_null, INVALID_ARG, "sj_gemm: desc->b.data is NULL", a->gemm.b = NULL; return gemm(a))         \
+    X(gemm_c_null, INVALID_ARG, "sj_gemm: desc->c.data is NULL", a->gemm.c = NULL; return gemm(a))         \
+    X(gemm_c_null_k0, INVALID_ARG, "sj_gemm: desc->c.data is NULL", a->gemm.c = NULL; return gemm_k0(a))   \
     X(blas_create_out_null, INVALID_ARG, "sj_blas_create: out is NULL",                                   \
       return sj_blas_create(a->ctx, NULL))                                                                \
     X(blas_create_ctx_null, INVALID_ARG, "sj_blas_create: ctx is NULL",                                   \

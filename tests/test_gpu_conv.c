@@ -116,7 +116,7 @@ static void act_download(const act *a, double *host)
 static ssmjit_matrix act_view(const act *a)
 {
     ssmjit_matrix m = {(char *)a->base + a->lead * ssmjit_dtype_size(a->dtype),
-                       a->ld == a->cols ? 0 : (int64_t)a->ld};
+                       a->ld == a->cols ? 0 : (int64_t)a->ld, 0};
     return m;
 }
 
@@ -131,6 +131,47 @@ static double *f32_download(const void *dptr, size_t n)
     double *h = tu_doubles(n);
     gu_download_as(h, dptr, n, SSMJIT_F32);
     return h;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The ops, called with the forward's inputs and the backward's outputs     */
+/* ------------------------------------------------------------------------ */
+
+/* The forward's inputs; the backward takes the same ones. */
+typedef struct conv_in {
+    ssmjit_matrix x;
+    const void *weight, *bias, *initial_state;
+} conv_in;
+
+/* The backward's outputs. */
+typedef struct conv_grads {
+    ssmjit_matrix dx;
+    void *dweight, *dbias, *d_initial_state;
+} conv_grads;
+
+static ssmjit_status run_fwd(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc, const conv_in *in,
+                             ssmjit_matrix y, void *final_state)
+{
+    const ssmjit_conv1d_fwd_args a = {sizeof a, in->x, in->weight, in->bias, in->initial_state, y,
+                                      final_state};
+    return ssmjit_causal_conv1d_fwd(ctx, desc, &a, NULL);
+}
+
+static ssmjit_status run_bwd(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc, const conv_in *in,
+                             ssmjit_matrix dy, const void *d_final_state, const conv_grads *g,
+                             void *ws, size_t ws_bytes)
+{
+    const ssmjit_conv1d_bwd_args a = {sizeof a, in->x, in->weight, in->bias, in->initial_state, dy,
+                                      d_final_state, g->dx, g->dweight, g->dbias, g->d_initial_state,
+                                      ws, ws_bytes};
+    return ssmjit_causal_conv1d_bwd(ctx, desc, &a, NULL);
+}
+
+static ssmjit_status run_update(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc, ssmjit_matrix x,
+                                const void *weight, const void *bias, void *state, ssmjit_matrix y)
+{
+    const ssmjit_conv1d_update_args a = {sizeof a, x, weight, bias, state, y};
+    return ssmjit_causal_conv1d_update(ctx, desc, &a, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -172,7 +213,7 @@ typedef struct inputs {
     double *x, *w, *bias, *init;
     act dx;
     void *dw, *dbias, *dinit;
-    ssmjit_conv1d_inputs in;
+    conv_in in;
 } inputs;
 
 static inputs make_inputs(const conv_case *c)
@@ -185,7 +226,7 @@ static inputs make_inputs(const conv_case *c)
     h.dw = f32_upload(h.w, c->dim * (size_t)c->width);
     h.dbias = f32_upload(h.bias, c->dim);
     h.dinit = f32_upload(h.init, n_state(c));
-    h.in = (ssmjit_conv1d_inputs){act_view(&h.dx), h.dw, h.dbias, h.dinit};
+    h.in = (conv_in){act_view(&h.dx), h.dw, h.dbias, h.dinit};
     return h;
 }
 
@@ -197,7 +238,7 @@ static void free_inputs(inputs *h)
 
 static ssmjit_conv1d_desc desc_of(const conv_case *c)
 {
-    ssmjit_conv1d_desc d = {c->dtype, (int64_t)c->batch, (int64_t)c->seqlen, (int64_t)c->dim,
+    ssmjit_conv1d_desc d = {sizeof d, c->dtype, (int64_t)c->batch, (int64_t)c->seqlen, (int64_t)c->dim,
                             c->width, c->silu};
     return d;
 }
@@ -209,7 +250,7 @@ static void check_fwd(ssmjit_context *ctx, const conv_case *c)
     inputs h = make_inputs(c);
     act y = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, c->lay);
     void *fin = c->fin ? gu_alloc_poisoned(n_state(c), SSMJIT_F32) : NULL;
-    ok(ssmjit_causal_conv1d_fwd(ctx, &desc, &h.in, act_view(&y), fin, NULL));
+    ok(run_fwd(ctx, &desc, &h.in, act_view(&y), fin));
     gu_sync();
 
     double *y_ref = tu_doubles(n_act(c)), *fin_ref = tu_doubles(n_state(c));
@@ -231,7 +272,7 @@ static void check_fwd(ssmjit_context *ctx, const conv_case *c)
 typedef struct grads {
     act dx;
     void *dw, *dbias, *dinit, *ws;
-    ssmjit_conv1d_grads g;
+    conv_grads g;
     size_t ws_bytes;
 } grads;
 
@@ -249,7 +290,7 @@ static grads make_grads(ssmjit_context *ctx, const conv_case *c, int want_db, in
     ok(ssmjit_causal_conv1d_bwd_workspace_size(ctx, &desc, &g.ws_bytes));
     g.ws = gu_alloc(g.ws_bytes);
     gu_poison(g.ws, g.ws_bytes); /* the op must not depend on its contents */
-    g.g = (ssmjit_conv1d_grads){act_view(&g.dx), g.dw, g.dbias, g.dinit};
+    g.g = (conv_grads){act_view(&g.dx), g.dw, g.dbias, g.dinit};
     return g;
 }
 
@@ -267,8 +308,7 @@ static void check_bwd_grads(ssmjit_context *ctx, const conv_case *c, int want_db
     act ddy = act_upload(dy, c->batch * c->seqlen, c->dim, c->dtype, c->lay);
     void *ddfin = f32_upload(dfin, n_state(c));
     grads g = make_grads(ctx, c, want_db, want_dinit);
-    ok(ssmjit_causal_conv1d_bwd(ctx, &desc, &h.in, act_view(&ddy), ddfin, &g.g, g.ws, g.ws_bytes,
-                                NULL));
+    ok(run_bwd(ctx, &desc, &h.in, act_view(&ddy), ddfin, &g.g, g.ws, g.ws_bytes));
     gu_sync();
 
     const size_t nw = c->dim * (size_t)c->width;
@@ -457,14 +497,13 @@ static void check_decode_chain(ssmjit_context *ctx, const conv_case *c)
     ssmjit_conv1d_desc one = desc_of(c);
     one.seqlen = 1;
     for (size_t t = 0; t < c->seqlen; t++) {
-        ssmjit_matrix xt = {(char *)h.dx.base + t * c->dim * es, (int64_t)(c->seqlen * c->dim)};
-        ssmjit_matrix yt = {(char *)y.base + t * c->dim * es, (int64_t)(c->seqlen * c->dim)};
-        ok(ssmjit_causal_conv1d_update(ctx, &one, xt, h.dw, h.dbias, dst, yt, NULL));
+        ssmjit_matrix xt = {(char *)h.dx.base + t * c->dim * es, (int64_t)(c->seqlen * c->dim), 0};
+        ssmjit_matrix yt = {(char *)y.base + t * c->dim * es, (int64_t)(c->seqlen * c->dim), 0};
+        ok(run_update(ctx, &one, xt, h.dw, h.dbias, dst, yt));
     }
     const ssmjit_conv1d_desc all = desc_of(c);
-    ok(ssmjit_causal_conv1d_update(ctx, &all, act_view(&h.dx), h.dw, h.dbias, dst_all,
-                                   act_view(&y_all), NULL));
-    ok(ssmjit_causal_conv1d_fwd(ctx, &all, &h.in, act_view(&y_fwd), NULL, NULL));
+    ok(run_update(ctx, &all, act_view(&h.dx), h.dw, h.dbias, dst_all, act_view(&y_all)));
+    ok(run_fwd(ctx, &all, &h.in, act_view(&y_fwd), NULL));
     gu_sync();
 
     double *y_ref = tu_doubles(n_act(c)), *fin_ref = tu_doubles(n_state(c));
@@ -519,7 +558,7 @@ static void check_decode_in_place(ssmjit_context *ctx, const conv_case *c)
     double *st = decode_state(c, h.init);
     void *dst = f32_upload(st, c->batch * c->dim * (size_t)c->width);
     const ssmjit_conv1d_desc desc = desc_of(c);
-    ok(ssmjit_causal_conv1d_update(ctx, &desc, h.in.x, h.dw, h.dbias, dst, h.in.x, NULL));
+    ok(run_update(ctx, &desc, h.in.x, h.dw, h.dbias, dst, h.in.x));
     gu_sync();
     double *y_ref = tu_doubles(n_act(c)), *y_got = tu_doubles(n_act(c));
     ref_conv1d_fwd(&s, h.x, h.w, h.bias, h.init, y_ref, NULL);
@@ -565,8 +604,8 @@ static void check_nonfinite(ssmjit_context *ctx, const conv_case *c)
     act y = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, c->lay);
     act y_dec = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, c->lay);
     const ssmjit_conv1d_desc desc = desc_of(c);
-    ok(ssmjit_causal_conv1d_fwd(ctx, &desc, &h.in, act_view(&y), NULL, NULL));
-    ok(ssmjit_causal_conv1d_update(ctx, &desc, h.in.x, h.dw, h.dbias, dst, act_view(&y_dec), NULL));
+    ok(run_fwd(ctx, &desc, &h.in, act_view(&y), NULL));
+    ok(run_update(ctx, &desc, h.in.x, h.dw, h.dbias, dst, act_view(&y_dec)));
     gu_sync();
 
     double *ref = tu_doubles(n_act(c)), *got = tu_doubles(n_act(c)), *got_dec = tu_doubles(n_act(c));
@@ -636,8 +675,7 @@ static void check_reproducible(ssmjit_context *ctx, const conv_case *c)
                              n_state(c) * sizeof(float)};
     for (int r = 0; r < 2; r++) {
         g[r] = make_grads(ctx, c, 1, 1);
-        ok(ssmjit_causal_conv1d_bwd(ctx, &desc, &h.in, act_view(&ddy), ddfin, &g[r].g, g[r].ws,
-                                    g[r].ws_bytes, NULL));
+        ok(run_bwd(ctx, &desc, &h.in, act_view(&ddy), ddfin, &g[r].g, g[r].ws, g[r].ws_bytes));
         gu_sync();
         const void *outs[4] = {g[r].dx.base, g[r].dw, g[r].dbias, g[r].dinit};
         for (int i = 0; i < 4; i++)
@@ -710,12 +748,13 @@ enum { V_B = 2, V_L = 5, V_D = 8, V_W = 4 };
 /* Small valid buffers for every argument, and the calls made with them. */
 typedef struct vsetup {
     ssmjit_conv1d_desc desc;
-    ssmjit_conv1d_inputs in;
+    conv_in in;
     ssmjit_matrix y, dy;
     void *fin, *dfin, *state;
-    ssmjit_conv1d_grads g;
+    conv_grads g;
     void *ws;
     size_t ws_bytes;
+    size_t args_skew; /* added to the args structs' struct_size (0: valid) */
     void *bufs[12];
 } vsetup;
 
@@ -729,14 +768,14 @@ static vsetup make_vsetup(ssmjit_context *ctx)
 {
     vsetup v;
     memset(&v, 0, sizeof v);
-    v.desc = (ssmjit_conv1d_desc){SSMJIT_F32, V_B, V_L, V_D, V_W, 1};
-    v.in = (ssmjit_conv1d_inputs){{vbuf(&v, 0), 0}, vbuf(&v, 1), vbuf(&v, 2), vbuf(&v, 3)};
-    v.y = (ssmjit_matrix){vbuf(&v, 4), 0};
-    v.dy = (ssmjit_matrix){vbuf(&v, 5), 0};
+    v.desc = (ssmjit_conv1d_desc){sizeof v.desc, SSMJIT_F32, V_B, V_L, V_D, V_W, 1};
+    v.in = (conv_in){{vbuf(&v, 0), 0, 0}, vbuf(&v, 1), vbuf(&v, 2), vbuf(&v, 3)};
+    v.y = (ssmjit_matrix){vbuf(&v, 4), 0, 0};
+    v.dy = (ssmjit_matrix){vbuf(&v, 5), 0, 0};
     v.fin = vbuf(&v, 6);
     v.dfin = vbuf(&v, 7);
     v.state = vbuf(&v, 8);
-    v.g = (ssmjit_conv1d_grads){{vbuf(&v, 9), 0}, vbuf(&v, 10), vbuf(&v, 11), NULL};
+    v.g = (conv_grads){{vbuf(&v, 9), 0, 0}, vbuf(&v, 10), vbuf(&v, 11), NULL};
     ok(ssmjit_causal_conv1d_bwd_workspace_size(ctx, &v.desc, &v.ws_bytes));
     v.ws = gu_alloc(v.ws_bytes);
     return v;
@@ -751,19 +790,24 @@ static void free_vsetup(vsetup *v)
 
 static ssmjit_status vfwd(ssmjit_context *ctx, const vsetup *v)
 {
-    return ssmjit_causal_conv1d_fwd(ctx, &v->desc, &v->in, v->y, v->fin, NULL);
+    const ssmjit_conv1d_fwd_args a = {sizeof a + v->args_skew, v->in.x, v->in.weight, v->in.bias,
+                                      v->in.initial_state, v->y, v->fin};
+    return ssmjit_causal_conv1d_fwd(ctx, &v->desc, &a, NULL);
 }
 
 static ssmjit_status vbwd(ssmjit_context *ctx, const vsetup *v)
 {
-    return ssmjit_causal_conv1d_bwd(ctx, &v->desc, &v->in, v->dy, v->dfin, &v->g, v->ws,
-                                    v->ws_bytes, NULL);
+    const ssmjit_conv1d_bwd_args a = {sizeof a + v->args_skew, v->in.x, v->in.weight, v->in.bias,
+                                      v->in.initial_state, v->dy, v->dfin, v->g.dx, v->g.dweight,
+                                      v->g.dbias, v->g.d_initial_state, v->ws, v->ws_bytes};
+    return ssmjit_causal_conv1d_bwd(ctx, &v->desc, &a, NULL);
 }
 
 static ssmjit_status vupdate(ssmjit_context *ctx, const vsetup *v)
 {
-    return ssmjit_causal_conv1d_update(ctx, &v->desc, v->in.x, v->in.weight, v->in.bias,
-                                       v->state, v->y, NULL);
+    const ssmjit_conv1d_update_args a = {sizeof a + v->args_skew, v->in.x, v->in.weight, v->in.bias,
+                                         v->state, v->y};
+    return ssmjit_causal_conv1d_update(ctx, &v->desc, &a, NULL);
 }
 
 typedef ssmjit_status (*vcall)(ssmjit_context *, const vsetup *);
@@ -791,6 +835,14 @@ static void check_desc_errors(ssmjit_context *ctx, vsetup *v, vcall call)
     v->desc.dtype = (ssmjit_dtype)7;
     expect_error(call(ctx, v), "dtype", NULL);
     v->desc = good;
+    v->desc.struct_size = 0;
+    expect_error(call(ctx, v), "desc", "struct_size");
+    v->desc = good;
+    v->args_skew = 8;
+    expect_error(call(ctx, v), "args", "struct_size");
+    v->args_skew = (size_t)-1;
+    expect_error(call(ctx, v), "args", "struct_size");
+    v->args_skew = 0;
 }
 
 /* A misaligned copy of an f32 pointer. */
@@ -805,8 +857,12 @@ static void test_validation(void **state)
     const vcall calls[] = {vfwd, vbwd, vupdate};
     for (size_t i = 0; i < 3; i++)
         check_desc_errors(ctx, &v, calls[i]);
-    expect_error(ssmjit_causal_conv1d_fwd(ctx, NULL, &v.in, v.y, v.fin, NULL), "desc", NULL);
-    expect_error(ssmjit_causal_conv1d_fwd(ctx, &v.desc, NULL, v.y, v.fin, NULL), "in", NULL);
+    const ssmjit_conv1d_fwd_args fa = {sizeof fa, v.in.x, v.in.weight, v.in.bias, v.in.initial_state, v.y,
+                                       v.fin};
+    expect_error(ssmjit_causal_conv1d_fwd(ctx, NULL, &fa, NULL), "desc", NULL);
+    expect_error(ssmjit_causal_conv1d_fwd(ctx, &v.desc, NULL, NULL), "args", NULL);
+    expect_error(ssmjit_causal_conv1d_bwd(ctx, &v.desc, NULL, NULL), "args", NULL);
+    expect_error(ssmjit_causal_conv1d_update(ctx, &v.desc, NULL, NULL), "args", NULL);
     size_t bytes;
     expect_error(ssmjit_causal_conv1d_bwd_workspace_size(ctx, &v.desc, NULL), "bytes", NULL);
     v.desc.width = 0;
@@ -822,6 +878,12 @@ static void test_validation(void **state)
         expect_error(calls[i](ctx, &v), "x", "stride");
         v.in.x.stride = -1;
         expect_error(calls[i](ctx, &v), "x", "stride");
+        v = good;
+        v.in.x.data = skew(v.in.x.data);
+        expect_error(calls[i](ctx, &v), "x", "aligned");
+        v = good;
+        v.in.x.batch_stride = V_L * V_D - 1;
+        expect_error(calls[i](ctx, &v), "x", "batch_stride");
         v = good;
         v.in.weight = NULL;
         expect_error(calls[i](ctx, &v), "weight", NULL);
@@ -839,6 +901,12 @@ static void test_validation(void **state)
     v.y.stride = 3;
     expect_error(vfwd(ctx, &v), "y", "stride");
     v = good;
+    v.y.batch_stride = -1;
+    expect_error(vfwd(ctx, &v), "y", "batch_stride");
+    v = good;
+    v.y.data = skew(v.y.data);
+    expect_error(vfwd(ctx, &v), "y", "aligned");
+    v = good;
     v.fin = skew(v.fin);
     expect_error(vfwd(ctx, &v), "final_state", NULL);
     v = good;
@@ -850,17 +918,20 @@ static void test_validation(void **state)
     v.dy.stride = 1;
     expect_error(vbwd(ctx, &v), "dy", "stride");
     v = good;
+    v.dy.data = skew(v.dy.data);
+    expect_error(vbwd(ctx, &v), "dy", "aligned");
+    v = good;
     v.dfin = skew(v.dfin);
     expect_error(vbwd(ctx, &v), "d_final_state", NULL);
     v = good;
-    expect_error(ssmjit_causal_conv1d_bwd(ctx, &v.desc, &v.in, v.dy, v.dfin, NULL, v.ws, v.ws_bytes,
-                                          NULL),
-                 "grads", NULL);
     v.g.dx.data = NULL;
     expect_error(vbwd(ctx, &v), "dx", NULL);
     v = good;
     v.g.dx.stride = 2;
     expect_error(vbwd(ctx, &v), "dx", "stride");
+    v = good;
+    v.g.dx.batch_stride = 1;
+    expect_error(vbwd(ctx, &v), "dx", "batch_stride");
     v = good;
     v.g.dweight = NULL;
     expect_error(vbwd(ctx, &v), "dweight", NULL);
@@ -873,7 +944,7 @@ static void test_validation(void **state)
     v = good;
     assert_true(v.ws_bytes > 0);
     v.ws_bytes -= 4;
-    expect_error(vbwd(ctx, &v), "workspace_size", NULL);
+    expect_error(vbwd(ctx, &v), "workspace_bytes", NULL);
     v = good;
     v.ws = NULL;
     expect_error(vbwd(ctx, &v), "workspace", NULL);
@@ -894,6 +965,12 @@ static void test_validation(void **state)
     v = good;
     v.y.stride = V_D - 2;
     expect_error(vupdate(ctx, &v), "y", "stride");
+    v = good;
+    v.y.data = skew(v.y.data);
+    expect_error(vupdate(ctx, &v), "y", "aligned");
+    v = good;
+    v.in.x.batch_stride = 1;
+    expect_error(vupdate(ctx, &v), "x", "batch_stride");
     v = good;
 
     gu_sync();

@@ -37,15 +37,39 @@ static const char *const in_names[][MAX_IN] = {
     {"x"}, {"x", "dy"}, {"y", "z"}, {"y", "z", "dout"}};
 static const char *const out_names[][MAX_OUT] = {{"y"}, {"dx"}, {"out"}, {"dy", "dz"}};
 
-static ssmjit_status call_op(ssmjit_context *ctx, op o, const ssmjit_unary_desc *desc,
-                             const ssmjit_matrix *in, const ssmjit_matrix *out)
+/* What the descriptors hold besides the activation; desc_skew and
+ * args_skew are added to the structs' struct_size (0: valid). */
+typedef struct shape {
+    ssmjit_dtype dtype;
+    int64_t rows, cols;
+    size_t desc_skew, args_skew;
+} shape;
+
+/* s NULL: a NULL descriptor. */
+static ssmjit_status call_op(ssmjit_context *ctx, op o, const shape *s, const ssmjit_matrix *in,
+                             const ssmjit_matrix *out)
 {
+    const shape none = {SSMJIT_F32, 0, 0, 0, 0};
+    const shape *d = s ? s : &none;
+    const ssmjit_activation_desc ad = {sizeof ad + d->desc_skew, o.act, d->dtype, d->rows, d->cols};
+    const ssmjit_gate_desc gd = {sizeof gd + d->desc_skew, d->dtype, d->rows, d->cols};
     switch (o.kind) {
-    case OP_ACT_FWD: return ssmjit_activation_fwd(ctx, o.act, desc, in[0], out[0], NULL);
-    case OP_ACT_BWD: return ssmjit_activation_bwd(ctx, o.act, desc, in[0], in[1], out[0], NULL);
-    case OP_GATE_FWD: return ssmjit_gate_fwd(ctx, desc, in[0], in[1], out[0], NULL);
-    case OP_GATE_BWD:
-        return ssmjit_gate_bwd(ctx, desc, in[0], in[1], in[2], out[0], out[1], NULL);
+    case OP_ACT_FWD: {
+        const ssmjit_activation_fwd_args a = {sizeof a + d->args_skew, in[0], out[0]};
+        return ssmjit_activation_fwd(ctx, s ? &ad : NULL, &a, NULL);
+    }
+    case OP_ACT_BWD: {
+        const ssmjit_activation_bwd_args a = {sizeof a + d->args_skew, in[0], in[1], out[0]};
+        return ssmjit_activation_bwd(ctx, s ? &ad : NULL, &a, NULL);
+    }
+    case OP_GATE_FWD: {
+        const ssmjit_gate_fwd_args a = {sizeof a + d->args_skew, in[0], in[1], out[0]};
+        return ssmjit_gate_fwd(ctx, s ? &gd : NULL, &a, NULL);
+    }
+    case OP_GATE_BWD: {
+        const ssmjit_gate_bwd_args a = {sizeof a + d->args_skew, in[0], in[1], in[2], out[0], out[1]};
+        return ssmjit_gate_bwd(ctx, s ? &gd : NULL, &a, NULL);
+    }
     }
     fail_msg("unknown op %d", (int)o.kind);
     return SSMJIT_ERR_INTERNAL;
@@ -162,9 +186,8 @@ static void dbuf_download(const dbuf *b, double **hosts)
 
 static ssmjit_matrix dbuf_view(const dbuf *b, size_t i)
 {
-    ssmjit_matrix m;
-    m.data = (char *)b->base + dbuf_col(b, i) * ssmjit_dtype_size(b->dtype);
-    m.stride = b->ld == b->cols ? 0 : (int64_t)b->ld;
+    ssmjit_matrix m = {(char *)b->base + dbuf_col(b, i) * ssmjit_dtype_size(b->dtype),
+                       b->ld == b->cols ? 0 : (int64_t)b->ld, 0};
     return m;
 }
 
@@ -264,7 +287,7 @@ static void check_op(ssmjit_context *ctx, op o, ssmjit_dtype dtype, size_t rows,
         fill_input(o, dtype, i, in[i], n);
     dset din = dset_upload(in, nin, rows, cols, dtype, l);
     dset dout = in_place ? din : dset_poisoned(nout, rows, cols, dtype, l);
-    ssmjit_unary_desc desc = {dtype, (int64_t)rows, (int64_t)cols};
+    shape desc = {dtype, (int64_t)rows, (int64_t)cols, 0, 0};
     assert_int_equal(call_op(ctx, o, &desc, din.views, dout.views), SSMJIT_OK);
     gu_sync();
     ref_op(o, in, ref, n);
@@ -339,9 +362,10 @@ static void test_softplus_fast_math(void **state)
     double *x = tu_doubles(n), *want = tu_doubles(n), *got = tu_doubles(n);
     tu_fill_uniform(x, n, -30.0, 30.0);
     void *dx = gu_upload_new(x, n, SSMJIT_F32), *dy = gu_alloc_poisoned(n, SSMJIT_F32);
-    const ssmjit_unary_desc desc = {SSMJIT_F32, (int64_t)rows, (int64_t)cols};
-    const ssmjit_matrix in = {dx, 0}, out = {dy, 0};
-    assert_int_equal(ssmjit_activation_fwd(ctx, SSMJIT_ACT_SOFTPLUS, &desc, in, out, NULL), SSMJIT_OK);
+    const ssmjit_activation_desc desc = {sizeof desc, SSMJIT_ACT_SOFTPLUS, SSMJIT_F32, (int64_t)rows,
+                                         (int64_t)cols};
+    const ssmjit_activation_fwd_args args = {sizeof args, {dx, 0, 0}, {dy, 0, 0}};
+    assert_int_equal(ssmjit_activation_fwd(ctx, &desc, &args, NULL), SSMJIT_OK);
     gu_sync();
     gu_download_as(got, dy, n, SSMJIT_F32);
     ref_activation_fwd(SSMJIT_ACT_SOFTPLUS, x, want, n);
@@ -444,11 +468,11 @@ static void check_validation(ssmjit_context *ctx, op o)
     for (size_t i = 0; i < nin + nout; ++i)
         bufs[i] = gu_alloc_poisoned(V_ROWS * V_COLS, SSMJIT_F32);
     for (size_t i = 0; i < nin; ++i)
-        in[i] = (ssmjit_matrix){bufs[i], 0};
+        in[i] = (ssmjit_matrix){bufs[i], 0, 0};
     for (size_t i = 0; i < nout; ++i)
-        out[i] = (ssmjit_matrix){bufs[nin + i], 0};
-    const ssmjit_unary_desc ok = {SSMJIT_F32, V_ROWS, V_COLS};
-    ssmjit_unary_desc desc = ok;
+        out[i] = (ssmjit_matrix){bufs[nin + i], 0, 0};
+    const shape ok = {SSMJIT_F32, V_ROWS, V_COLS, 0, 0};
+    shape desc = ok;
     assert_int_equal(call_op(ctx, o, &desc, in, out), SSMJIT_OK);
     gu_sync();
 
@@ -462,6 +486,12 @@ static void check_validation(ssmjit_context *ctx, op o)
     desc = ok;
     desc.dtype = (ssmjit_dtype)7;
     expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_UNSUPPORTED, "dtype", NULL);
+    desc = ok;
+    desc.desc_skew = 8;
+    expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_INVALID_ARG, "desc", "struct_size");
+    desc = ok;
+    desc.args_skew = (size_t)-1;
+    expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_INVALID_ARG, "args", "struct_size");
     desc = ok;
     if (o.kind <= OP_ACT_BWD) {
         op bad = {o.kind, (ssmjit_activation)5};
@@ -481,6 +511,14 @@ static void check_validation(ssmjit_context *ctx, op o)
         expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_INVALID_ARG, in_names[o.kind][i],
                      "stride");
         in[i] = keep;
+        in[i].batch_stride = V_ROWS * V_COLS;
+        expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_INVALID_ARG, in_names[o.kind][i],
+                     "batch_stride");
+        in[i] = keep;
+        in[i].data = (char *)keep.data + 2;
+        expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_INVALID_ARG, in_names[o.kind][i],
+                     "aligned");
+        in[i] = keep;
     }
     for (size_t i = 0; i < nout; ++i) {
         ssmjit_matrix keep = out[i];
@@ -491,6 +529,14 @@ static void check_validation(ssmjit_context *ctx, op o)
         out[i].stride = 1;
         expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_INVALID_ARG,
                      out_names[o.kind][i], "stride");
+        out[i] = keep;
+        out[i].batch_stride = -1;
+        expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_INVALID_ARG,
+                     out_names[o.kind][i], "batch_stride");
+        out[i] = keep;
+        out[i].data = (char *)keep.data + 1;
+        expect_error(call_op(ctx, o, &desc, in, out), SSMJIT_ERR_INVALID_ARG,
+                     out_names[o.kind][i], "aligned");
         out[i] = keep;
     }
 

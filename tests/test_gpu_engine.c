@@ -40,9 +40,9 @@ static void check_silu(ssmjit_context *ctx, void *stream, int64_t rows, int64_t 
     void *dx = gu_upload_new(x, n, SSMJIT_F32), *dy = gu_alloc_poisoned(n, SSMJIT_F32);
     for (size_t i = 0; i < n; i++)
         ref[i] = silu(x[i]);
-    ssmjit_unary_desc d = {SSMJIT_F32, rows, cols};
-    ssmjit_status st = ssmjit_activation_fwd(ctx, SSMJIT_ACT_SILU, &d, (ssmjit_matrix){dx, 0},
-                                             (ssmjit_matrix){dy, 0}, stream);
+    ssmjit_activation_desc d = {sizeof d, SSMJIT_ACT_SILU, SSMJIT_F32, rows, cols};
+    ssmjit_activation_fwd_args a = {sizeof a, {dx, 0, 0}, {dy, 0, 0}};
+    ssmjit_status st = ssmjit_activation_fwd(ctx, &d, &a, stream);
     if (st != SSMJIT_OK)
         fail_msg("%s: %s", ssmjit_status_string(st), ssmjit_last_error());
     gu_sync();
@@ -231,12 +231,14 @@ typedef struct {
 static void *thread_run(void *p)
 {
     thread_job *j = p;
-    ssmjit_unary_desc d = {SSMJIT_F32, 1, j->n};
+    ssmjit_activation_desc d = {sizeof d, SSMJIT_ACT_SILU, SSMJIT_F32, 1, j->n};
+    ssmjit_activation_fwd_args a = {sizeof a, {j->x, 0, 0}, {j->y, 0, 0}};
     /* no context is current on this new thread: the library makes its own current */
     /* softplus then silu last: the result checked is silu's */
-    for (int i = 0; i < 51 && j->st == SSMJIT_OK; i++)
-        j->st = ssmjit_activation_fwd(j->ctx, i % 2 ? SSMJIT_ACT_SOFTPLUS : SSMJIT_ACT_SILU, &d,
-                                      (ssmjit_matrix){j->x, 0}, (ssmjit_matrix){j->y, 0}, NULL);
+    for (int i = 0; i < 51 && j->st == SSMJIT_OK; i++) {
+        d.activation = i % 2 ? SSMJIT_ACT_SOFTPLUS : SSMJIT_ACT_SILU;
+        j->st = ssmjit_activation_fwd(j->ctx, &d, &a, NULL);
+    }
     return NULL;
 }
 

@@ -352,7 +352,7 @@ static void test_cross_entropy_no_rows(void **state)
     float *dloss = gu_alloc_poisoned(1, SSMJIT_F32), *drow = gu_alloc_poisoned(1, SSMJIT_F32);
     int32_t *dtargets = gu_alloc(4);
     void *logits = gu_alloc_poisoned(1, SSMJIT_F32);
-    ssmjit_matrix m = {logits, 0};
+    ssmjit_matrix m = {logits, 0, 0};
     check(sj_cross_entropy(ctx, SSMJIT_F32, 0, 50280, m, dtargets, 1.0f, drow, dloss, m, NULL));
     float loss, row;
     gu_download(&loss, dloss, sizeof loss);
@@ -534,7 +534,7 @@ static void test_empty_extents(void **state)
     float *buf = gu_alloc_poisoned(N, SSMJIT_F32), *out = gu_alloc_poisoned(N, SSMJIT_F32);
     int32_t *ids = gu_alloc(N * sizeof(int32_t));
     gu_poison(ids, N * sizeof(int32_t));
-    ssmjit_matrix m = {buf, 0}, o = {out, 0};
+    ssmjit_matrix m = {buf, 0, 0}, o = {out, 0, 0};
     check(sj_embedding_fwd(ctx, SSMJIT_F32, 0, 8, 4, ids, buf, o, SSMJIT_F32, NULL));
     check(sj_embedding_fwd(ctx, SSMJIT_F32, 4, 0, 0, ids, buf, o, SSMJIT_F32, NULL));
     check(sj_embedding_bwd(ctx, SSMJIT_F32, 4, 8, 0, ids, ids, ids, m, out, NULL));

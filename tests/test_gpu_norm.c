@@ -68,8 +68,7 @@ static float eps_for(size_t d) { return d == 1 ? 1.0f : 1e-5f; }
 static ssmjit_rmsnorm_desc make_desc(ssmjit_dtype dtype, int has_residual, ssmjit_dtype rdtype,
                                      size_t rows, size_t d)
 {
-    ssmjit_rmsnorm_desc desc;
-    memset(&desc, 0, sizeof desc);
+    ssmjit_rmsnorm_desc desc = SSMJIT_STRUCT_INIT(ssmjit_rmsnorm_desc);
     desc.dtype = dtype;
     desc.rows = (int64_t)rows;
     desc.d = (int64_t)d;
@@ -127,9 +126,9 @@ static void check_case(ssmjit_context *ctx, const norm_case *c)
     gu_view Y = gu_view_poisoned(rows, d, c->dtype, c->strided);
     gu_view RO = res ? gu_view_poisoned(rows, d, rdtype, !c->strided) : gu_no_view;
     void *RSTD = gu_alloc_poisoned(rows, SSMJIT_F32);
-    assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, gu_view_matrix(&X), gu_view_matrix(&R), W,
-                                        gu_view_matrix(&Y), gu_view_matrix(&RO), RSTD, NULL),
-                     SSMJIT_OK);
+    const ssmjit_rmsnorm_fwd_args fa = {sizeof fa, gu_view_matrix(&X), gu_view_matrix(&R), W,
+                                        gu_view_matrix(&Y), gu_view_matrix(&RO), RSTD};
+    assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, &fa, NULL), SSMJIT_OK);
     gu_sync();
 
     double *h = normalised_input(x, res, n, rdtype), *y = tu_doubles(n);
@@ -155,10 +154,10 @@ static void check_case(ssmjit_context *ctx, const norm_case *c)
         DW = gu_alloc_poisoned(d, SSMJIT_F32);
         WS = workspace_for(ctx, &desc, &ws_bytes);
     }
-    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, gu_view_matrix(res ? &RO : &X), W, RSTD,
+    const ssmjit_rmsnorm_bwd_args ba = {sizeof ba, gu_view_matrix(res ? &RO : &X), W, RSTD,
                                         gu_view_matrix(&DY), gu_view_matrix(&DRO), gu_view_matrix(&DX),
-                                        gu_view_matrix(&DRES), DW, WS, ws_bytes, NULL),
-                     SSMJIT_OK);
+                                        gu_view_matrix(&DRES), DW, WS, ws_bytes};
+    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, &ba, NULL), SSMJIT_OK);
     gu_sync();
 
     double *dh = tu_doubles(n), *dw = tu_doubles(d);
@@ -269,9 +268,9 @@ static void test_fwd_without_optional_outputs(void **state)
         gu_view R = gu_view_upload(res, rows, d, SSMJIT_F32, 1);
         gu_view Y = gu_view_poisoned(rows, d, SSMJIT_BF16, 1);
         void *W = gu_upload_new(w, d, SSMJIT_F32);
-        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, gu_view_matrix(&X), gu_view_matrix(&R), W,
-                                            gu_view_matrix(&Y), gu_view_matrix(&gu_no_view), NULL, NULL),
-                         SSMJIT_OK);
+        const ssmjit_rmsnorm_fwd_args fa = {sizeof fa, gu_view_matrix(&X), gu_view_matrix(&R), W,
+                                            gu_view_matrix(&Y), gu_view_matrix(&gu_no_view), NULL};
+        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, &fa, NULL), SSMJIT_OK);
         gu_sync();
         double *h = normalised_input(x, res, n, SSMJIT_F32);
         ref_rmsnorm_fwd(h, NULL, w, rows, d, desc.eps, y, NULL, NULL);
@@ -305,9 +304,9 @@ static void test_residual_stream_start(void **state)
         gu_view Y = gu_view_poisoned(rows, d, cases[i].dtype, 0);
         gu_view RO = gu_view_poisoned(rows, d, cases[i].rdtype, 1);
         void *W = gu_upload_new(w, d, SSMJIT_F32), *RSTD = gu_alloc_poisoned(rows, SSMJIT_F32);
-        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, gu_view_matrix(&X), gu_view_matrix(&gu_no_view), W,
-                                            gu_view_matrix(&Y), gu_view_matrix(&RO), RSTD, NULL),
-                         SSMJIT_OK);
+        const ssmjit_rmsnorm_fwd_args fa = {sizeof fa, gu_view_matrix(&X), gu_view_matrix(&gu_no_view), W,
+                                            gu_view_matrix(&Y), gu_view_matrix(&RO), RSTD};
+        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, &fa, NULL), SSMJIT_OK);
         gu_sync();
         ref_rmsnorm_fwd(x, NULL, w, rows, d, desc.eps, y, NULL, rstd);
         expect_view(&Y, y, "y");
@@ -344,9 +343,9 @@ static void test_in_place(void **state)
         tu_fill_uniform(w, d, -2.0, 2.0);
         gu_view X = gu_view_upload(x, rows, d, dt, 1), R = gu_view_upload(res, rows, d, rdt, 1);
         void *W = gu_upload_new(w, d, SSMJIT_F32), *RSTD = gu_alloc_poisoned(rows, SSMJIT_F32);
-        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, gu_view_matrix(&X), gu_view_matrix(&R), W,
-                                            gu_view_matrix(&X), gu_view_matrix(&R), RSTD, NULL),
-                         SSMJIT_OK);
+        const ssmjit_rmsnorm_fwd_args fa = {sizeof fa, gu_view_matrix(&X), gu_view_matrix(&R), W,
+                                            gu_view_matrix(&X), gu_view_matrix(&R), RSTD};
+        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, &fa, NULL), SSMJIT_OK);
         gu_sync();
         double *h = normalised_input(x, res, n, rdt);
         ref_rmsnorm_fwd(h, NULL, w, rows, d, desc.eps, y, NULL, rstd);
@@ -357,10 +356,10 @@ static void test_in_place(void **state)
         gu_view DY = gu_view_upload(dy, rows, d, dt, 1), DRO = gu_view_upload(dro, rows, d, rdt, 1);
         size_t ws_bytes;
         void *DW = gu_alloc_poisoned(d, SSMJIT_F32), *WS = workspace_for(ctx, &desc, &ws_bytes);
-        assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, gu_view_matrix(&R), W, RSTD, gu_view_matrix(&DY),
+        const ssmjit_rmsnorm_bwd_args ba = {sizeof ba, gu_view_matrix(&R), W, RSTD, gu_view_matrix(&DY),
                                             gu_view_matrix(&DRO), gu_view_matrix(&DY), gu_view_matrix(&DRO), DW,
-                                            WS, ws_bytes, NULL),
-                         SSMJIT_OK);
+                                            WS, ws_bytes};
+        assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, &ba, NULL), SSMJIT_OK);
         gu_sync();
         ref_rmsnorm_bwd(h, w, rows, d, desc.eps, dy, dro, dh, dw);
         expect_view(&DY, dh, "dx in place of dy");
@@ -410,10 +409,10 @@ static bwd_bytes run_bwd_bytes(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *d
     gu_view DRES = gu_view_poisoned(rows, d, desc->residual_dtype, 0);
     size_t ws_bytes;
     void *DW = gu_alloc_poisoned(d, SSMJIT_F32), *WS = workspace_for(ctx, desc, &ws_bytes);
-    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, desc, gu_view_matrix(H), W, RSTD, gu_view_matrix(DY),
+    const ssmjit_rmsnorm_bwd_args ba = {sizeof ba, gu_view_matrix(H), W, RSTD, gu_view_matrix(DY),
                                         gu_view_matrix(&gu_no_view), gu_view_matrix(&DX), gu_view_matrix(&DRES), DW,
-                                        WS, ws_bytes, NULL),
-                     SSMJIT_OK);
+                                        WS, ws_bytes};
+    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, desc, &ba, NULL), SSMJIT_OK);
     gu_sync();
     bwd_bytes b = {download_bytes(DX.base, rows * d * ssmjit_dtype_size(desc->dtype)),
                    download_bytes(DRES.base, rows * d * ssmjit_dtype_size(desc->residual_dtype)),
@@ -484,11 +483,8 @@ enum { V_ROWS = 4, V_D = 8 };
  * stream, on [V_ROWS, V_D] buffers. */
 typedef struct norm_args {
     ssmjit_rmsnorm_desc desc;
-    ssmjit_matrix x, res, y, ro;                /* forward */
-    ssmjit_matrix h, dy, dro, dx, dres;         /* backward */
-    const void *w, *rstd_in;
-    void *rstd, *dw, *ws;
-    size_t ws_bytes;
+    ssmjit_rmsnorm_fwd_args f;
+    ssmjit_rmsnorm_bwd_args b;
 } norm_args;
 
 static void *buffers[16];
@@ -512,30 +508,25 @@ static norm_args valid_args(ssmjit_context *ctx)
     memset(&a, 0, sizeof a);
     a.desc = make_desc(SSMJIT_BF16, 1, SSMJIT_F32, V_ROWS, V_D);
     const size_t n = V_ROWS * V_D;
-    ssmjit_matrix act = {NULL, 0}, f32 = {NULL, 0};
-    act.data = buffer(n, SSMJIT_BF16);
-    f32.data = buffer(n, SSMJIT_F32);
+    const ssmjit_matrix act = {buffer(n, SSMJIT_BF16), 0, 0}, f32 = {buffer(n, SSMJIT_F32), 0, 0};
+    void *w = buffer(V_D, SSMJIT_F32), *rstd = buffer(V_ROWS, SSMJIT_F32);
     /* Only the error paths use the data, so inputs and outputs may share. */
-    a.x = a.y = a.dy = a.dx = act;
-    a.res = a.ro = a.h = a.dro = a.dres = f32;
-    a.w = buffer(V_D, SSMJIT_F32);
-    a.rstd = buffer(V_ROWS, SSMJIT_F32);
-    a.rstd_in = a.rstd;
-    a.dw = buffer(V_D, SSMJIT_F32);
-    assert_int_equal(ssmjit_rmsnorm_bwd_workspace_size(ctx, &a.desc, &a.ws_bytes), SSMJIT_OK);
-    a.ws = buffer(a.ws_bytes / sizeof(float), SSMJIT_F32);
+    a.f = (ssmjit_rmsnorm_fwd_args){sizeof a.f, act, f32, w, act, f32, rstd};
+    a.b = (ssmjit_rmsnorm_bwd_args){sizeof a.b, f32, w, rstd, act, f32, act, f32, buffer(V_D, SSMJIT_F32),
+                                    NULL, 0};
+    assert_int_equal(ssmjit_rmsnorm_bwd_workspace_size(ctx, &a.desc, &a.b.workspace_bytes), SSMJIT_OK);
+    a.b.workspace = buffer(a.b.workspace_bytes / sizeof(float), SSMJIT_F32);
     return a;
 }
 
 static ssmjit_status call_fwd(ssmjit_context *ctx, const norm_args *a)
 {
-    return ssmjit_rmsnorm_fwd(ctx, &a->desc, a->x, a->res, a->w, a->y, a->ro, a->rstd, NULL);
+    return ssmjit_rmsnorm_fwd(ctx, &a->desc, &a->f, NULL);
 }
 
 static ssmjit_status call_bwd(ssmjit_context *ctx, const norm_args *a)
 {
-    return ssmjit_rmsnorm_bwd(ctx, &a->desc, a->h, a->w, a->rstd_in, a->dy, a->dro, a->dx,
-                              a->dres, a->dw, a->ws, a->ws_bytes, NULL);
+    return ssmjit_rmsnorm_bwd(ctx, &a->desc, &a->b, NULL);
 }
 
 /* Applies `change` to a copy of the valid arguments and expects `call` to
@@ -555,32 +546,37 @@ static void test_validation_fwd(void **state)
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
     const norm_args ok = valid_args(ctx);
     assert_int_equal(call_fwd(ctx, &ok), SSMJIT_OK);
-    expect_error(ssmjit_rmsnorm_fwd(NULL, &ok.desc, ok.x, ok.res, ok.w, ok.y, ok.ro, ok.rstd,
-                                    NULL),
-                 INVALID, "ctx");
-    expect_error(ssmjit_rmsnorm_fwd(ctx, NULL, ok.x, ok.res, ok.w, ok.y, ok.ro, ok.rstd, NULL),
-                 INVALID, "desc");
+    expect_error(ssmjit_rmsnorm_fwd(NULL, &ok.desc, &ok.f, NULL), INVALID, "ctx");
+    expect_error(ssmjit_rmsnorm_fwd(ctx, NULL, &ok.f, NULL), INVALID, "desc");
+    expect_error(ssmjit_rmsnorm_fwd(ctx, &ok.desc, NULL, NULL), INVALID, "args");
+    EXPECT_BAD(call_fwd, a.desc.struct_size = 0, INVALID, "desc->struct_size");
+    EXPECT_BAD(call_fwd, a.f.struct_size += 8, INVALID, "args->struct_size");
     EXPECT_BAD(call_fwd, a.desc.dtype = (ssmjit_dtype)7, INVALID, "desc->dtype");
     EXPECT_BAD(call_fwd, a.desc.rows = -1, INVALID, "desc->rows");
     EXPECT_BAD(call_fwd, a.desc.d = -3, INVALID, "desc->d");
-    EXPECT_BAD(call_fwd, a.desc.eps = -1e-6f, INVALID, "desc->eps");
+    EXPECT_BAD(call_fwd, a.desc.eps = -1e-6, INVALID, "desc->eps");
     EXPECT_BAD(call_fwd, a.desc.eps = NAN, INVALID, "desc->eps");
     EXPECT_BAD(call_fwd, a.desc.eps = INFINITY, INVALID, "desc->eps");
+    EXPECT_BAD(call_fwd, a.desc.eps = 1e39, INVALID, "desc->eps");
     EXPECT_BAD(call_fwd, a.desc.residual_dtype = (ssmjit_dtype)9, INVALID,
                "desc->residual_dtype");
     EXPECT_BAD(call_fwd, a.desc.residual_dtype = SSMJIT_F16, SSMJIT_ERR_UNSUPPORTED,
                "desc->residual_dtype");
-    EXPECT_BAD(call_fwd, a.x.data = NULL, INVALID, "x.data");
-    EXPECT_BAD(call_fwd, a.x.stride = V_D - 1, INVALID, "x.stride");
-    EXPECT_BAD(call_fwd, a.x.stride = -V_D, INVALID, "x.stride");
-    EXPECT_BAD(call_fwd, a.res.stride = 1, INVALID, "residual.stride");
-    EXPECT_BAD(call_fwd, a.w = NULL, INVALID, "weight");
-    EXPECT_BAD(call_fwd, a.y.data = NULL, INVALID, "y.data");
-    EXPECT_BAD(call_fwd, a.y.stride = V_D - 1, INVALID, "y.stride");
-    EXPECT_BAD(call_fwd, a.ro.stride = 2, INVALID, "residual_out.stride");
-    EXPECT_BAD(call_fwd, a.desc.has_residual = 0, INVALID, "residual.data");
-    EXPECT_BAD(call_fwd, (a.desc.has_residual = 0, a.res.data = NULL), INVALID,
-               "residual_out.data");
+    EXPECT_BAD(call_fwd, a.f.x.data = NULL, INVALID, "args->x.data");
+    EXPECT_BAD(call_fwd, a.f.x.data = (char *)a.f.x.data + 1, INVALID, "args->x.data");
+    EXPECT_BAD(call_fwd, a.f.x.stride = V_D - 1, INVALID, "args->x.stride");
+    EXPECT_BAD(call_fwd, a.f.x.stride = -V_D, INVALID, "args->x.stride");
+    EXPECT_BAD(call_fwd, a.f.x.batch_stride = V_ROWS * V_D, INVALID, "args->x.batch_stride");
+    EXPECT_BAD(call_fwd, a.f.residual.stride = 1, INVALID, "args->residual.stride");
+    EXPECT_BAD(call_fwd, a.f.residual.data = (char *)a.f.residual.data + 2, INVALID, "args->residual.data");
+    EXPECT_BAD(call_fwd, a.f.weight = NULL, INVALID, "args->weight");
+    EXPECT_BAD(call_fwd, a.f.y.data = NULL, INVALID, "args->y.data");
+    EXPECT_BAD(call_fwd, a.f.y.stride = V_D - 1, INVALID, "args->y.stride");
+    EXPECT_BAD(call_fwd, a.f.residual_out.stride = 2, INVALID, "args->residual_out.stride");
+    EXPECT_BAD(call_fwd, a.f.residual_out.batch_stride = -1, INVALID, "args->residual_out.batch_stride");
+    EXPECT_BAD(call_fwd, a.desc.has_residual = 0, INVALID, "args->residual.data");
+    EXPECT_BAD(call_fwd, (a.desc.has_residual = 0, a.f.residual.data = NULL), INVALID,
+               "args->residual_out.data");
     free_buffers();
     ssmjit_context_destroy(ctx);
 }
@@ -591,33 +587,36 @@ static void test_validation_bwd(void **state)
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
     const norm_args ok = valid_args(ctx);
     assert_int_equal(call_bwd(ctx, &ok), SSMJIT_OK);
-    expect_error(ssmjit_rmsnorm_bwd(NULL, &ok.desc, ok.h, ok.w, ok.rstd_in, ok.dy, ok.dro, ok.dx,
-                                    ok.dres, ok.dw, ok.ws, ok.ws_bytes, NULL),
-                 INVALID, "ctx");
-    expect_error(ssmjit_rmsnorm_bwd(ctx, NULL, ok.h, ok.w, ok.rstd_in, ok.dy, ok.dro, ok.dx,
-                                    ok.dres, ok.dw, ok.ws, ok.ws_bytes, NULL),
-                 INVALID, "desc");
+    expect_error(ssmjit_rmsnorm_bwd(NULL, &ok.desc, &ok.b, NULL), INVALID, "ctx");
+    expect_error(ssmjit_rmsnorm_bwd(ctx, NULL, &ok.b, NULL), INVALID, "desc");
+    expect_error(ssmjit_rmsnorm_bwd(ctx, &ok.desc, NULL, NULL), INVALID, "args");
+    EXPECT_BAD(call_bwd, a.desc.struct_size -= 1, INVALID, "desc->struct_size");
+    EXPECT_BAD(call_bwd, a.b.struct_size = 0, INVALID, "args->struct_size");
     EXPECT_BAD(call_bwd, a.desc.dtype = (ssmjit_dtype)-1, INVALID, "desc->dtype");
     EXPECT_BAD(call_bwd, a.desc.rows = -5, INVALID, "desc->rows");
     EXPECT_BAD(call_bwd, a.desc.d = -1, INVALID, "desc->d");
-    EXPECT_BAD(call_bwd, a.desc.eps = -1.0f, INVALID, "desc->eps");
+    EXPECT_BAD(call_bwd, a.desc.eps = -1.0, INVALID, "desc->eps");
     EXPECT_BAD(call_bwd, a.desc.residual_dtype = SSMJIT_F16, SSMJIT_ERR_UNSUPPORTED,
                "desc->residual_dtype");
-    EXPECT_BAD(call_bwd, a.h.data = NULL, INVALID, "h.data");
-    EXPECT_BAD(call_bwd, a.h.stride = 3, INVALID, "h.stride");
-    EXPECT_BAD(call_bwd, a.w = NULL, INVALID, "weight");
-    EXPECT_BAD(call_bwd, a.rstd_in = NULL, INVALID, "rstd");
-    EXPECT_BAD(call_bwd, a.dy.data = NULL, INVALID, "dy.data");
-    EXPECT_BAD(call_bwd, a.dy.stride = -1, INVALID, "dy.stride");
-    EXPECT_BAD(call_bwd, a.dro.stride = 5, INVALID, "d_residual_out.stride");
-    EXPECT_BAD(call_bwd, a.dx.data = NULL, INVALID, "dx.data");
-    EXPECT_BAD(call_bwd, a.dx.stride = 7, INVALID, "dx.stride");
-    EXPECT_BAD(call_bwd, a.dres.stride = 1, INVALID, "d_residual.stride");
-    EXPECT_BAD(call_bwd, a.desc.has_residual = 0, INVALID, "d_residual_out.data");
-    EXPECT_BAD(call_bwd, (a.desc.has_residual = 0, a.dro.data = NULL), INVALID,
-               "d_residual.data");
-    EXPECT_BAD(call_bwd, a.ws = NULL, INVALID, "workspace");
-    EXPECT_BAD(call_bwd, a.ws_bytes -= 1, INVALID, "workspace_bytes");
+    EXPECT_BAD(call_bwd, a.b.h.data = NULL, INVALID, "args->h.data");
+    EXPECT_BAD(call_bwd, a.b.h.data = (char *)a.b.h.data + 2, INVALID, "args->h.data");
+    EXPECT_BAD(call_bwd, a.b.h.stride = 3, INVALID, "args->h.stride");
+    EXPECT_BAD(call_bwd, a.b.h.batch_stride = 1, INVALID, "args->h.batch_stride");
+    EXPECT_BAD(call_bwd, a.b.weight = NULL, INVALID, "args->weight");
+    EXPECT_BAD(call_bwd, a.b.rstd = NULL, INVALID, "args->rstd");
+    EXPECT_BAD(call_bwd, a.b.dy.data = NULL, INVALID, "args->dy.data");
+    EXPECT_BAD(call_bwd, a.b.dy.stride = -1, INVALID, "args->dy.stride");
+    EXPECT_BAD(call_bwd, a.b.d_residual_out.stride = 5, INVALID, "args->d_residual_out.stride");
+    EXPECT_BAD(call_bwd, a.b.dx.data = NULL, INVALID, "args->dx.data");
+    EXPECT_BAD(call_bwd, a.b.dx.data = (char *)a.b.dx.data + 1, INVALID, "args->dx.data");
+    EXPECT_BAD(call_bwd, a.b.dx.stride = 7, INVALID, "args->dx.stride");
+    EXPECT_BAD(call_bwd, a.b.d_residual.stride = 1, INVALID, "args->d_residual.stride");
+    EXPECT_BAD(call_bwd, a.b.d_residual.batch_stride = V_D, INVALID, "args->d_residual.batch_stride");
+    EXPECT_BAD(call_bwd, a.desc.has_residual = 0, INVALID, "args->d_residual_out.data");
+    EXPECT_BAD(call_bwd, (a.desc.has_residual = 0, a.b.d_residual_out.data = NULL), INVALID,
+               "args->d_residual.data");
+    EXPECT_BAD(call_bwd, a.b.workspace = NULL, INVALID, "args->workspace");
+    EXPECT_BAD(call_bwd, a.b.workspace_bytes -= 1, INVALID, "args->workspace_bytes");
 
     size_t bytes;
     expect_error(ssmjit_rmsnorm_bwd_workspace_size(NULL, &ok.desc, &bytes), INVALID, "ctx");
@@ -626,12 +625,15 @@ static void test_validation_bwd(void **state)
     norm_args a = ok;
     a.desc.d = -1;
     expect_error(ssmjit_rmsnorm_bwd_workspace_size(ctx, &a.desc, &bytes), INVALID, "desc->d");
+    a = ok;
+    a.desc.struct_size = 0;
+    expect_error(ssmjit_rmsnorm_bwd_workspace_size(ctx, &a.desc, &bytes), INVALID, "desc->struct_size");
 
     /* Without dweight no workspace is needed. */
     a = ok;
-    a.dw = NULL;
-    a.ws = NULL;
-    a.ws_bytes = 0;
+    a.b.dweight = NULL;
+    a.b.workspace = NULL;
+    a.b.workspace_bytes = 0;
     assert_int_equal(call_bwd(ctx, &a), SSMJIT_OK);
     gu_sync();
     free_buffers();
@@ -644,7 +646,8 @@ static void test_empty(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    const ssmjit_matrix none = {NULL, 0};
+    const ssmjit_rmsnorm_fwd_args none_f = SSMJIT_STRUCT_INIT(ssmjit_rmsnorm_fwd_args);
+    const ssmjit_rmsnorm_bwd_args none_b = SSMJIT_STRUCT_INIT(ssmjit_rmsnorm_bwd_args);
     const size_t d = 100;
     for (int which = 0; which < 2; ++which) {
         ssmjit_rmsnorm_desc desc = make_desc(SSMJIT_F16, 1, SSMJIT_F32, which ? 0 : 3,
@@ -652,17 +655,14 @@ static void test_empty(void **state)
         size_t bytes = 1;
         assert_int_equal(ssmjit_rmsnorm_bwd_workspace_size(ctx, &desc, &bytes), SSMJIT_OK);
         assert_int_equal(bytes, 0);
-        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, none, none, NULL, none, none, NULL, NULL),
-                         SSMJIT_OK);
-        assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, none, NULL, NULL, none, none, none, none,
-                                            NULL, NULL, 0, NULL),
-                         SSMJIT_OK);
+        assert_int_equal(ssmjit_rmsnorm_fwd(ctx, &desc, &none_f, NULL), SSMJIT_OK);
+        assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, &none_b, NULL), SSMJIT_OK);
     }
     ssmjit_rmsnorm_desc desc = make_desc(SSMJIT_BF16, 0, SSMJIT_BF16, 0, d);
     void *DW = gu_alloc_poisoned(d, SSMJIT_F32);
-    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, none, NULL, NULL, none, none, none, none, DW,
-                                        NULL, 0, NULL),
-                     SSMJIT_OK);
+    ssmjit_rmsnorm_bwd_args dw_only = none_b;
+    dw_only.dweight = DW;
+    assert_int_equal(ssmjit_rmsnorm_bwd(ctx, &desc, &dw_only, NULL), SSMJIT_OK);
     gu_sync();
     double got[100], zero[100] = {0};
     gu_download_as(got, DW, d, SSMJIT_F32);

@@ -47,7 +47,7 @@ typedef struct gpu {
 
 static const sj_driver *drv;
 
-static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0}; }
+static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0, 0}; }
 
 typedef struct soak_op {
     const char *name;
@@ -61,24 +61,26 @@ typedef struct soak_op {
 static ssmjit_status run_silu(const gpu *g, void *const *out, void *stream)
 {
     const inputs *in = &g->in;
-    ssmjit_unary_desc d = {SSMJIT_F32, 64, 1000};
-    return ssmjit_activation_fwd(g->ctx, SSMJIT_ACT_SILU, &d, mat(in->silu_x), mat(out[0]), stream);
+    ssmjit_activation_desc d = {sizeof d, SSMJIT_ACT_SILU, SSMJIT_F32, 64, 1000};
+    ssmjit_activation_fwd_args a = {sizeof a, mat(in->silu_x), mat(out[0])};
+    return ssmjit_activation_fwd(g->ctx, &d, &a, stream);
 }
 
 static ssmjit_status run_norm(const gpu *g, void *const *out, void *stream)
 {
     const inputs *in = &g->in;
-    ssmjit_rmsnorm_desc d = {SSMJIT_BF16, 64, 768, 1e-5f, 1, SSMJIT_F32};
-    return ssmjit_rmsnorm_fwd(g->ctx, &d, mat(in->norm_x), mat(in->norm_res), in->norm_w, mat(out[0]), mat(out[1]),
-                              out[2], stream);
+    ssmjit_rmsnorm_desc d = {sizeof d, SSMJIT_BF16, 64, 768, 1e-5, 1, SSMJIT_F32};
+    ssmjit_rmsnorm_fwd_args a = {sizeof a, mat(in->norm_x), mat(in->norm_res), in->norm_w, mat(out[0]), mat(out[1]),
+                                 out[2]};
+    return ssmjit_rmsnorm_fwd(g->ctx, &d, &a, stream);
 }
 
 static ssmjit_status run_conv(const gpu *g, void *const *out, void *stream)
 {
     const inputs *in = &g->in;
-    ssmjit_conv1d_desc d = {SSMJIT_F32, 2, 100, 96, 4, 1};
-    ssmjit_conv1d_inputs ci = {mat(in->conv_x), in->conv_w, in->conv_b, NULL};
-    return ssmjit_causal_conv1d_fwd(g->ctx, &d, &ci, mat(out[0]), out[1], stream);
+    ssmjit_conv1d_desc d = {sizeof d, SSMJIT_F32, 2, 100, 96, 4, 1};
+    ssmjit_conv1d_fwd_args a = {sizeof a, mat(in->conv_x), in->conv_w, in->conv_b, NULL, mat(out[0]), out[1]};
+    return ssmjit_causal_conv1d_fwd(g->ctx, &d, &a, stream);
 }
 
 static ssmjit_status run_scan(const gpu *g, void *const *out, void *stream)

@@ -59,7 +59,7 @@ static ssmjit_status alloc_state(const state *shape, const size_t *sizes, int co
     return SSMJIT_OK;
 }
 
-static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0}; }
+static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0, 0}; }
 
 /* The reference shape B=8, L=2048, D=4096 (quick: 1, 512, 1536). */
 static state big_shape(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t n)
@@ -98,30 +98,33 @@ static ssmjit_status setup_five(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
 static ssmjit_status run_silu_fwd(void *p, int r, void *stream)
 {
     state *s = p;
-    ssmjit_unary_desc desc = {s->dtype, s->b * s->l, s->d};
-    return ssmjit_activation_fwd(s->ctx, SSMJIT_ACT_SILU, &desc, mat(s->bufs[r][0]), mat(s->bufs[r][1]), stream);
+    ssmjit_activation_desc desc = {sizeof desc, SSMJIT_ACT_SILU, s->dtype, s->b * s->l, s->d};
+    ssmjit_activation_fwd_args args = {sizeof args, mat(s->bufs[r][0]), mat(s->bufs[r][1])};
+    return ssmjit_activation_fwd(s->ctx, &desc, &args, stream);
 }
 
 static ssmjit_status run_gate_fwd(void *p, int r, void *stream)
 {
     state *s = p;
-    ssmjit_unary_desc desc = {s->dtype, s->b * s->l, s->d};
-    return ssmjit_gate_fwd(s->ctx, &desc, mat(s->bufs[r][0]), mat(s->bufs[r][1]), mat(s->bufs[r][2]), stream);
+    ssmjit_gate_desc desc = {sizeof desc, s->dtype, s->b * s->l, s->d};
+    ssmjit_gate_fwd_args args = {sizeof args, mat(s->bufs[r][0]), mat(s->bufs[r][1]), mat(s->bufs[r][2])};
+    return ssmjit_gate_fwd(s->ctx, &desc, &args, stream);
 }
 
 static ssmjit_status run_gate_bwd(void *p, int r, void *stream)
 {
     state *s = p;
-    ssmjit_unary_desc desc = {s->dtype, s->b * s->l, s->d};
+    ssmjit_gate_desc desc = {sizeof desc, s->dtype, s->b * s->l, s->d};
     void *const *b = s->bufs[r];
-    return ssmjit_gate_bwd(s->ctx, &desc, mat(b[0]), mat(b[1]), mat(b[2]), mat(b[3]), mat(b[4]), stream);
+    ssmjit_gate_bwd_args args = {sizeof args, mat(b[0]), mat(b[1]), mat(b[2]), mat(b[3]), mat(b[4])};
+    return ssmjit_gate_bwd(s->ctx, &desc, &args, stream);
 }
 
 /* ---- RMSNorm: rows = B*L, d = 768 (mamba-130m), f32 residual stream ----- */
 
 static ssmjit_rmsnorm_desc norm_desc(const state *s)
 {
-    return (ssmjit_rmsnorm_desc){s->dtype, s->b * s->l, s->d, 1e-5f, 1, SSMJIT_F32};
+    return (ssmjit_rmsnorm_desc){sizeof(ssmjit_rmsnorm_desc), s->dtype, s->b * s->l, s->d, 1e-5, 1, SSMJIT_F32};
 }
 
 static ssmjit_status setup_norm(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int bwd, bench_instance *out)
@@ -157,7 +160,8 @@ static ssmjit_status run_norm_fwd(void *p, int r, void *stream)
     state *s = p;
     void **b = s->bufs[r];
     ssmjit_rmsnorm_desc desc = norm_desc(s);
-    return ssmjit_rmsnorm_fwd(s->ctx, &desc, mat(b[0]), mat(b[1]), b[2], mat(b[3]), mat(b[4]), b[5], stream);
+    ssmjit_rmsnorm_fwd_args args = {sizeof args, mat(b[0]), mat(b[1]), b[2], mat(b[3]), mat(b[4]), b[5]};
+    return ssmjit_rmsnorm_fwd(s->ctx, &desc, &args, stream);
 }
 
 static ssmjit_status run_norm_bwd(void *p, int r, void *stream)
@@ -165,13 +169,17 @@ static ssmjit_status run_norm_bwd(void *p, int r, void *stream)
     state *s = p;
     void **b = s->bufs[r];
     ssmjit_rmsnorm_desc desc = norm_desc(s);
-    return ssmjit_rmsnorm_bwd(s->ctx, &desc, mat(b[0]), b[1], b[2], mat(b[3]), mat(b[4]), mat(b[5]), mat(b[6]),
-                              b[7], b[8], s->ws, stream);
+    ssmjit_rmsnorm_bwd_args args = {sizeof args, mat(b[0]), b[1], b[2], mat(b[3]), mat(b[4]), mat(b[5]), mat(b[6]),
+                                    b[7], b[8], s->ws};
+    return ssmjit_rmsnorm_bwd(s->ctx, &desc, &args, stream);
 }
 
 /* ---- causal conv1d, W = 4, fused SiLU ----------------------------------- */
 
-static ssmjit_conv1d_desc conv_desc(const state *s) { return (ssmjit_conv1d_desc){s->dtype, s->b, s->l, s->d, 4, 1}; }
+static ssmjit_conv1d_desc conv_desc(const state *s)
+{
+    return (ssmjit_conv1d_desc){sizeof(ssmjit_conv1d_desc), s->dtype, s->b, s->l, s->d, 4, 1};
+}
 
 static ssmjit_status setup_conv(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int bwd, bench_instance *out)
 {
@@ -204,8 +212,8 @@ static ssmjit_status run_conv_fwd(void *p, int r, void *stream)
     state *s = p;
     void **b = s->bufs[r];
     ssmjit_conv1d_desc desc = conv_desc(s);
-    ssmjit_conv1d_inputs in = {mat(b[0]), b[1], b[2], NULL};
-    return ssmjit_causal_conv1d_fwd(s->ctx, &desc, &in, mat(b[3]), NULL, stream);
+    ssmjit_conv1d_fwd_args args = {sizeof args, mat(b[0]), b[1], b[2], NULL, mat(b[3]), NULL};
+    return ssmjit_causal_conv1d_fwd(s->ctx, &desc, &args, stream);
 }
 
 static ssmjit_status run_conv_bwd(void *p, int r, void *stream)
@@ -213,9 +221,9 @@ static ssmjit_status run_conv_bwd(void *p, int r, void *stream)
     state *s = p;
     void **b = s->bufs[r];
     ssmjit_conv1d_desc desc = conv_desc(s);
-    ssmjit_conv1d_inputs in = {mat(b[0]), b[1], b[2], NULL};
-    ssmjit_conv1d_grads g = {mat(b[5]), b[6], b[7], NULL};
-    return ssmjit_causal_conv1d_bwd(s->ctx, &desc, &in, mat(b[4]), NULL, &g, b[8], s->ws, stream);
+    ssmjit_conv1d_bwd_args args = {sizeof args, mat(b[0]), b[1], b[2], NULL, mat(b[4]), NULL,
+                                   mat(b[5]), b[6], b[7], NULL, b[8], s->ws};
+    return ssmjit_causal_conv1d_bwd(s->ctx, &desc, &args, stream);
 }
 
 /* ---- selective scan: N=16, with z, D, delta_bias, softplus -------------- */

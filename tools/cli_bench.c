@@ -55,12 +55,13 @@ static int startup_first(ssmjit_context *ctx)
         st = sj_dev_alloc(ctx, 256, &buf);
     if (st != SSMJIT_OK)
         return cli_fail("setup", st);
-    ssmjit_unary_desc desc = {SSMJIT_F32, 1, 32};
-    ssmjit_matrix m = {buf, 0};
+    ssmjit_activation_desc desc = {sizeof desc, SSMJIT_ACT_SILU, SSMJIT_F32, 1, 32};
+    ssmjit_matrix m = {buf, 0, 0};
+    ssmjit_activation_fwd_args act = {sizeof act, m, m};
     double t[2];
     for (int i = 0; i < 2 && st == SSMJIT_OK; i++) {
         double t0 = cli_now();
-        st = ssmjit_activation_fwd(ctx, SSMJIT_ACT_SILU, &desc, m, m, NULL);
+        st = ssmjit_activation_fwd(ctx, &desc, &act, NULL);
         t[i] = cli_now() - t0;
     }
     if (st == SSMJIT_OK)
@@ -194,8 +195,9 @@ static int bench_engine(ssmjit_context *ctx)
     int64_t stride = 1, rows = 1, cols = 1;
     void *args[] = {&buf, &stride, &buf, &stride, &rows, &cols};
     const unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
-    ssmjit_unary_desc desc = {SSMJIT_F32, 1, 1};
-    ssmjit_matrix m = {buf, 0};
+    ssmjit_activation_desc desc = {sizeof desc, SSMJIT_ACT_SILU, SSMJIT_F32, 1, 1};
+    ssmjit_matrix m = {buf, 0, 0};
+    ssmjit_activation_fwd_args act = {sizeof act, m, m};
     double per[3][9];
     const int batch = 500;
     for (int rep = 0; rep < 9; rep++)
@@ -209,7 +211,7 @@ static int bench_engine(ssmjit_context *ctx)
                 else if (way == 1)
                     st = sj_launch_checked(ctx, fn, grid, block, 0, stream, args);
                 else
-                    st = ssmjit_activation_fwd(ctx, SSMJIT_ACT_SILU, &desc, m, m, stream);
+                    st = ssmjit_activation_fwd(ctx, &desc, &act, stream);
             }
             if (st != SSMJIT_OK)
                 return cli_fail("launch", st);

@@ -44,11 +44,11 @@ static ssmjit_status norm_bwd(ssmjit_model *m, const sj_model_ws *ws, void *base
                               ssmjit_matrix d_resid, void *stream)
 {
     int64_t rows = m->train.batch * m->train.seqlen;
-    ssmjit_rmsnorm_desc nd = {m->dtype, rows, m->cfg.d_model, (float)m->cfg.norm_eps, 1, m->res_dtype};
-    return ssmjit_rmsnorm_bwd(m->ctx, &nd, (ssmjit_matrix){(void *)h, 0}, (const void *)(uintptr_t)w->data,
-                              rstd, (ssmjit_matrix){sj_model_ws_at(base, ws->dnormed), 0}, d_resid_out,
-                              (ssmjit_matrix){sj_model_ws_at(base, ws->dx), 0}, d_resid, grad(w),
-                              sj_model_ws_at(base, ws->norm_ws), ws->norm_ws_bytes, stream);
+    ssmjit_rmsnorm_desc nd = {sizeof nd, m->dtype, rows, m->cfg.d_model, m->cfg.norm_eps, 1, m->res_dtype};
+    ssmjit_rmsnorm_bwd_args na = {sizeof na, {(void *)h, 0, 0}, (const void *)(uintptr_t)w->data, rstd,
+                                  {sj_model_ws_at(base, ws->dnormed), 0, 0}, d_resid_out, {sj_model_ws_at(base, ws->dx), 0, 0},
+                                  d_resid, grad(w), sj_model_ws_at(base, ws->norm_ws), ws->norm_ws_bytes};
+    return ssmjit_rmsnorm_bwd(m->ctx, &nd, &na, stream);
 }
 
 /* Layer l from the gradient of its output (ws->dx) and of its residual
@@ -101,22 +101,21 @@ static ssmjit_status layer_bwd(ssmjit_model *m, const sj_model_ws *ws, void *bas
     SJ_TRY(sj_model_gemm(m, dbl, di, bl, ddbl, dbl, 1, xc, di, 0,
                          grad(sj_model_layer_tensor(m, l, SJ_L_X_PROJ)), di, SSMJIT_F32, 0.0f, stream));
     /* conv1d + SiLU, into the x half of in_proj's output gradient */
-    ssmjit_conv1d_desc cd = {m->dtype, B, L, di, (int)c->d_conv, 1};
-    ssmjit_conv1d_inputs in = {{xz, 2 * di}, sj_model_weight(m, l, SJ_L_CONV),
-                               sj_model_weight(m, l, SJ_L_CONV_BIAS), NULL};
-    ssmjit_conv1d_grads cg = {{dxz, 2 * di}, grad(sj_model_layer_tensor(m, l, SJ_L_CONV)),
-                              grad(sj_model_layer_tensor(m, l, SJ_L_CONV_BIAS)), NULL};
-    SJ_TRY(ssmjit_causal_conv1d_bwd(m->ctx, &cd, &in, (ssmjit_matrix){dxc, 0}, NULL, &cg,
-                                    sj_model_ws_at(base, ws->conv_ws), ws->conv_ws_bytes, stream));
+    ssmjit_conv1d_desc cd = {sizeof cd, m->dtype, B, L, di, (int)c->d_conv, 1};
+    ssmjit_conv1d_bwd_args ca = {sizeof ca, {xz, 2 * di, 0}, sj_model_weight(m, l, SJ_L_CONV), sj_model_weight(m, l, SJ_L_CONV_BIAS),
+                                 NULL, {dxc, 0, 0}, NULL, {dxz, 2 * di, 0}, grad(sj_model_layer_tensor(m, l, SJ_L_CONV)),
+                                 grad(sj_model_layer_tensor(m, l, SJ_L_CONV_BIAS)), NULL, sj_model_ws_at(base, ws->conv_ws),
+                                 ws->conv_ws_bytes};
+    SJ_TRY(ssmjit_causal_conv1d_bwd(m->ctx, &cd, &ca, stream));
     /* in_proj */
     SJ_TRY(sj_model_gemm(m, bl, dm, 2 * di, dxz, 2 * di, 0, sj_model_weight(m, l, SJ_L_IN_PROJ), dm, 0,
                          sj_model_ws_at(base, ws->dnormed), dm, m->dtype, 0.0f, stream));
     SJ_TRY(sj_model_gemm(m, 2 * di, dm, bl, dxz, 2 * di, 1, sj_model_ws_at(base, ws->normed + lo), dm, 0,
                          grad(sj_model_layer_tensor(m, l, SJ_L_IN_PROJ)), dm, SSMJIT_F32, 0.0f, stream));
     /* the block's norm, with the residual stream's gradient passing through */
-    ssmjit_matrix g = {sj_model_ws_at(base, ws->g), 0};
+    ssmjit_matrix g = {sj_model_ws_at(base, ws->g), 0, 0};
     return norm_bwd(m, ws, base, sj_model_ws_at(base, ws->resid + lo), sj_model_layer_tensor(m, l, SJ_L_NORM),
-                    sj_model_ws_at(base, ws->rstd + lo), g, l ? g : (ssmjit_matrix){NULL, 0}, stream);
+                    sj_model_ws_at(base, ws->rstd + lo), g, l ? g : (ssmjit_matrix){NULL, 0, 0}, stream);
 }
 
 /* The embedding lookup's gradient, summed per token id in a fixed order. */
@@ -138,7 +137,7 @@ static ssmjit_status embedding_bwd(ssmjit_model *m, const sj_model_ws *ws, void 
     SJ_TRY(st);
     return sj_embedding_bwd(m->ctx, m->dtype, n, m->cfg.d_model, nseg, sj_model_ws_at(base, ws->order),
                             sj_model_ws_at(base, ws->seg_start), sj_model_ws_at(base, ws->seg_id),
-                            (ssmjit_matrix){sj_model_ws_at(base, ws->dx), 0}, grad(&m->t[SJ_G_EMBEDDING]),
+                            (ssmjit_matrix){sj_model_ws_at(base, ws->dx), 0, 0}, grad(&m->t[SJ_G_EMBEDDING]),
                             stream);
 }
 
@@ -151,9 +150,9 @@ static ssmjit_status run(ssmjit_model *m, const ssmjit_model_backward_args *a, c
     const void *dl = a->dlogits;
     if (a->targets) {
         SJ_TRY(sj_model_copy_in(m, sj_model_ws_at(base, ws->targets), a->targets, (size_t)bl * 4, stream));
-        SJ_TRY(sj_cross_entropy(m->ctx, m->dtype, bl, V, (ssmjit_matrix){a->logits, 0},
+        SJ_TRY(sj_cross_entropy(m->ctx, m->dtype, bl, V, (ssmjit_matrix){a->logits, 0, 0},
                                 sj_model_ws_at(base, ws->targets), 1.0f / (float)counted,
-                                sj_model_ws_at(base, ws->row_loss), a->loss, (ssmjit_matrix){a->logits, 0},
+                                sj_model_ws_at(base, ws->row_loss), a->loss, (ssmjit_matrix){a->logits, 0, 0},
                                 stream));
         dl = a->logits;
     }
@@ -172,8 +171,8 @@ static ssmjit_status run(ssmjit_model *m, const ssmjit_model_backward_args *a, c
         SJ_TRY(st);
     }
     SJ_TRY(norm_bwd(m, ws, base, sj_model_ws_at(base, ws->resid_f), &m->t[SJ_G_NORM_F],
-                    sj_model_ws_at(base, ws->rstd_f), (ssmjit_matrix){NULL, 0},
-                    (ssmjit_matrix){sj_model_ws_at(base, ws->g), 0}, stream));
+                    sj_model_ws_at(base, ws->rstd_f), (ssmjit_matrix){NULL, 0, 0},
+                    (ssmjit_matrix){sj_model_ws_at(base, ws->g), 0, 0}, stream));
     for (int64_t l = c->n_layer - 1; l >= 0; l--)
         SJ_TRY(layer_bwd(m, ws, base, l, stream));
     if (m->train.ids)

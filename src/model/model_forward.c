@@ -39,21 +39,21 @@ ssmjit_status sj_model_norm_fwd(ssmjit_model *m, int64_t rows, ssmjit_matrix x,
                                 ssmjit_matrix residual, const void *weight, void *normed,
                                 void *resid_out, void *rstd, void *stream)
 {
-    ssmjit_rmsnorm_desc nd = {m->dtype, rows, m->cfg.d_model, (float)m->cfg.norm_eps, 1, m->res_dtype};
-    return ssmjit_rmsnorm_fwd(m->ctx, &nd, x, residual, weight, (ssmjit_matrix){normed, 0},
-                              (ssmjit_matrix){resid_out, 0}, rstd, stream);
+    ssmjit_rmsnorm_desc nd = {sizeof nd, m->dtype, rows, m->cfg.d_model, m->cfg.norm_eps, 1, m->res_dtype};
+    ssmjit_rmsnorm_fwd_args na = {sizeof na, x, residual, weight, {normed, 0, 0}, {resid_out, 0, 0}, rstd};
+    return ssmjit_rmsnorm_fwd(m->ctx, &nd, &na, stream);
 }
 
 ssmjit_status sj_model_conv_fwd(ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l,
                                 int64_t B, int64_t L, void *stream)
 {
     const ssmjit_model_config *c = &m->cfg;
-    ssmjit_conv1d_desc cd = {m->dtype, B, L, c->d_inner, (int)c->d_conv, 1};
-    ssmjit_conv1d_inputs in = {{sj_model_ws_at(base, ws->xz + l * ws->layer_stride), 2 * c->d_inner},
-                               sj_model_weight(m, l, SJ_L_CONV), sj_model_weight(m, l, SJ_L_CONV_BIAS), NULL};
-    return ssmjit_causal_conv1d_fwd(m->ctx, &cd, &in,
-                                    (ssmjit_matrix){sj_model_ws_at(base, ws->xc + l * ws->xc_stride), 0},
-                                    NULL, stream);
+    ssmjit_conv1d_desc cd = {sizeof cd, m->dtype, B, L, c->d_inner, (int)c->d_conv, 1};
+    ssmjit_conv1d_fwd_args ca = {sizeof ca,
+                                 {sj_model_ws_at(base, ws->xz + l * ws->layer_stride), 2 * c->d_inner, 0},
+                                 sj_model_weight(m, l, SJ_L_CONV), sj_model_weight(m, l, SJ_L_CONV_BIAS), NULL,
+                                 {sj_model_ws_at(base, ws->xc + l * ws->xc_stride), 0, 0}, NULL};
+    return ssmjit_causal_conv1d_fwd(m->ctx, &cd, &ca, stream);
 }
 
 ssmjit_status sj_model_scan_fwd(ssmjit_model *m, const sj_model_ws *ws, void *base, int64_t l,
@@ -87,7 +87,7 @@ static ssmjit_status mixer_fwd(ssmjit_model *m, const sj_model_ws *ws, void *bas
                            sj_model_ws_at(base, ws->normed + lo), dm, xz, 2 * di, stream));
     SJ_TRY(sj_model_conv_fwd(m, ws, base, l, B, L, stream));
     if (a->conv_state)
-        SJ_TRY(sj_conv_state_fill(m->ctx, m->dtype, B, L, di, c->d_conv, (ssmjit_matrix){xz, 2 * di},
+        SJ_TRY(sj_conv_state_fill(m->ctx, m->dtype, B, L, di, c->d_conv, (ssmjit_matrix){xz, 2 * di, 0},
                                   (float *)a->conv_state + l * B * di * c->d_conv, stream));
     int64_t dbl = c->dt_rank + 2 * c->d_state;
     void *xdbl = sj_model_ws_at(base, ws->xdbl + lo);
@@ -144,7 +144,7 @@ ssmjit_status sj_model_embed(ssmjit_model *m, const int32_t *host_ids, int64_t n
         SJ_TRY(sj_model_copy_in(m, ids_dev, host_ids, (size_t)n * 4, stream));
     return sj_embedding_fwd(m->ctx, m->dtype, n, m->cfg.d_model, m->cfg.vocab_size, ids_dev,
                             (const void *)(uintptr_t)m->t[SJ_G_EMBEDDING].data,
-                            (ssmjit_matrix){out, 0}, m->dtype, stream);
+                            (ssmjit_matrix){out, 0, 0}, m->dtype, stream);
 }
 
 static ssmjit_status run(ssmjit_model *m, const ssmjit_model_forward_args *a, const sj_model_ws *ws,
@@ -155,13 +155,13 @@ static ssmjit_status run(ssmjit_model *m, const ssmjit_model_forward_args *a, co
     void *base = a->workspace;
     int train = a->mode != SSMJIT_MODEL_INFERENCE;
     SJ_TRY(sj_model_refresh_a(m, stream));
-    ssmjit_matrix x = {(void *)a->embeds, 0};
+    ssmjit_matrix x = {(void *)a->embeds, 0, 0};
     if (a->ids) {
         SJ_TRY(sj_model_embed(m, a->ids, bl, sj_model_ws_at(base, ws->ids), sj_model_ws_at(base, ws->x),
                               stream));
         x.data = sj_model_ws_at(base, ws->x);
     }
-    ssmjit_matrix resid = {NULL, 0};
+    ssmjit_matrix resid = {NULL, 0, 0};
     for (int64_t l = 0; l < c->n_layer; l++) {
         size_t lo = l * ws->layer_stride;
         void *resid_out = sj_model_ws_at(base, ws->resid + lo);

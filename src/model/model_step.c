@@ -35,18 +35,15 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
          *xdbl = sj_model_ws_at(base, ws->xdbl);
     void *dt = sj_model_ws_at(base, ws->dt), *y = sj_model_ws_at(base, ws->y),
          *resid = sj_model_ws_at(base, ws->resid);
-    ssmjit_matrix residual = {l ? resid : NULL, 0};
-    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){sj_model_ws_at(base, ws->x), 0}, residual,
-                             sj_model_weight(m, l, SJ_L_NORM), sj_model_ws_at(base, ws->normed), resid,
-                             NULL, stream));
-    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B,
-                           sj_model_ws_at(base, ws->normed), dm, xz, 2 * di, stream));
-    ssmjit_conv1d_desc cd = {m->dtype, B, 1, di, (int)c->d_conv, 1};
-    SJ_TRY(ssmjit_causal_conv1d_update(m->ctx, &cd, (ssmjit_matrix){xz, 2 * di},
-                                       sj_model_weight(m, l, SJ_L_CONV),
-                                       sj_model_weight(m, l, SJ_L_CONV_BIAS),
-                                       (float *)a->conv_state + l * B * di * c->d_conv,
-                                       (ssmjit_matrix){xc, 0}, stream));
+    ssmjit_matrix residual = {l ? resid : NULL, 0, 0};
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){sj_model_ws_at(base, ws->x), 0, 0}, residual,
+                             sj_model_weight(m, l, SJ_L_NORM), sj_model_ws_at(base, ws->normed), resid, NULL, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, sj_model_ws_at(base, ws->normed), dm, xz, 2 * di,
+                           stream));
+    ssmjit_conv1d_desc cd = {sizeof cd, m->dtype, B, 1, di, (int)c->d_conv, 1};
+    ssmjit_conv1d_update_args ca = {sizeof ca, {xz, 2 * di, 0}, sj_model_weight(m, l, SJ_L_CONV), sj_model_weight(m, l, SJ_L_CONV_BIAS),
+                                    (float *)a->conv_state + l * B * di * c->d_conv, {xc, 0, 0}};
+    SJ_TRY(ssmjit_causal_conv1d_update(m->ctx, &cd, &ca, stream));
     SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_X_PROJ), B, xc, di, xdbl, dbl, stream));
     SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_DT_PROJ), B, xdbl, dbl, dt, di, stream));
     ssmjit_state_update_desc ud = {
@@ -75,14 +72,14 @@ static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args 
     SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
     for (int64_t l = 0; l < c->n_layer; l++)
         SJ_TRY(layer_step(m, a, ws, l, stream));
-    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0}, (ssmjit_matrix){sj_model_ws_at(base, ws->resid), 0},
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, (ssmjit_matrix){sj_model_ws_at(base, ws->resid), 0, 0},
                              (const void *)(uintptr_t)m->t[SJ_G_NORM_F].data, normed,
                              sj_model_ws_at(base, ws->resid), NULL, stream));
     SJ_TRY(sj_model_linear(m, sj_model_head_tensor(m), B, normed, c->d_model, a->logits, c->vocab_size,
                            stream));
     if (!a->next_ids)
         return SSMJIT_OK;
-    return sj_argmax_rows(m->ctx, m->dtype, B, c->vocab_size, (ssmjit_matrix){a->logits, 0},
+    return sj_argmax_rows(m->ctx, m->dtype, B, c->vocab_size, (ssmjit_matrix){a->logits, 0, 0},
                           a->next_ids, stream);
 }
 

@@ -79,10 +79,10 @@ static ssmjit_status op_workspaces(const ssmjit_model *m, sj_model_ws *ws, int64
         st = ssmjit_selective_scan_fwd_workspace_size(m->ctx, &sd, &ws->split_bytes);
     if (st == SSMJIT_OK && ws->mode != SSMJIT_MODEL_INFERENCE)
         st = ssmjit_selective_scan_bwd_workspace_size(m->ctx, &sd, &ws->scan_ws_bytes);
-    ssmjit_conv1d_desc cd = {m->dtype, B, L, c->d_inner, (int)c->d_conv, 1};
+    ssmjit_conv1d_desc cd = {sizeof cd, m->dtype, B, L, c->d_inner, (int)c->d_conv, 1};
     if (st == SSMJIT_OK && ws->mode != SSMJIT_MODEL_INFERENCE)
         st = ssmjit_causal_conv1d_bwd_workspace_size(m->ctx, &cd, &ws->conv_ws_bytes);
-    ssmjit_rmsnorm_desc nd = {m->dtype, B * L, c->d_model, (float)c->norm_eps, 1, m->res_dtype};
+    ssmjit_rmsnorm_desc nd = {sizeof nd, m->dtype, B * L, c->d_model, c->norm_eps, 1, m->res_dtype};
     if (st == SSMJIT_OK && ws->mode != SSMJIT_MODEL_INFERENCE)
         st = ssmjit_rmsnorm_bwd_workspace_size(m->ctx, &nd, &ws->norm_ws_bytes);
     if (st != SSMJIT_OK)

@@ -22,14 +22,18 @@ static ssmjit_status check_int(int64_t v, const char *what)
                                    what, (long long)v, INT_MAX);
 }
 
-/* One operand: a [rows, width] matrix `ld` elements apart (resolved in
- * place), whose pointer may be NULL only if it has no elements. */
-static ssmjit_status check_matrix(const void *p, int64_t rows, int64_t width, int64_t *ld,
-                                  const char *name, const char *ld_name)
+/* One operand `name` of `dtype`: a [rows, width] view `*ld` elements
+ * apart (resolved in place, and within cuBLAS's int), whose pointer may
+ * be NULL only if it has no elements. */
+static ssmjit_status check_operand(const void *p, ssmjit_dtype dtype, int64_t rows, int64_t width, int64_t *ld,
+                                   const char *name, const char *ld_name)
 {
-    SJ_TRY(sj_resolve_stride(*ld, width, OP, ld_name, ld));
-    SJ_TRY(check_int(*ld, ld_name));
-    return rows && width ? sj_check_ptr(p, OP, name) : SSMJIT_OK;
+    ssmjit_matrix m = {(void *)(uintptr_t)p, *ld, 0}, out;
+    SJ_TRY(sj_check_matrix(OP, name, &m, ssmjit_dtype_size(dtype), 1, rows, width,
+                           SJ_MATRIX_REQUIRED | SJ_MATRIX_ROWS, &out));
+    SJ_TRY(check_int(out.stride, ld_name));
+    *ld = out.stride;
+    return SSMJIT_OK;
 }
 
 /* Checks *d and resolves its leading dimensions into lds[3] (A, B, C). */
@@ -50,11 +54,11 @@ static ssmjit_status check_desc(const sj_gemm_desc *d, int64_t lds[3])
     lds[0] = d->lda;
     lds[1] = d->ldb;
     lds[2] = d->ldc;
-    SJ_TRY(check_matrix(d->a, d->trans_a ? d->k : d->m, d->trans_a ? d->m : d->k, &lds[0], "desc->a",
-                        "desc->lda"));
-    SJ_TRY(check_matrix(d->b, d->trans_b ? d->n : d->k, d->trans_b ? d->k : d->n, &lds[1], "desc->b",
-                        "desc->ldb"));
-    return check_matrix(d->c, d->m, d->n, &lds[2], "desc->c", "desc->ldc");
+    SJ_TRY(check_operand(d->a, d->ab_dtype, d->trans_a ? d->k : d->m, d->trans_a ? d->m : d->k, &lds[0],
+                         "desc->a", "desc->lda"));
+    SJ_TRY(check_operand(d->b, d->ab_dtype, d->trans_b ? d->n : d->k, d->trans_b ? d->k : d->n, &lds[1],
+                         "desc->b", "desc->ldb"));
+    return check_operand(d->c, d->c_dtype, d->m, d->n, &lds[2], "desc->c", "desc->ldc");
 }
 
 static cudaDataType data_type(ssmjit_dtype dtype)
@@ -104,7 +108,7 @@ static ssmjit_status set_stream(sj_blas *blas, CUstream stream)
 
 ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
 {
-    int64_t lds[3];
+    int64_t lds[3] = {0, 0, 0};
     SJ_TRY(sj_check_ptr(blas, OP, "blas"));
     SJ_TRY(check_desc(d, lds));
     if (d->m == 0 || d->n == 0)

@@ -44,10 +44,12 @@ typedef struct sj_gemm_desc {
  * its leading dimension (0: contiguous, else at least the row width).
  * f16 and bf16 inputs are multiplied and summed in f32, and so is f32
  * unless allow_tf32.  Checks the whole descriptor first: extents < 0, a
- * leading dimension under the row width, a NULL matrix that has elements
- * or an unknown dtype give SSMJIT_ERR_INVALID_ARG; other dtype pairs and
- * extents or leading dimensions past INT_MAX (cuBLAS's int) give
- * SSMJIT_ERR_UNSUPPORTED.  m or n of 0 does nothing; k of 0 gives
+ * leading dimension under the row width, a NULL matrix that has elements,
+ * a pointer not aligned to its elements or an unknown dtype give
+ * SSMJIT_ERR_INVALID_ARG (checked as the [rows, width] view each operand
+ * is, so those messages name desc->a.data, desc->a.stride for a and lda,
+ * and so on); other dtype pairs and extents or leading dimensions past
+ * INT_MAX (cuBLAS's int) give SSMJIT_ERR_UNSUPPORTED.  m or n of 0 does nothing; k of 0 gives
  * C = beta C.  A failing cuBLAS call gives SSMJIT_ERR_DRIVER naming it. */
 ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream);
 

@@ -59,83 +59,43 @@ typedef struct conv_update_args {
 
 static ssmjit_status check_desc(ssmjit_context *ctx, const char *op, const ssmjit_conv1d_desc *d)
 {
-    ssmjit_status st = sj_check_context(ctx, op);
-    if (st == SSMJIT_OK)
-        st = sj_check_ptr(d, op, "desc");
-    if (st == SSMJIT_OK)
-        st = sj_check_dtype(d->dtype, op, "desc->dtype");
-    if (st == SSMJIT_OK)
-        st = sj_check_extent(d->batch, op, "desc->batch");
-    if (st == SSMJIT_OK)
-        st = sj_check_extent(d->seqlen, op, "desc->seqlen");
-    if (st == SSMJIT_OK)
-        st = sj_check_extent(d->dim, op, "desc->dim");
-    if (st == SSMJIT_OK && (d->width < MIN_WIDTH || d->width > MAX_WIDTH))
-        st = sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->width = %d is outside %d..%d", op, d->width,
-                      MIN_WIDTH, MAX_WIDTH);
-    if (st != SSMJIT_OK)
-        return st;
+    SJ_TRY(sj_check_context(ctx, op));
+    SJ_CHECK_STRUCT(op, "desc", d, ssmjit_conv1d_desc);
+    SJ_TRY(sj_check_dtype(d->dtype, op, "desc->dtype"));
+    SJ_TRY(sj_check_extent(d->batch, op, "desc->batch"));
+    SJ_TRY(sj_check_extent(d->seqlen, op, "desc->seqlen"));
+    SJ_TRY(sj_check_extent(d->dim, op, "desc->dim"));
+    SJ_FAIL_IF(d->width < MIN_WIDTH || d->width > MAX_WIDTH, SSMJIT_ERR_INVALID_ARG,
+               "%s: desc->width = %d is outside %d..%d", op, d->width, MIN_WIDTH, MAX_WIDTH);
     /* Empty extents count as 1 so that each extent is bounded on its own:
      * an empty batch still has weights [D, W] and a workspace. */
     const int64_t b = d->batch > 0 ? d->batch : 1, l = d->seqlen > 0 ? d->seqlen : 1,
                   dim = d->dim > 0 ? d->dim : 1;
-    st = sj_check_size(b, l, dim, op, "desc->batch * desc->seqlen * desc->dim");
-    if (st == SSMJIT_OK)
-        st = sj_check_size(b, dim, d->width + 1, op, "desc->batch * desc->dim * desc->width");
-    return st;
-}
-
-static ssmjit_status check_align(const void *p, size_t bytes, const char *op, const char *what)
-{
-    if ((uintptr_t)p % bytes == 0)
-        return SSMJIT_OK;
-    return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s = %p is not aligned to %zu bytes", op, what, p,
-                    bytes);
+    SJ_TRY(sj_check_size(b, l, dim, op, "desc->batch * desc->seqlen * desc->dim"));
+    return sj_check_size(b, dim, d->width + 1, op, "desc->batch * desc->dim * desc->width");
 }
 
 /* An f32 parameter or state: NULL only if optional, 4-byte aligned. */
 static ssmjit_status check_f32(const void *p, int required, const char *op, const char *what)
 {
-    if (!p)
-        return required ? sj_check_ptr(p, op, what) : SSMJIT_OK;
-    return check_align(p, sizeof(float), op, what);
+    if (required)
+        SJ_TRY(sj_check_ptr(p, op, what));
+    SJ_FAIL_IF((uintptr_t)p % sizeof(float) != 0, SSMJIT_ERR_INVALID_ARG, "%s: %s = %p is not aligned to %zu bytes",
+               op, what, p, sizeof(float));
+    return SSMJIT_OK;
 }
 
-/* An activation [B, L, D]: data non-NULL and aligned to the element size,
- * stride resolved in place (0 = D), every row addressable in int64. */
-static ssmjit_status check_act(const char *op, const ssmjit_conv1d_desc *d, ssmjit_matrix *m,
-                               const char *name)
+/* An activation [B, L, D] (`name` is "args->x" ...): *out gets it with its
+ * strides resolved.  The kernels take sequences back to back. */
+static ssmjit_status check_act(const char *op, const ssmjit_conv1d_desc *d, const ssmjit_matrix *m,
+                               const char *name, ssmjit_matrix *out)
 {
-    char what[48];
-    snprintf(what, sizeof what, "%s.data", name);
-    ssmjit_status st = sj_check_ptr(m->data, op, what);
-    if (st == SSMJIT_OK)
-        st = check_align(m->data, ssmjit_dtype_size(d->dtype), op, what);
-    snprintf(what, sizeof what, "%s.stride", name);
-    if (st == SSMJIT_OK)
-        st = sj_resolve_stride(m->stride, d->dim, op, what, &m->stride);
-    if (st == SSMJIT_OK)
-        st = sj_check_size(d->batch, d->seqlen, m->stride, op, what);
-    return st;
-}
-
-/* The forward's inputs, shared by forward and backward; *x gets the
- * resolved copy of in->x. */
-static ssmjit_status check_inputs(const char *op, const ssmjit_conv1d_desc *d,
-                                  const ssmjit_conv1d_inputs *in, ssmjit_matrix *x)
-{
-    ssmjit_status st = sj_check_ptr(in, op, "in");
-    if (st != SSMJIT_OK)
-        return st;
-    *x = in->x;
-    st = check_act(op, d, x, "in->x");
-    if (st == SSMJIT_OK)
-        st = check_f32(in->weight, 1, op, "in->weight");
-    if (st == SSMJIT_OK)
-        st = check_f32(in->bias, 0, op, "in->bias");
-    if (st == SSMJIT_OK)
-        st = check_f32(in->initial_state, 0, op, "in->initial_state");
-    return st;
+    SJ_TRY(sj_check_matrix(op, name, m, ssmjit_dtype_size(d->dtype), d->batch, d->seqlen, d->dim,
+                           SJ_MATRIX_REQUIRED, out));
+    SJ_FAIL_IF(out->batch_stride != d->seqlen * out->stride, SSMJIT_ERR_UNSUPPORTED,
+               "%s: %s.batch_stride = %lld is not desc->seqlen * stride = %lld, which the conv kernels need", op,
+               name, (long long)out->batch_stride, (long long)(d->seqlen * out->stride));
+    return SSMJIT_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -220,33 +180,28 @@ static ssmjit_status launch(ssmjit_context *ctx, sj_module_id mod, sj_kernel_rol
                             void *stream)
 {
     CUfunction fn;
-    ssmjit_status st = sj_kernel_get(ctx, mod, role, kernel, &fn);
-    if (st == SSMJIT_OK)
-        st = sj_launch(ctx, fn, grid, block, 0, stream, args);
-    return st;
+    SJ_TRY(sj_kernel_get(ctx, mod, role, kernel, &fn));
+    return sj_launch(ctx, fn, grid, block, 0, stream, args);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Forward                                                                  */
 /* ------------------------------------------------------------------------ */
 
-SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx,
-                                                  const ssmjit_conv1d_desc *desc,
-                                                  const ssmjit_conv1d_inputs *in, ssmjit_matrix y,
-                                                  void *final_state, void *stream)
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc,
+                                                  const ssmjit_conv1d_fwd_args *args, void *stream)
 {
-    const char *op = "ssmjit_causal_conv1d_fwd";
-    ssmjit_matrix x;
-    ssmjit_status st = check_desc(ctx, op, desc);
-    if (st == SSMJIT_OK)
-        st = check_inputs(op, desc, in, &x);
-    if (st == SSMJIT_OK)
-        st = check_act(op, desc, &y, "y");
-    if (st == SSMJIT_OK)
-        st = check_f32(final_state, 0, op, "final_state");
-    if (st != SSMJIT_OK)
-        return st;
-    if (desc->batch == 0 || desc->dim == 0 || (desc->seqlen == 0 && !final_state))
+    static const char op[] = "ssmjit_causal_conv1d_fwd";
+    SJ_TRY(check_desc(ctx, op, desc));
+    SJ_CHECK_STRUCT(op, "args", args, ssmjit_conv1d_fwd_args);
+    ssmjit_matrix x, y;
+    SJ_TRY(check_act(op, desc, &args->x, "args->x", &x));
+    SJ_TRY(check_f32(args->weight, 1, op, "args->weight"));
+    SJ_TRY(check_f32(args->bias, 0, op, "args->bias"));
+    SJ_TRY(check_f32(args->initial_state, 0, op, "args->initial_state"));
+    SJ_TRY(check_act(op, desc, &args->y, "args->y", &y));
+    SJ_TRY(check_f32(args->final_state, 0, op, "args->final_state"));
+    if (desc->batch == 0 || desc->dim == 0 || (desc->seqlen == 0 && !args->final_state))
         return SSMJIT_OK;
 
     const ssmjit_matrix *acts[] = {&x, &y};
@@ -255,11 +210,11 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx,
         vec = 1;
     conv_plan p;
     make_plan(ctx, desc, 0, vec, &p);
-    conv_fwd_args a = {x.data, y.data, in->weight, in->bias, in->initial_state, final_state,
+    conv_fwd_args a = {x.data, y.data, args->weight, args->bias, args->initial_state, args->final_state,
                        x.stride, y.stride, desc->batch, desc->seqlen, desc->dim, desc->width,
                        p.chunk, desc->silu != 0};
-    void *args[] = {&a};
-    return launch(ctx, SJ_MODULE_CONV, SJ_ROLE_FORWARD, p.kernel, p.grid, p.block, args, stream);
+    void *kargs[] = {&a};
+    return launch(ctx, SJ_MODULE_CONV, SJ_ROLE_FORWARD, p.kernel, p.grid, p.block, kargs, stream);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -272,79 +227,52 @@ static ssmjit_status workspace_bytes(ssmjit_context *ctx, const char *op, const 
 {
     make_plan(ctx, d, 1, vector_width(taps_of(d->width), 1), p);
     const int64_t row_bytes = (d->width + 1) * (int64_t)sizeof(float);
-    ssmjit_status st = sj_check_size(p->rows, d->dim, row_bytes, op, "the backward workspace");
-    if (st == SSMJIT_OK)
-        *bytes = (size_t)(p->rows * d->dim * row_bytes);
-    return st;
+    SJ_TRY(sj_check_size(p->rows, d->dim, row_bytes, op, "the backward workspace"));
+    *bytes = (size_t)(p->rows * d->dim * row_bytes);
+    return SSMJIT_OK;
 }
 
 SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd_workspace_size(ssmjit_context *ctx,
                                                                  const ssmjit_conv1d_desc *desc,
                                                                  size_t *bytes)
 {
-    const char *op = "ssmjit_causal_conv1d_bwd_workspace_size";
-    ssmjit_status st = check_desc(ctx, op, desc);
-    if (st == SSMJIT_OK)
-        st = sj_check_ptr(bytes, op, "bytes");
+    static const char op[] = "ssmjit_causal_conv1d_bwd_workspace_size";
+    SJ_TRY(check_desc(ctx, op, desc));
+    SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
     conv_plan p;
-    return st == SSMJIT_OK ? workspace_bytes(ctx, op, desc, &p, bytes) : st;
+    return workspace_bytes(ctx, op, desc, &p, bytes);
 }
 
-static ssmjit_status check_grads(const char *op, const ssmjit_conv1d_desc *d,
-                                 const ssmjit_conv1d_grads *g, ssmjit_matrix *dx)
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc,
+                                                  const ssmjit_conv1d_bwd_args *args, void *stream)
 {
-    ssmjit_status st = sj_check_ptr(g, op, "grads");
-    if (st != SSMJIT_OK)
-        return st;
-    *dx = g->dx;
-    st = check_act(op, d, dx, "grads->dx");
-    if (st == SSMJIT_OK)
-        st = check_f32(g->dweight, 1, op, "grads->dweight");
-    if (st == SSMJIT_OK)
-        st = check_f32(g->dbias, 0, op, "grads->dbias");
-    if (st == SSMJIT_OK)
-        st = check_f32(g->d_initial_state, 0, op, "grads->d_initial_state");
-    return st;
-}
-
-static ssmjit_status check_workspace(const char *op, const void *ws, size_t have, size_t need)
-{
-    if (have < need)
-        return sj_error(SSMJIT_ERR_INVALID_ARG,
-                        "%s: workspace_size = %zu is less than the %zu bytes "
-                        "ssmjit_causal_conv1d_bwd_workspace_size gives",
-                        op, have, need);
-    return need > 0 ? check_f32(ws, 1, op, "workspace") : SSMJIT_OK;
-}
-
-SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
-                                                  const ssmjit_conv1d_desc *desc,
-                                                  const ssmjit_conv1d_inputs *in, ssmjit_matrix dy,
-                                                  const void *d_final_state,
-                                                  const ssmjit_conv1d_grads *grads,
-                                                  void *workspace, size_t workspace_size,
-                                                  void *stream)
-{
-    const char *op = "ssmjit_causal_conv1d_bwd";
-    ssmjit_matrix x, dx;
+    static const char op[] = "ssmjit_causal_conv1d_bwd";
+    SJ_TRY(check_desc(ctx, op, desc));
+    SJ_CHECK_STRUCT(op, "args", args, ssmjit_conv1d_bwd_args);
+    ssmjit_matrix x, dy, dx;
+    SJ_TRY(check_act(op, desc, &args->x, "args->x", &x));
+    SJ_TRY(check_f32(args->weight, 1, op, "args->weight"));
+    SJ_TRY(check_f32(args->bias, 0, op, "args->bias"));
+    SJ_TRY(check_f32(args->initial_state, 0, op, "args->initial_state"));
+    SJ_TRY(check_act(op, desc, &args->dy, "args->dy", &dy));
+    SJ_TRY(check_f32(args->d_final_state, 0, op, "args->d_final_state"));
+    SJ_TRY(check_act(op, desc, &args->dx, "args->dx", &dx));
+    SJ_TRY(check_f32(args->dweight, 1, op, "args->dweight"));
+    SJ_TRY(check_f32(args->dbias, 0, op, "args->dbias"));
+    SJ_TRY(check_f32(args->d_initial_state, 0, op, "args->d_initial_state"));
     conv_plan p;
-    ssmjit_status st = check_desc(ctx, op, desc);
-    if (st == SSMJIT_OK)
-        st = check_inputs(op, desc, in, &x);
-    if (st == SSMJIT_OK)
-        st = check_act(op, desc, &dy, "dy");
-    if (st == SSMJIT_OK)
-        st = check_f32(d_final_state, 0, op, "d_final_state");
-    if (st == SSMJIT_OK)
-        st = check_grads(op, desc, grads, &dx);
     size_t need = 0;
-    if (st == SSMJIT_OK)
-        st = workspace_bytes(ctx, op, desc, &p, &need);
-    if (st == SSMJIT_OK)
-        st = check_workspace(op, workspace, workspace_size, need);
-    if (st != SSMJIT_OK || desc->dim == 0)
-        return st;
+    SJ_TRY(workspace_bytes(ctx, op, desc, &p, &need));
+    SJ_FAIL_IF(args->workspace_bytes < need, SSMJIT_ERR_INVALID_ARG,
+               "%s: args->workspace_bytes = %zu is less than the %zu bytes "
+               "ssmjit_causal_conv1d_bwd_workspace_size gives",
+               op, args->workspace_bytes, need);
+    if (need > 0)
+        SJ_TRY(check_f32(args->workspace, 1, op, "args->workspace"));
+    if (desc->dim == 0)
+        return SSMJIT_OK;
 
+    void *workspace = args->workspace;
     if (p.rows > 0) {
         const ssmjit_matrix *acts[] = {&x, &dy, &dx};
         int vec = vector_width(taps_of(desc->width), 1);
@@ -352,24 +280,22 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
             vec = 1;
             make_plan(ctx, desc, 1, vec, &p);
         }
-        conv_bwd_args a = {x.data, dy.data, dx.data, in->weight, in->bias, in->initial_state,
-                           d_final_state, grads->d_initial_state, workspace, x.stride, dy.stride,
+        conv_bwd_args a = {x.data, dy.data, dx.data, args->weight, args->bias, args->initial_state,
+                           args->d_final_state, args->d_initial_state, workspace, x.stride, dy.stride,
                            dx.stride, desc->batch, desc->seqlen, desc->dim, desc->width, p.chunk,
                            desc->silu != 0};
-        void *args[] = {&a};
-        st = launch(ctx, SJ_MODULE_CONV_BWD, SJ_ROLE_BACKWARD, p.kernel, p.grid, p.block, args, stream);
-        if (st != SSMJIT_OK)
-            return st;
+        void *kargs[] = {&a};
+        SJ_TRY(launch(ctx, SJ_MODULE_CONV_BWD, SJ_ROLE_BACKWARD, p.kernel, p.grid, p.block, kargs, stream));
     }
 
     /* With no rows (B = 0) the sums are empty and the reduction writes zeros. */
     int64_t rows = p.rows, dim = desc->dim, width = desc->width;
     const int64_t ncol = dim * (width + 1);
-    void *dweight = grads->dweight, *dbias = grads->dbias;
-    void *args[] = {&workspace, &rows, &dim, &width, &dweight, &dbias};
+    void *dweight = args->dweight, *dbias = args->dbias;
+    void *kargs[] = {&workspace, &rows, &dim, &width, &dweight, &dbias};
     sj_dim3 grid = {(unsigned)sj_min64(sj_ceil_div(ncol, REDUCE_THREADS), INT32_MAX), 1, 1};
     sj_dim3 block = {REDUCE_THREADS, 1, 1};
-    return launch(ctx, SJ_MODULE_CONV_BWD, SJ_ROLE_BACKWARD, "conv_bwd_reduce", grid, block, args,
+    return launch(ctx, SJ_MODULE_CONV_BWD, SJ_ROLE_BACKWARD, "conv_bwd_reduce", grid, block, kargs,
                   stream);
 }
 
@@ -377,35 +303,29 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx,
 /* Decode                                                                   */
 /* ------------------------------------------------------------------------ */
 
-SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx,
-                                                     const ssmjit_conv1d_desc *desc,
-                                                     ssmjit_matrix x, const void *weight,
-                                                     const void *bias, void *conv_state,
-                                                     ssmjit_matrix y, void *stream)
+SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx, const ssmjit_conv1d_desc *desc,
+                                                     const ssmjit_conv1d_update_args *args, void *stream)
 {
-    const char *op = "ssmjit_causal_conv1d_update";
-    ssmjit_status st = check_desc(ctx, op, desc);
-    if (st == SSMJIT_OK)
-        st = check_act(op, desc, &x, "x");
-    if (st == SSMJIT_OK)
-        st = check_f32(weight, 1, op, "weight");
-    if (st == SSMJIT_OK)
-        st = check_f32(bias, 0, op, "bias");
-    if (st == SSMJIT_OK)
-        st = check_f32(conv_state, 1, op, "conv_state");
-    if (st == SSMJIT_OK)
-        st = check_act(op, desc, &y, "y");
-    if (st != SSMJIT_OK || desc->batch == 0 || desc->dim == 0 || desc->seqlen == 0)
-        return st;
+    static const char op[] = "ssmjit_causal_conv1d_update";
+    SJ_TRY(check_desc(ctx, op, desc));
+    SJ_CHECK_STRUCT(op, "args", args, ssmjit_conv1d_update_args);
+    ssmjit_matrix x, y;
+    SJ_TRY(check_act(op, desc, &args->x, "args->x", &x));
+    SJ_TRY(check_f32(args->weight, 1, op, "args->weight"));
+    SJ_TRY(check_f32(args->bias, 0, op, "args->bias"));
+    SJ_TRY(check_f32(args->conv_state, 1, op, "args->conv_state"));
+    SJ_TRY(check_act(op, desc, &args->y, "args->y", &y));
+    if (desc->batch == 0 || desc->dim == 0 || desc->seqlen == 0)
+        return SSMJIT_OK;
 
     char kernel[32];
     snprintf(kernel, sizeof kernel, "conv_update_t%d_%s", taps_of(desc->width),
              sj_dtype_suffix(desc->dtype));
-    conv_update_args a = {x.data, y.data, weight, bias, conv_state, x.stride, y.stride,
+    conv_update_args a = {x.data, y.data, args->weight, args->bias, args->conv_state, x.stride, y.stride,
                           desc->batch, desc->seqlen, desc->dim, desc->width, desc->silu != 0};
-    void *args[] = {&a};
+    void *kargs[] = {&a};
     sj_dim3 grid = {(unsigned)sj_min64(sj_ceil_div(desc->dim, THREADS), INT32_MAX),
                     (unsigned)sj_min64(desc->batch, GRID_Y_MAX), 1};
     sj_dim3 block = {THREADS, 1, 1};
-    return launch(ctx, SJ_MODULE_CONV_UPDATE, SJ_ROLE_FORWARD, kernel, grid, block, args, stream);
+    return launch(ctx, SJ_MODULE_CONV_UPDATE, SJ_ROLE_FORWARD, kernel, grid, block, kargs, stream);
 }

@@ -22,16 +22,13 @@ static unsigned grid_of(int64_t blocks)
     return blocks < ROWS_PER_GRID ? (unsigned)blocks : ROWS_PER_GRID;
 }
 
-/* Checks a [rows, width] matrix operand and resolves its stride in place. */
-static ssmjit_status check_matrix(const char *op, const char *name, ssmjit_matrix *m, int64_t rows,
-                                  int64_t width)
+/* Checks a [rows, width] operand of `dtype` and resolves its stride in
+ * place. */
+static ssmjit_status check_operand(const char *op, const char *name, ssmjit_matrix *m, ssmjit_dtype dtype,
+                                   int64_t rows, int64_t width)
 {
-    char what[64];
-    snprintf(what, sizeof what, "%s.data", name);
-    SJ_TRY(sj_check_ptr(m->data, op, what));
-    snprintf(what, sizeof what, "%s.stride", name);
-    SJ_TRY(sj_resolve_stride(m->stride, width, op, what, &m->stride));
-    return sj_check_size(rows, m->stride, 1, op, what);
+    return sj_check_matrix(op, name, m, ssmjit_dtype_size(dtype), 1, rows, width,
+                           SJ_MATRIX_REQUIRED | SJ_MATRIX_ROWS, m);
 }
 
 /* Row-loop kernels have a block per THREADS columns in grid.x. */
@@ -92,7 +89,7 @@ ssmjit_status sj_embedding_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
     SJ_TRY(check_col_tiles(d, op, "d"));
     SJ_TRY(sj_check_ptr(ids, op, "ids"));
     SJ_TRY(sj_check_ptr(table, op, "table"));
-    SJ_TRY(check_matrix(op, "out", &out, n, d));
+    SJ_TRY(check_operand(op, "out", &out, out_dtype, n, d));
     if (n == 0 || d == 0)
         return SSMJIT_OK;
     if (vocab == 0)
@@ -174,7 +171,7 @@ ssmjit_status sj_embedding_bwd(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
     SJ_TRY(sj_check_ptr(order, op, "order"));
     SJ_TRY(sj_check_ptr(seg_start, op, "seg_start"));
     SJ_TRY(sj_check_ptr(seg_id, op, "seg_id"));
-    SJ_TRY(check_matrix(op, "dy", &dy, n, d));
+    SJ_TRY(check_operand(op, "dy", &dy, dtype, n, d));
     SJ_TRY(sj_check_ptr(dtable, op, "dtable"));
     if (nseg == 0 || d == 0)
         return SSMJIT_OK;
@@ -196,12 +193,12 @@ ssmjit_status sj_cross_entropy(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
     SJ_TRY(check_int32(vocab, op, "vocab"));
     if (!isfinite(scale))
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: scale = %g is not finite", op, (double)scale);
-    SJ_TRY(check_matrix(op, "logits", &logits, rows, vocab));
+    SJ_TRY(check_operand(op, "logits", &logits, dtype, rows, vocab));
     SJ_TRY(sj_check_ptr(targets, op, "targets"));
     SJ_TRY(sj_check_ptr(row_loss, op, "row_loss"));
     SJ_TRY(sj_check_ptr(loss, op, "loss"));
     if (dlogits.data) {
-        SJ_TRY(check_matrix(op, "dlogits", &dlogits, rows, vocab));
+        SJ_TRY(check_operand(op, "dlogits", &dlogits, dtype, rows, vocab));
         /* Each thread reads a logit before writing its gradient, which
          * holds only when the two share rows element for element. */
         if (dlogits.data == logits.data && dlogits.stride != logits.stride)
@@ -235,7 +232,7 @@ ssmjit_status sj_argmax_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t ro
     SJ_TRY(sj_check_extent(rows, op, "rows"));
     SJ_TRY(sj_check_extent(cols, op, "cols"));
     SJ_TRY(check_int32(cols, op, "cols"));
-    SJ_TRY(check_matrix(op, "x", &x, rows, cols));
+    SJ_TRY(check_operand(op, "x", &x, dtype, rows, cols));
     SJ_TRY(sj_check_ptr(out, op, "out"));
     if (rows == 0 || cols == 0)
         return SSMJIT_OK;
@@ -297,7 +294,7 @@ ssmjit_status sj_conv_state_fill(ssmjit_context *ctx, ssmjit_dtype dtype, int64_
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: W = %lld is outside 2..8", op, (long long)W);
     SJ_TRY(check_col_tiles(D, op, "D"));
     SJ_TRY(sj_check_size(B, L, 1, op, "B * L"));
-    SJ_TRY(check_matrix(op, "x", &x, B * L, D));
+    SJ_TRY(check_operand(op, "x", &x, dtype, B * L, D));
     SJ_TRY(sj_check_size(B, D, W, op, "B * D * W"));
     SJ_TRY(sj_check_ptr(state, op, "state"));
     if (B == 0 || D == 0)

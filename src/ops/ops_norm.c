@@ -1,6 +1,6 @@
 /* RMSNorm ops (module "norm"): argument checks, the launch shape, and the
  * two-kernel backward whose weight gradient is reduced in a fixed order. */
-#include <math.h>
+#include <float.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -54,28 +54,29 @@ static norm_plan norm_plan_for(const ssmjit_context *ctx, int64_t rows, int64_t 
 }
 
 /* Checks everything but the tensors; *rdtype gets the residual stream's
- * dtype (dtype itself without a residual, so kernels are named by it). */
+ * dtype (dtype itself without a residual, so kernels are named by it) and
+ * *eps the f32 the kernels use. */
 static ssmjit_status check_desc(const char *op, const ssmjit_context *ctx,
-                                const ssmjit_rmsnorm_desc *desc, ssmjit_dtype *rdtype)
+                                const ssmjit_rmsnorm_desc *desc, ssmjit_dtype *rdtype, float *eps)
 {
     SJ_TRY(sj_check_context(ctx, op));
-    SJ_TRY(sj_check_ptr(desc, op, "desc"));
+    SJ_CHECK_STRUCT(op, "desc", desc, ssmjit_rmsnorm_desc);
     SJ_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
     SJ_TRY(sj_check_extent(desc->rows, op, "desc->rows"));
     SJ_TRY(sj_check_extent(desc->d, op, "desc->d"));
     /* At least one row: dweight has d elements even when rows is 0. */
     SJ_TRY(sj_check_size(desc->rows > 0 ? desc->rows : 1, desc->d, 1, op, "desc->rows * desc->d"));
-    if (!isfinite(desc->eps) || desc->eps < 0.0f)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: desc->eps = %g must be finite and >= 0", op,
-                        (double)desc->eps);
+    /* Past FLT_MAX (or NaN) the f32 the kernels use would not be finite. */
+    SJ_FAIL_IF(!(desc->eps >= 0.0 && desc->eps <= FLT_MAX), SSMJIT_ERR_INVALID_ARG,
+               "%s: desc->eps = %g must be finite and >= 0 (as the f32 the kernels use)", op, desc->eps);
+    *eps = (float)desc->eps;
     *rdtype = desc->dtype;
     if (!desc->has_residual)
         return SSMJIT_OK;
     SJ_TRY(sj_check_dtype(desc->residual_dtype, op, "desc->residual_dtype"));
-    if (desc->residual_dtype != desc->dtype && desc->residual_dtype != SSMJIT_F32)
-        return sj_error(SSMJIT_ERR_UNSUPPORTED,
-                        "%s: desc->residual_dtype = %s must be desc->dtype (%s) or f32", op,
-                        sj_dtype_suffix(desc->residual_dtype), sj_dtype_suffix(desc->dtype));
+    SJ_FAIL_IF(desc->residual_dtype != desc->dtype && desc->residual_dtype != SSMJIT_F32, SSMJIT_ERR_UNSUPPORTED,
+               "%s: desc->residual_dtype = %s must be desc->dtype (%s) or f32", op,
+               sj_dtype_suffix(desc->residual_dtype), sj_dtype_suffix(desc->dtype));
     *rdtype = desc->residual_dtype;
     return SSMJIT_OK;
 }
@@ -86,24 +87,15 @@ typedef enum arg_use {
     ARG_ABSENT /* only meaningful with a residual, and there is none */
 } arg_use;
 
-/* Checks a [rows, d] matrix argument against its use and resolves its
- * stride in place. */
-static ssmjit_status check_matrix(const char *op, const char *name, ssmjit_matrix *m, int64_t rows,
-                                  int64_t d, arg_use use)
+/* Checks a [rows, d] operand `name` ("args->x") of `dtype` against its
+ * use; *out gets it with its stride resolved. */
+static ssmjit_status check_operand(const char *op, const char *name, const ssmjit_matrix *m, ssmjit_dtype dtype,
+                                   int64_t rows, int64_t d, arg_use use, ssmjit_matrix *out)
 {
-    char what[64];
-    if (!m->data) {
-        if (use != ARG_REQUIRED)
-            return SSMJIT_OK;
-        snprintf(what, sizeof what, "%s.data", name);
-        return sj_check_ptr(m->data, op, what);
-    }
-    if (use == ARG_ABSENT)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: %s.data is set but desc->has_residual is 0",
-                        op, name);
-    snprintf(what, sizeof what, "%s.stride", name);
-    SJ_TRY(sj_resolve_stride(m->stride, d, op, what, &m->stride));
-    return sj_check_size(rows, m->stride, 1, op, what);
+    SJ_FAIL_IF(use == ARG_ABSENT && m->data, SSMJIT_ERR_INVALID_ARG,
+               "%s: %s.data is set but desc->has_residual is 0", op, name);
+    return sj_check_matrix(op, name, m, ssmjit_dtype_size(dtype), 1, rows, d,
+                           SJ_MATRIX_ROWS | (use == ARG_REQUIRED ? SJ_MATRIX_REQUIRED : 0), out);
 }
 
 static ssmjit_status norm_kernel(ssmjit_context *ctx, const char *dir, const norm_plan *p,
@@ -124,33 +116,35 @@ static ssmjit_status norm_launch(ssmjit_context *ctx, CUfunction fn, const norm_
 }
 
 SSMJIT_API ssmjit_status ssmjit_rmsnorm_fwd(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *desc,
-                                            ssmjit_matrix x, ssmjit_matrix residual,
-                                            const void *weight, ssmjit_matrix y,
-                                            ssmjit_matrix residual_out, void *rstd, void *stream)
+                                            const ssmjit_rmsnorm_fwd_args *args, void *stream)
 {
     static const char op[] = "ssmjit_rmsnorm_fwd";
     ssmjit_dtype rdtype = SSMJIT_F32;
-    SJ_TRY(check_desc(op, ctx, desc, &rdtype));
+    float eps = 0.0f;
+    SJ_TRY(check_desc(op, ctx, desc, &rdtype, &eps));
+    SJ_CHECK_STRUCT(op, "args", args, ssmjit_rmsnorm_fwd_args);
     int64_t rows = desc->rows, d = desc->d;
-    float eps = desc->eps;
     if (rows == 0 || d == 0)
         return SSMJIT_OK;
     /* A NULL residual is zero: the kernels then normalise x itself, which
      * the residual type (dtype or f32) holds exactly. */
     arg_use res_use = desc->has_residual ? ARG_OPTIONAL : ARG_ABSENT;
-    SJ_TRY(check_matrix(op, "x", &x, rows, d, ARG_REQUIRED));
-    SJ_TRY(check_matrix(op, "residual", &residual, rows, d, res_use));
-    SJ_TRY(sj_check_ptr(weight, op, "weight"));
-    SJ_TRY(check_matrix(op, "y", &y, rows, d, ARG_REQUIRED));
-    SJ_TRY(check_matrix(op, "residual_out", &residual_out, rows, d, res_use));
+    ssmjit_matrix x, residual, y, residual_out;
+    SJ_TRY(check_operand(op, "args->x", &args->x, desc->dtype, rows, d, ARG_REQUIRED, &x));
+    SJ_TRY(check_operand(op, "args->residual", &args->residual, rdtype, rows, d, res_use, &residual));
+    SJ_TRY(sj_check_ptr(args->weight, op, "args->weight"));
+    SJ_TRY(check_operand(op, "args->y", &args->y, desc->dtype, rows, d, ARG_REQUIRED, &y));
+    SJ_TRY(check_operand(op, "args->residual_out", &args->residual_out, rdtype, rows, d, res_use, &residual_out));
 
     norm_plan p = norm_plan_for(ctx, rows, d);
     CUfunction fn;
     SJ_TRY(norm_kernel(ctx, "fwd", &p, desc->dtype, rdtype, SJ_ROLE_FORWARD, &fn));
-    void *args[] = {&x.data,   &x.stride, &residual.data, &residual.stride, &weight,
-                    &y.data,   &y.stride, &residual_out.data, &residual_out.stride,
-                    &rstd,     &rows,     &d,             &eps};
-    return norm_launch(ctx, fn, &p, 0, stream, args);
+    const void *weight = args->weight;
+    void *rstd = args->rstd;
+    void *kargs[] = {&x.data,   &x.stride, &residual.data, &residual.stride, &weight,
+                     &y.data,   &y.stride, &residual_out.data, &residual_out.stride,
+                     &rstd,     &rows,     &d,             &eps};
+    return norm_launch(ctx, fn, &p, 0, stream, kargs);
 }
 
 static ssmjit_status workspace_for(const char *op, const norm_plan *p, int64_t d, size_t *bytes)
@@ -166,7 +160,8 @@ SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd_workspace_size(ssmjit_context *ctx,
 {
     static const char op[] = "ssmjit_rmsnorm_bwd_workspace_size";
     ssmjit_dtype rdtype = SSMJIT_F32;
-    SJ_TRY(check_desc(op, ctx, desc, &rdtype));
+    float eps = 0.0f;
+    SJ_TRY(check_desc(op, ctx, desc, &rdtype, &eps));
     SJ_TRY(sj_check_ptr(bytes, op, "bytes"));
     size_t need = 0;
     if (desc->rows > 0 && desc->d > 0) {
@@ -191,51 +186,52 @@ static ssmjit_status reduce_dweight(ssmjit_context *ctx, const void *partial, in
 }
 
 SSMJIT_API ssmjit_status ssmjit_rmsnorm_bwd(ssmjit_context *ctx, const ssmjit_rmsnorm_desc *desc,
-                                            ssmjit_matrix h, const void *weight, const void *rstd,
-                                            ssmjit_matrix dy, ssmjit_matrix d_residual_out,
-                                            ssmjit_matrix dx, ssmjit_matrix d_residual,
-                                            void *dweight, void *workspace,
-                                            size_t workspace_bytes, void *stream)
+                                            const ssmjit_rmsnorm_bwd_args *args, void *stream)
 {
     static const char op[] = "ssmjit_rmsnorm_bwd";
     ssmjit_dtype rdtype = SSMJIT_F32;
-    SJ_TRY(check_desc(op, ctx, desc, &rdtype));
+    float eps = 0.0f;
+    SJ_TRY(check_desc(op, ctx, desc, &rdtype, &eps));
+    SJ_CHECK_STRUCT(op, "args", args, ssmjit_rmsnorm_bwd_args);
     int64_t rows = desc->rows, d = desc->d;
+    void *dweight = args->dweight;
     if (d == 0 || (rows == 0 && !dweight))
         return SSMJIT_OK;
     if (rows == 0)
         return reduce_dweight(ctx, NULL, 0, d, dweight, stream);
     arg_use res_use = desc->has_residual ? ARG_OPTIONAL : ARG_ABSENT;
-    SJ_TRY(check_matrix(op, "h", &h, rows, d, ARG_REQUIRED));
-    SJ_TRY(sj_check_ptr(weight, op, "weight"));
-    SJ_TRY(sj_check_ptr(rstd, op, "rstd"));
-    SJ_TRY(check_matrix(op, "dy", &dy, rows, d, ARG_REQUIRED));
-    SJ_TRY(check_matrix(op, "d_residual_out", &d_residual_out, rows, d, res_use));
-    SJ_TRY(check_matrix(op, "dx", &dx, rows, d, ARG_REQUIRED));
-    SJ_TRY(check_matrix(op, "d_residual", &d_residual, rows, d, res_use));
+    ssmjit_matrix h, dy, d_residual_out, dx, d_residual;
+    SJ_TRY(check_operand(op, "args->h", &args->h, rdtype, rows, d, ARG_REQUIRED, &h));
+    SJ_TRY(sj_check_ptr(args->weight, op, "args->weight"));
+    SJ_TRY(sj_check_ptr(args->rstd, op, "args->rstd"));
+    SJ_TRY(check_operand(op, "args->dy", &args->dy, desc->dtype, rows, d, ARG_REQUIRED, &dy));
+    SJ_TRY(check_operand(op, "args->d_residual_out", &args->d_residual_out, rdtype, rows, d, res_use,
+                         &d_residual_out));
+    SJ_TRY(check_operand(op, "args->dx", &args->dx, desc->dtype, rows, d, ARG_REQUIRED, &dx));
+    SJ_TRY(check_operand(op, "args->d_residual", &args->d_residual, rdtype, rows, d, res_use, &d_residual));
 
     norm_plan p = norm_plan_for(ctx, rows, d);
     void *partial = NULL;
     if (dweight) {
         size_t need = 0;
         SJ_TRY(workspace_for(op, &p, d, &need));
-        SJ_TRY(sj_check_ptr(workspace, op, "workspace"));
-        if (workspace_bytes < need)
-            return sj_error(SSMJIT_ERR_INVALID_ARG,
-                            "%s: workspace_bytes = %zu is less than the %zu bytes of "
-                            "ssmjit_rmsnorm_bwd_workspace_size()",
-                            op, workspace_bytes, need);
-        partial = workspace;
+        SJ_TRY(sj_check_ptr(args->workspace, op, "args->workspace"));
+        SJ_FAIL_IF(args->workspace_bytes < need, SSMJIT_ERR_INVALID_ARG,
+                   "%s: args->workspace_bytes = %zu is less than the %zu bytes of "
+                   "ssmjit_rmsnorm_bwd_workspace_size()",
+                   op, args->workspace_bytes, need);
+        partial = args->workspace;
     }
 
     CUfunction fn;
     SJ_TRY(norm_kernel(ctx, "bwd", &p, desc->dtype, rdtype, SJ_ROLE_BACKWARD, &fn));
-    void *args[] = {&h.data,  &h.stride,  &weight,  &rstd,  &dy.data,
-                    &dy.stride, &d_residual_out.data, &d_residual_out.stride,
-                    &dx.data, &dx.stride, &d_residual.data, &d_residual.stride,
-                    &partial, &rows,      &d};
+    const void *weight = args->weight, *rstd = args->rstd;
+    void *kargs[] = {&h.data,  &h.stride,  &weight,  &rstd,  &dy.data,
+                     &dy.stride, &d_residual_out.data, &d_residual_out.stride,
+                     &dx.data, &dx.stride, &d_residual.data, &d_residual.stride,
+                     &partial, &rows,      &d};
     /* The warps of a block meet in shared memory to add their dweight sums. */
     unsigned smem = partial && p.rpb > 1 ? p.rpb * 32 * NORM_VPT * (unsigned)sizeof(float) : 0;
-    SJ_TRY(norm_launch(ctx, fn, &p, smem, stream, args));
+    SJ_TRY(norm_launch(ctx, fn, &p, smem, stream, kargs));
     return dweight ? reduce_dweight(ctx, partial, p.slots, d, dweight, stream) : SSMJIT_OK;
 }

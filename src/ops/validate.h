@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "base/error.h"
 #include "io/dtype_convert.h"
 #include "ssmjit.h"
 
@@ -46,6 +47,16 @@ enum {
  * still checked for its strides, so a view's fields never go unread. */
 ssmjit_status sj_check_matrix(const char *op, const char *name, const ssmjit_matrix *m, size_t elem_size,
                               int64_t batch, int64_t len, int64_t width, int flags, ssmjit_matrix *out);
+
+/* A caller-filled struct: p (called `name`: "desc", "args") is not NULL
+ * and its struct_size is sizeof(type); returns from the calling function
+ * otherwise. */
+#define SJ_CHECK_STRUCT(op, name, p, type)                                                        \
+    do {                                                                                          \
+        SJ_TRY(sj_check_ptr((p), (op), (name)));                                                  \
+        SJ_TRY(sj_check_struct_size((p)->struct_size, sizeof(type), (op), (name),                 \
+                                    "SSMJIT_STRUCT_INIT(" #type ")"));                           \
+    } while (0)
 
 /* Every op's and the model's workspace parts start at multiples of this
  * many bytes: enough for any access of a kernel, and a cache line. */
