@@ -805,17 +805,19 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx,
  * one).  The width W is 2..8.
  *
  * Activations (args->x, y, dy, dx) are [B, L, D] ssmjit_matrix views of
- * desc->dtype: stride is the elements between consecutive tokens (0 = D),
- * so x may be the first half of an in_proj output [B, L, 2D] (data = that
- * buffer, stride = 2D); batch_stride must be 0 or L * stride (sequences
- * back to back; other values give SSMJIT_ERR_UNSUPPORTED).  weight [D, W]
+ * desc->dtype: token t of sequence b is at data + b * batch_stride +
+ * t * stride (elements).  stride (0 = D) is the elements between
+ * consecutive tokens, so x may be the first half of an in_proj output
+ * [B, L, 2D] (data = that buffer, stride = 2D); batch_stride (0 = L *
+ * stride) the elements between sequences, so a view may be a window of L
+ * tokens into longer sequences (batch_stride > L * stride).  weight [D, W]
  * (the memory of Hugging Face's conv1d.weight [D, 1, W]), bias [D] and the
  * states are contiguous f32; arithmetic is in f32.  Device pointers must be
  * aligned to their element size.  Outputs must not overlap inputs (except
  * y = x in ssmjit_causal_conv1d_update).  The forward and backward run
- * vectorised kernels (8- and 16-byte accesses) when D, the row strides and
- * the activation pointers are multiples of 4 elements (2 in the backward
- * at widths 5..8), and slower element-wise kernels otherwise.
+ * vectorised kernels (8- and 16-byte accesses) when D, the row and batch
+ * strides and the activation pointers are multiples of 4 elements (2 in
+ * the backward at widths 5..8), and slower element-wise kernels otherwise.
  *
  * The state between calls has two layouts, for two uses:
  *  - The forward and backward take [B, D, W-1] f32 (initial_state,
@@ -906,7 +908,8 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx, const ssm
 typedef struct ssmjit_conv1d_update_args {
     size_t struct_size;  /* sizeof(ssmjit_conv1d_update_args) */
     ssmjit_matrix x;     /* in [B, L, D], required (one step: [B, 1, D], whose stride
-                            is then the elements between batch rows) */
+                            is then the elements between batch rows when
+                            batch_stride is 0) */
     const void *weight;  /* in [D, W] f32, required */
     const void *bias;    /* in [D] f32, or NULL for none */
     void *conv_state;    /* in and out [B, D, W] f32, required: the rolling state */

@@ -63,12 +63,12 @@ template <typename T, int TAPS, int VEC> __device__ void conv_fwd(const conv_fwd
         for (sj_i64 p = wk.walker(); p < wk.pairs; p += wk.walkers()) {
             const sj_i64 b = wk.seq(p), t0 = wk.first(p), tend = wk.end(p);
             float win[TAPS - 1][VEC];
-            load_window<T, TAPS, VEC>(x, a.sx, a.init_state, b, t0, q, win);
+            load_window<T, TAPS, VEC>(x, a.sx, a.bsx, a.init_state, b, t0, q, win);
 
             /* The next group's rows are in flight while this group's are
              * computed. */
-            const T *xp = x + (b * a.seqlen + t0) * a.sx + q.d0;
-            T *yp = y + (b * a.seqlen + t0) * a.sy + q.d0;
+            const T *xp = x + b * a.bsx + t0 * a.sx + q.d0;
+            T *yp = y + b * a.bsy + t0 * a.sy + q.d0;
             constexpr int U = conv_fwd_unroll<T>();
             conv_pack<T, VEC> cur[U], next[U];
             fetch_rows<T, VEC, U>(next, xp, a.sx, tend - t0);

@@ -44,11 +44,12 @@ template <typename T, int TAPS, int VEC> struct conv_bwd_walker {
     {
         float cx[N][VEC], cdy[N][VEC];
         if (token) {
-            const sj_i64 row = b * q.seqlen + t;
+            const T *xp = static_cast<const T *>(a.x) + b * a.bsx + t * a.sx + q.d0;
+            const T *dyp = static_cast<const T *>(a.dy) + b * a.bsdy + t * a.sdy + q.d0;
 #pragma unroll
             for (int u = 0; u < N; ++u) {
-                load_vec<T, VEC>(static_cast<const T *>(a.x) + (row + u) * a.sx + q.d0, cx[u]);
-                load_vec<T, VEC>(static_cast<const T *>(a.dy) + (row + u) * a.sdy + q.d0, cdy[u]);
+                load_vec<T, VEC>(xp + u * a.sx, cx[u]);
+                load_vec<T, VEC>(dyp + u * a.sdy, cdy[u]);
             }
         }
 #pragma unroll
@@ -102,7 +103,7 @@ template <typename T, int TAPS, int VEC> struct conv_bwd_walker {
             o[i] = acc;
         }
         if (s >= 0) {
-            store_vec<T, VEC>(static_cast<T *>(a.dx) + (b * L + s) * a.sdx + q.d0, o);
+            store_vec<T, VEC>(static_cast<T *>(a.dx) + b * a.bsdx + s * a.sdx + q.d0, o);
         } else if (a.dinit_state) {
 #pragma unroll
             for (int i = 0; i < VEC; ++i)
@@ -114,7 +115,7 @@ template <typename T, int TAPS, int VEC> struct conv_bwd_walker {
     {
         b = seq;
         s_first = t0 == 0 ? -(q.width - 1) : t0;
-        load_window<T, TAPS, VEC>(static_cast<const T *>(a.x), a.sx, a.init_state, b, t0, q, win);
+        load_window<T, TAPS, VEC>(static_cast<const T *>(a.x), a.sx, a.bsx, a.init_state, b, t0, q, win);
 #pragma unroll
         for (int j = 0; j < TAPS - 1; ++j)
 #pragma unroll

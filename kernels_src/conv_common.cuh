@@ -8,9 +8,11 @@
  * plus a halo of a few tokens per chunk.  threadIdx.x / blockIdx.x walk
  * channel vectors, threadIdx.y / blockIdx.y walk (sequence, chunk) pairs;
  * both are grid-stride loops, so any grid covers every element and the
- * host's grid only decides speed.  VEC > 1 kernels need D, the row strides
- * and the base pointers to be multiples of VEC elements; VEC = 1 kernels
- * take anything.
+ * host's grid only decides speed.  Token t of sequence b starts at element
+ * b * (batch stride) + t * (row stride) of an activation, so a view may be
+ * a window into longer sequences.  VEC > 1 kernels need D, the row and batch
+ * strides and the base pointers to be multiples of VEC elements; VEC = 1
+ * kernels take anything.
  *
  * Widths: kernels are templated on TAPS = 4 (widths 2..4) or 8 (widths
  * 5..8, and every width in the VEC = 1 fallback) with the width W a runtime
@@ -38,13 +40,14 @@
  * so the host's copies of these structs (src/ops_conv.c) have the same
  * layout. */
 struct conv_fwd_args {
-    const void *x;           /* [B, L, D], rows sx elements apart */
-    void *y;                 /* [B, L, D], rows sy elements apart */
+    const void *x;           /* [B, L, D], rows sx, sequences bsx elements apart */
+    void *y;                 /* [B, L, D], rows sy, sequences bsy elements apart */
     const float *weight;     /* [D, W] */
     const float *bias;       /* [D] or NULL */
     const float *init_state; /* [B, D, W-1] or NULL (zeros) */
     float *final_state;      /* [B, D, W-1] or NULL */
     sj_i64 sx, sy;
+    sj_i64 bsx, bsy;
     sj_i64 batch, seqlen, dim, width;
     sj_i64 chunk;            /* tokens per (sequence, chunk) pair, > 0 */
     sj_i64 silu;
@@ -60,7 +63,8 @@ struct conv_bwd_args {
     const float *dfinal_state; /* [B, D, W-1] or NULL */
     float *dinit_state;        /* [B, D, W-1] or NULL */
     float *partial;            /* [walkers, D*W + D]: each walker's dweight, dbias sums */
-    sj_i64 sx, sdy, sdx;
+    sj_i64 sx, sdy, sdx;       /* row strides */
+    sj_i64 bsx, bsdy, bsdx;    /* batch strides */
     sj_i64 batch, seqlen, dim, width;
     sj_i64 chunk;
     sj_i64 silu;
@@ -147,7 +151,7 @@ template <int TAPS, int VEC> struct conv_filter {
  * with.  Times -(W-1) .. -1 come from the initial state (zeros without one);
  * earlier ones only feed skipped taps and read as zero. */
 template <typename T, int TAPS, int VEC>
-__device__ __forceinline__ void load_window(const T *x, sj_i64 sx, const float *init, sj_i64 b,
+__device__ __forceinline__ void load_window(const T *x, sj_i64 sx, sj_i64 bsx, const float *init, sj_i64 b,
                                             sj_i64 t0, const conv_pos &q,
                                             float (&win)[TAPS - 1][VEC])
 {
@@ -155,7 +159,7 @@ __device__ __forceinline__ void load_window(const T *x, sj_i64 sx, const float *
     for (int j = 0; j < TAPS - 1; ++j) {
         const sj_i64 t = t0 - (TAPS - 1) + j;
         if (t >= 0) {
-            load_vec<T, VEC>(x + (b * q.seqlen + t) * sx + q.d0, win[j]);
+            load_vec<T, VEC>(x + b * bsx + t * sx + q.d0, win[j]);
         } else {
             const bool have = init && t >= -(q.width - 1);
 #pragma unroll

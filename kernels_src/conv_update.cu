@@ -14,12 +14,13 @@
 
 /* Passed by value; every field 8 bytes, mirrored in src/ops_conv.c. */
 struct conv_update_args {
-    const void *x;       /* [B, L, D], rows sx elements apart */
-    void *y;             /* [B, L, D], rows sy elements apart; may be x */
+    const void *x;       /* [B, L, D], rows sx, sequences bsx elements apart */
+    void *y;             /* [B, L, D], rows sy, sequences bsy elements apart; may be x */
     const float *weight; /* [D, W] */
     const float *bias;   /* [D] or NULL */
     float *state;        /* [B, D, W], updated in place */
     sj_i64 sx, sy;
+    sj_i64 bsx, bsy;
     sj_i64 batch, seqlen, dim, width;
     sj_i64 silu;
 };
@@ -45,18 +46,19 @@ template <typename T, int TAPS> __device__ void conv_update(const conv_update_ar
             for (int k = 0; k < TAPS; ++k)
                 s[k] = k >= off ? st[k - off] : 0.0f;
 
+            const T *xb = x + b * a.bsx + d;
+            T *yb = y + b * a.bsy + d;
             for (sj_i64 t = 0; t < a.seqlen; ++t) {
-                const sj_i64 row = b * a.seqlen + t;
 #pragma unroll
                 for (int k = 0; k < TAPS - 1; ++k)
                     s[k] = s[k + 1];
-                s[TAPS - 1] = sj_to_float(x[row * a.sx + d]);
+                s[TAPS - 1] = sj_to_float(xb[t * a.sx]);
                 float acc = bias;
 #pragma unroll
                 for (int k = 0; k < TAPS; ++k)
                     if (k >= off)
                         acc = fmaf(w[k], s[k], acc);
-                y[row * a.sy + d] = sj_from_float<T>(a.silu ? sj_silu(acc) : acc);
+                yb[t * a.sy] = sj_from_float<T>(a.silu ? sj_silu(acc) : acc);
             }
 
 #pragma unroll

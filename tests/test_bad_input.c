@@ -274,6 +274,28 @@ static ssmjit_status conv_update(args *a)
     return ssmjit_causal_conv1d_update(a->ctx, &a->conv, &a->conv_u, NULL);
 }
 
+/* Windows of 5 tokens into sequences of 7 (and 6), of rows 8 and 16 apart. */
+static ssmjit_status conv_fwd_window(args *a)
+{
+    a->conv_f.x.batch_stride = 7 * 8;
+    a->conv_f.y = (ssmjit_matrix){DEV, 16, 6 * 16};
+    return conv_fwd(a);
+}
+
+static ssmjit_status conv_bwd_window(args *a)
+{
+    a->conv_b.x.batch_stride = a->conv_b.dy.batch_stride = 7 * 8;
+    a->conv_b.dx = (ssmjit_matrix){DEV, 16, 6 * 16};
+    return conv_bwd(a);
+}
+
+static ssmjit_status conv_update_window(args *a)
+{
+    a->conv_u.x.batch_stride = 7 * 8;
+    a->conv_u.y = (ssmjit_matrix){DEV, 16, 6 * 16};
+    return conv_update(a);
+}
+
 static ssmjit_status scan_fwd(args *a) { return ssmjit_selective_scan_fwd(a->ctx, &a->scan, &a->sfwd, NULL); }
 
 static ssmjit_status scan_ckpt_size(args *a)
@@ -868,8 +890,9 @@ static ssmjit_status model_calls_null(args *a, int which)
       a->conv_b.workspace = NULL; return conv_bwd(a))                                                      \
     X(conv_bwd_workspace_misaligned, INVALID_ARG, "ssmjit_causal_conv1d_bwd: args->workspace = * is not aligned", \
       a->conv_b.workspace = MISALIGNED; return conv_bwd(a))                                                \
-    X(conv_bwd_dx_window, UNSUPPORTED, "ssmjit_causal_conv1d_bwd: args->dx.batch_stride = 48 is not desc->seqlen * stride", \
-      a->conv_b.dx.batch_stride = 48; return conv_bwd(a))                                                  \
+    X(conv_bwd_dx_batch_stride_short, INVALID_ARG,                                                         \
+      "ssmjit_causal_conv1d_bwd: args->dx.batch_stride = 8 is less than len * stride = 40",                \
+      a->conv_b.dx.batch_stride = 8; return conv_bwd(a))                                                  \
     X(conv_update_args_null, INVALID_ARG, "ssmjit_causal_conv1d_update: args is NULL",                     \
       return ssmjit_causal_conv1d_update(a->ctx, &a->conv, NULL, NULL))                                    \
     X(conv_update_x_null, INVALID_ARG, "ssmjit_causal_conv1d_update: args->x.data is NULL", a->conv_u.x.data = NULL; \
@@ -1506,6 +1529,8 @@ static void test_valid_base_arguments(void **state)
         {"gate_bwd", gate_bwd, 0},       {"norm_fwd", norm_fwd, 0},       {"norm_ws", norm_ws, 1},
         {"norm_bwd", norm_bwd, 0},       {"conv_fwd", conv_fwd, 0},       {"conv_ws", conv_ws, 1},
         {"conv_bwd", conv_bwd, 0},       {"conv_update", conv_update, 0}, {"scan_fwd", scan_fwd, 0},
+        {"conv_fwd_window", conv_fwd_window, 0}, {"conv_bwd_window", conv_bwd_window, 0},
+        {"conv_update_window", conv_update_window, 0},
         {"scan_fwd_ws", scan_fwd_ws, 1}, {"scan_bwd_ws", scan_bwd_ws, 1}, {"scan_bwd", scan_bwd, 0},
         {"state_update", state_update, 0}, {"gemm", gemm, 0},             {"gemm_k0", gemm_k0, 0},
         {"state_update", state_update, 0}, {"embed_fwd", embed_fwd, 0},     {"embed_bwd", embed_bwd, 0},

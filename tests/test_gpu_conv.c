@@ -1,10 +1,11 @@
 /* The causal conv1d ops on the GPU against the double reference: forward
  * and backward for each dtype and width 2..8, with and without bias, SiLU,
  * initial state and final state (or its gradient), sequences of 1 to 2049
- * tokens, rows contiguous, half of a [B, L, 2D] buffer, or padded and
- * misaligned, outputs poisoned and the memory around them checked; decode
- * steps chained over a sequence against the reference and, bit for bit,
- * the forward; infinite inputs that stay local; grids that walk several
+ * tokens, rows contiguous, half of a [B, L, 2D] buffer, padded and
+ * misaligned, or windows into longer sequences (batch_stride), outputs
+ * poisoned and the memory around them checked; decode steps chained over a
+ * sequence against the reference and, bit for bit, the forward, and decode
+ * calls on windows; infinite inputs that stay local; grids that walk several
  * pairs per thread; identical bytes from two backward runs in deterministic
  * mode; argument validation and empty extents. */
 #include <stdarg.h>
@@ -44,79 +45,116 @@ static double *normal_array(size_t n)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Activations [rows, cols] inside NaN padding                              */
+/* Activations [B, L, cols] inside NaN padding                              */
 /* ------------------------------------------------------------------------ */
 
 typedef enum layout {
     LAYOUT_CONTIGUOUS, /* alone, stride 0: the vector kernels */
     LAYOUT_HALF,       /* half of [rows, 2*cols]: inputs the first, outputs the second */
     LAYOUT_PADDED,     /* rows of cols+8 at offset 1: misaligned, the element-wise kernels */
-    LAYOUT_COUNT
+    LAYOUT_COUNT,      /* the layouts the sweeps rotate through */
+    /* Windows (batch_stride > L * stride): each sequence tokens 3 .. L+2 of
+     * L+5 rows of cols, the vector kernels where cols allows them ... */
+    LAYOUT_WINDOW = LAYOUT_COUNT,
+    /* ... and tokens 1 .. L of L+2 rows of a [.., 2*cols] buffer (its halves
+     * as in LAYOUT_HALF), sequences one element further apart: an odd batch
+     * stride, the element-wise kernels. */
+    LAYOUT_WINDOW_ODD
 } layout;
 
 typedef struct act {
     void *base;
     size_t rows, cols, lead, ld; /* the tensor is columns lead .. lead+cols-1 of ld */
     ssmjit_dtype dtype;
+    size_t batch, seqlen;        /* rows = batch * seqlen */
+    size_t first, span, gap;     /* a sequence is rows first .. first+seqlen-1 of span,
+                                    the sequences span * ld + gap elements apart */
 } act;
 
-static act act_shape(size_t rows, size_t cols, ssmjit_dtype dtype, layout l, int output)
+static act act_shape(size_t batch, size_t seqlen, size_t cols, ssmjit_dtype dtype, layout l, int output)
 {
-    act a = {NULL, rows, cols, 0, cols, dtype};
+    act a = {NULL, batch * seqlen, cols, 0, cols, dtype, batch, seqlen, 0, seqlen, 0};
     if (l == LAYOUT_HALF) {
         a.ld = 2 * cols;
         a.lead = output ? cols : 0;
     } else if (l == LAYOUT_PADDED) {
         a.ld = cols + 8; /* an aligned stride: only the pointer rules out vectors */
         a.lead = 1;
+    } else if (l == LAYOUT_WINDOW) {
+        a.first = 3;
+        a.span = seqlen + 5;
+    } else if (l == LAYOUT_WINDOW_ODD) {
+        a.ld = 2 * cols;
+        a.lead = output ? cols : 0;
+        a.first = 1;
+        a.span = seqlen + 2;
+        a.gap = 1;
     }
     return a;
 }
 
-/* Uploads host [rows, cols], rounding it in place to what the device holds. */
-static act act_upload(double *host, size_t rows, size_t cols, ssmjit_dtype dtype, layout l)
+/* Elements of the buffer. */
+static size_t act_elems(const act *a) { return a->batch * (a->span * a->ld + a->gap); }
+
+/* Element offset of row r (token r % L of sequence r / L). */
+static size_t act_row(const act *a, size_t r)
 {
-    act a = act_shape(rows, cols, dtype, l, 0);
-    double *pad = tu_doubles(rows * a.ld);
-    for (size_t e = 0; e < rows * a.ld; e++)
+    return r / a->seqlen * (a->span * a->ld + a->gap) + (a->first + r % a->seqlen) * a->ld;
+}
+
+/* Uploads host [B * L, cols], rounding it in place to what the device holds. */
+static act act_upload(double *host, size_t batch, size_t seqlen, size_t cols, ssmjit_dtype dtype, layout l)
+{
+    act a = act_shape(batch, seqlen, cols, dtype, l, 0);
+    const size_t n = act_elems(&a);
+    double *pad = tu_doubles(n);
+    for (size_t e = 0; e < n; e++)
         pad[e] = NAN;
-    for (size_t r = 0; r < rows; r++)
-        memcpy(pad + r * a.ld + a.lead, host + r * cols, cols * sizeof(double));
-    a.base = gu_upload_new(pad, rows * a.ld, dtype);
-    for (size_t r = 0; r < rows; r++)
-        memcpy(host + r * cols, pad + r * a.ld + a.lead, cols * sizeof(double));
+    for (size_t r = 0; r < a.rows; r++)
+        memcpy(pad + act_row(&a, r) + a.lead, host + r * cols, cols * sizeof(double));
+    a.base = gu_upload_new(pad, n, dtype);
+    for (size_t r = 0; r < a.rows; r++)
+        memcpy(host + r * cols, pad + act_row(&a, r) + a.lead, cols * sizeof(double));
     free(pad);
     return a;
 }
 
-static act act_poisoned(size_t rows, size_t cols, ssmjit_dtype dtype, layout l)
+static act act_poisoned(size_t batch, size_t seqlen, size_t cols, ssmjit_dtype dtype, layout l)
 {
-    act a = act_shape(rows, cols, dtype, l, 1);
-    a.base = gu_alloc_poisoned(rows * a.ld, dtype);
+    act a = act_shape(batch, seqlen, cols, dtype, l, 1);
+    a.base = gu_alloc_poisoned(act_elems(&a), dtype);
     return a;
 }
 
-/* Downloads the tensor into host [rows, cols]; fails if anything around it
- * was written. */
+/* Downloads the tensor into host [B * L, cols]; fails if anything around
+ * it was written. */
 static void act_download(const act *a, double *host)
 {
-    double *pad = tu_doubles(a->rows * a->ld);
-    gu_download_as(pad, a->base, a->rows * a->ld, a->dtype);
+    const size_t n = act_elems(a);
+    double *pad = tu_doubles(n);
+    unsigned char *inside = calloc(n ? n : 1, 1);
+    assert_non_null(inside);
+    gu_download_as(pad, a->base, n, a->dtype);
     for (size_t r = 0; r < a->rows; r++)
-        for (size_t c = 0; c < a->ld; c++) {
-            double v = pad[r * a->ld + c];
-            if (c >= a->lead && c < a->lead + a->cols)
-                host[r * a->cols + c - a->lead] = v;
-            else if (!isnan(v))
-                fail_msg("memory beside the tensor was written: row %zu column %zu", r, c);
+        for (size_t c = 0; c < a->cols; c++) {
+            const size_t e = act_row(a, r) + a->lead + c;
+            host[r * a->cols + c] = pad[e];
+            inside[e] = 1;
         }
+    for (size_t e = 0; e < n; e++)
+        if (!inside[e] && !isnan(pad[e]))
+            fail_msg("memory beside the tensor was written: element %zu (row %zu column %zu of the buffer)", e,
+                     e / a->ld, e % a->ld);
+    free(inside);
     free(pad);
 }
 
 static ssmjit_matrix act_view(const act *a)
 {
-    ssmjit_matrix m = {(char *)a->base + a->lead * ssmjit_dtype_size(a->dtype),
-                       a->ld == a->cols ? 0 : (int64_t)a->ld, 0};
+    const int window = a->span != a->seqlen || a->gap;
+    ssmjit_matrix m = {(char *)a->base + (a->first * a->ld + a->lead) * ssmjit_dtype_size(a->dtype),
+                       a->ld == a->cols ? 0 : (int64_t)a->ld,
+                       window ? (int64_t)(a->span * a->ld + a->gap) : 0};
     return m;
 }
 
@@ -222,7 +260,7 @@ static inputs make_inputs(const conv_case *c)
                 c->bias ? normal_array(c->dim) : NULL, c->init ? normal_array(n_state(c)) : NULL,
                 {0}, NULL, NULL, NULL, {{0}, NULL, NULL, NULL}};
     tu_fill_uniform(h.w, c->dim * (size_t)c->width, -1.0, 1.0);
-    h.dx = act_upload(h.x, c->batch * c->seqlen, c->dim, c->dtype, c->lay);
+    h.dx = act_upload(h.x, c->batch, c->seqlen, c->dim, c->dtype, c->lay);
     h.dw = f32_upload(h.w, c->dim * (size_t)c->width);
     h.dbias = f32_upload(h.bias, c->dim);
     h.dinit = f32_upload(h.init, n_state(c));
@@ -248,7 +286,7 @@ static void check_fwd(ssmjit_context *ctx, const conv_case *c)
     const ref_conv_shape s = shape_of(c);
     const ssmjit_conv1d_desc desc = desc_of(c);
     inputs h = make_inputs(c);
-    act y = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, c->lay);
+    act y = act_poisoned(c->batch, c->seqlen, c->dim, c->dtype, c->lay);
     void *fin = c->fin ? gu_alloc_poisoned(n_state(c), SSMJIT_F32) : NULL;
     ok(run_fwd(ctx, &desc, &h.in, act_view(&y), fin));
     gu_sync();
@@ -280,7 +318,7 @@ typedef struct grads {
 static grads make_grads(ssmjit_context *ctx, const conv_case *c, int want_db, int want_dinit)
 {
     const ssmjit_conv1d_desc desc = desc_of(c);
-    grads g = {act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, c->lay),
+    grads g = {act_poisoned(c->batch, c->seqlen, c->dim, c->dtype, c->lay),
                gu_alloc_poisoned(c->dim * (size_t)c->width, SSMJIT_F32),
                want_db ? gu_alloc_poisoned(c->dim, SSMJIT_F32) : NULL,
                want_dinit ? gu_alloc_poisoned(n_state(c), SSMJIT_F32) : NULL,
@@ -305,7 +343,7 @@ static void check_bwd_grads(ssmjit_context *ctx, const conv_case *c, int want_db
     const ssmjit_conv1d_desc desc = desc_of(c);
     inputs h = make_inputs(c);
     double *dy = normal_array(n_act(c)), *dfin = c->fin ? normal_array(n_state(c)) : NULL;
-    act ddy = act_upload(dy, c->batch * c->seqlen, c->dim, c->dtype, c->lay);
+    act ddy = act_upload(dy, c->batch, c->seqlen, c->dim, c->dtype, c->lay);
     void *ddfin = f32_upload(dfin, n_state(c));
     grads g = make_grads(ctx, c, want_db, want_dinit);
     ok(run_bwd(ctx, &desc, &h.in, act_view(&ddy), ddfin, &g.g, g.ws, g.ws_bytes));
@@ -435,6 +473,48 @@ static void test_bwd_many_pairs(void **state)
     many_pairs(check_bwd);
 }
 
+/* Windows (batch_stride > L * stride): x, y, dy and dx each L tokens of
+ * longer sequences, against the reference on the packed tokens, the rows
+ * around the windows untouched.  Each dtype, widths on both sides of 4,
+ * with SiLU, bias, initial and final state in turn; in both window
+ * layouts, so the vector kernels (LAYOUT_WINDOW, D = 40) and the
+ * element-wise ones (an odd batch stride) see them; then wide rows. */
+static void windows(case_fn check)
+{
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    tu_seed();
+    static const size_t lens[] = {1, 7, 70};
+    static const int widths[] = {2, 4, 5, 8};
+    int f = 0;
+    for (size_t t = 0; t < 3; t++)
+        for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
+            for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+                for (int lay = LAYOUT_WINDOW; lay <= LAYOUT_WINDOW_ODD; lay++, f = (f + 1) % 16) {
+                    conv_case c = {dtypes[t], 3, lens[l], 40, widths[w], f & 1, (f >> 1) & 1,
+                                   (f >> 2) & 1, (f >> 3) & 1, (layout)lay};
+                    check(ctx, &c);
+                }
+    for (size_t t = 0; t < 3; t++) {
+        conv_case wide = {dtypes[t], 2, 300, 1000, 4, 1, 1, 1, 1, LAYOUT_WINDOW};
+        check(ctx, &wide);
+        conv_case odd = {dtypes[t], 2, 100, 1001, 8, 1, 1, 1, 1, LAYOUT_WINDOW};
+        check(ctx, &odd);
+    }
+    ssmjit_context_destroy(ctx);
+}
+
+static void test_fwd_windows(void **state)
+{
+    (void)state;
+    windows(check_fwd);
+}
+
+static void test_bwd_windows(void **state)
+{
+    (void)state;
+    windows(check_bwd);
+}
+
 /* dbias and d_initial_state asked for without a bias or initial state (the
  * gradients at zero), and not asked for with them. */
 static void test_bwd_optional_grads(void **state)
@@ -490,9 +570,9 @@ static void check_decode_chain(ssmjit_context *ctx, const conv_case *c)
     inputs h = make_inputs(c);
     double *st = decode_state(c, h.init);
     void *dst = f32_upload(st, nst), *dst_all = f32_upload(st, nst);
-    act y = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, LAYOUT_CONTIGUOUS);
-    act y_fwd = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, LAYOUT_CONTIGUOUS);
-    act y_all = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, LAYOUT_CONTIGUOUS);
+    act y = act_poisoned(c->batch, c->seqlen, c->dim, c->dtype, LAYOUT_CONTIGUOUS);
+    act y_fwd = act_poisoned(c->batch, c->seqlen, c->dim, c->dtype, LAYOUT_CONTIGUOUS);
+    act y_all = act_poisoned(c->batch, c->seqlen, c->dim, c->dtype, LAYOUT_CONTIGUOUS);
 
     ssmjit_conv1d_desc one = desc_of(c);
     one.seqlen = 1;
@@ -583,6 +663,61 @@ static void test_decode_in_place(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* L decode steps in one call from x in a window to y in a window (the
+ * case's layout, fresh buffers for each) against the reference forward;
+ * the state ends with the reference's final_state. */
+static void check_decode_window(ssmjit_context *ctx, const conv_case *c)
+{
+    const ref_conv_shape s = shape_of(c);
+    const size_t W = (size_t)c->width, nst = c->batch * c->dim * W;
+    inputs h = make_inputs(c);
+    double *st = decode_state(c, h.init);
+    void *dst = f32_upload(st, nst);
+    act y = act_poisoned(c->batch, c->seqlen, c->dim, c->dtype, c->lay);
+    const ssmjit_conv1d_desc desc = desc_of(c);
+    ok(run_update(ctx, &desc, h.in.x, h.dw, h.dbias, dst, act_view(&y)));
+    gu_sync();
+
+    double *y_ref = tu_doubles(n_act(c)), *fin_ref = tu_doubles(n_state(c));
+    double *y_got = tu_doubles(n_act(c));
+    ref_conv1d_fwd(&s, h.x, h.w, h.bias, h.init, y_ref, fin_ref);
+    act_download(&y, y_got);
+    expect_close(c, "decode y in a window", y_got, y_ref, n_act(c), c->dtype);
+    double *st_got = f32_download(dst, nst);
+    for (size_t i = 0; i < c->batch * c->dim; i++)
+        for (size_t j = 0; j + 1 < W; j++)
+            assert_true(st_got[i * W + 1 + j] == fin_ref[i * (W - 1) + j]);
+    free(y_ref), free(fin_ref), free(y_got), free(st_got), free(st);
+    gu_free(dst), gu_free(y.base);
+    free_inputs(&h);
+}
+
+/* Decoding windows: each dtype and width, with SiLU, bias and initial
+ * state in turn, in both window layouts; then in place (y = x, the same
+ * window). */
+static void test_decode_windows(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    tu_seed();
+    static const size_t lens[] = {1, 6, 40};
+    int f = 0;
+    for (size_t t = 0; t < 3; t++)
+        for (int w = 2; w <= 8; w++)
+            for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+                for (int lay = LAYOUT_WINDOW; lay <= LAYOUT_WINDOW_ODD; lay++, f = (f + 1) % 8) {
+                    conv_case c = {dtypes[t], 3, lens[l], f & 4 ? 40 : 37, w, f & 1, (f >> 1) & 1,
+                                   (f >> 2) & 1, 0, (layout)lay};
+                    check_decode_window(ctx, &c);
+                }
+    for (size_t t = 0; t < 3; t++)
+        for (int lay = LAYOUT_WINDOW; lay <= LAYOUT_WINDOW_ODD; lay++) {
+            conv_case c = {dtypes[t], 4, 5, 300, 4, 1, 1, 1, 0, (layout)lay};
+            check_decode_in_place(ctx, &c);
+        }
+    ssmjit_context_destroy(ctx);
+}
+
 /* An infinite input reaches only the W outputs whose taps read it, in the
  * forward and in decode: the kernels hold narrow filters in wider windows,
  * and the taps they skip must not multiply it by zero. */
@@ -596,13 +731,13 @@ static void check_nonfinite(ssmjit_context *ctx, const conv_case *c)
         for (size_t d = 0; d < c->dim; d++) {
             size_t row = b * c->seqlen + T_INF, at = row * c->dim + d;
             h.x[at] = INFINITY;
-            gu_upload_as((char *)h.dx.base + (row * h.dx.ld + h.dx.lead + d) * es, &h.x[at], 1,
+            gu_upload_as((char *)h.dx.base + (act_row(&h.dx, row) + h.dx.lead + d) * es, &h.x[at], 1,
                          c->dtype);
         }
     double *st = decode_state(c, h.init);
     void *dst = f32_upload(st, c->batch * c->dim * (size_t)c->width);
-    act y = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, c->lay);
-    act y_dec = act_poisoned(c->batch * c->seqlen, c->dim, c->dtype, c->lay);
+    act y = act_poisoned(c->batch, c->seqlen, c->dim, c->dtype, c->lay);
+    act y_dec = act_poisoned(c->batch, c->seqlen, c->dim, c->dtype, c->lay);
     const ssmjit_conv1d_desc desc = desc_of(c);
     ok(run_fwd(ctx, &desc, &h.in, act_view(&y), NULL));
     ok(run_update(ctx, &desc, h.in.x, h.dw, h.dbias, dst, act_view(&y_dec)));
@@ -665,12 +800,13 @@ static void check_reproducible(ssmjit_context *ctx, const conv_case *c)
     const ssmjit_conv1d_desc desc = desc_of(c);
     inputs h = make_inputs(c);
     double *dy = normal_array(n_act(c)), *dfin = normal_array(n_state(c));
-    act ddy = act_upload(dy, c->batch * c->seqlen, c->dim, c->dtype, c->lay);
+    act ddy = act_upload(dy, c->batch, c->seqlen, c->dim, c->dtype, c->lay);
     void *ddfin = f32_upload(dfin, n_state(c));
     grads g[2];
     void *bytes[2][4];
-    const size_t rows = c->batch * c->seqlen, es = ssmjit_dtype_size(c->dtype);
-    const size_t sizes[4] = {rows * act_shape(rows, c->dim, c->dtype, c->lay, 1).ld * es,
+    const size_t es = ssmjit_dtype_size(c->dtype);
+    const act shape = act_shape(c->batch, c->seqlen, c->dim, c->dtype, c->lay, 1);
+    const size_t sizes[4] = {act_elems(&shape) * es,
                              c->dim * (size_t)c->width * sizeof(float), c->dim * sizeof(float),
                              n_state(c) * sizeof(float)};
     for (int r = 0; r < 2; r++) {
@@ -1066,9 +1202,12 @@ int main(void)
         cmocka_unit_test(test_bwd_wide),
         cmocka_unit_test(test_fwd_many_pairs),
         cmocka_unit_test(test_bwd_many_pairs),
+        cmocka_unit_test(test_fwd_windows),
+        cmocka_unit_test(test_bwd_windows),
         cmocka_unit_test(test_bwd_optional_grads),
         cmocka_unit_test(test_decode_chain),
         cmocka_unit_test(test_decode_in_place),
+        cmocka_unit_test(test_decode_windows),
         cmocka_unit_test(test_nonfinite_stays_local),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_validation),

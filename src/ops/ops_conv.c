@@ -29,6 +29,7 @@ typedef struct conv_fwd_args {
     const void *weight, *bias, *init_state;
     void *final_state;
     int64_t sx, sy;
+    int64_t bsx, bsy;
     int64_t batch, seqlen, dim, width;
     int64_t chunk, silu;
 } conv_fwd_args;
@@ -39,6 +40,7 @@ typedef struct conv_bwd_args {
     const void *weight, *bias, *init_state, *dfinal_state;
     void *dinit_state, *partial;
     int64_t sx, sdy, sdx;
+    int64_t bsx, bsdy, bsdx;
     int64_t batch, seqlen, dim, width;
     int64_t chunk, silu;
 } conv_bwd_args;
@@ -49,6 +51,7 @@ typedef struct conv_update_args {
     const void *weight, *bias;
     void *state;
     int64_t sx, sy;
+    int64_t bsx, bsy;
     int64_t batch, seqlen, dim, width;
     int64_t silu;
 } conv_update_args;
@@ -85,17 +88,13 @@ static ssmjit_status check_f32(const void *p, int required, const char *op, cons
     return SSMJIT_OK;
 }
 
-/* An activation [B, L, D] (`name` is "args->x" ...): *out gets it with its
- * strides resolved.  The kernels take sequences back to back. */
+/* An activation [B, L, D] (`name` is "args->x" ...): *out gets it with
+ * both strides resolved. */
 static ssmjit_status check_act(const char *op, const ssmjit_conv1d_desc *d, const ssmjit_matrix *m,
                                const char *name, ssmjit_matrix *out)
 {
-    SJ_TRY(sj_check_matrix(op, name, m, ssmjit_dtype_size(d->dtype), d->batch, d->seqlen, d->dim,
-                           SJ_MATRIX_REQUIRED, out));
-    SJ_FAIL_IF(out->batch_stride != d->seqlen * out->stride, SSMJIT_ERR_UNSUPPORTED,
-               "%s: %s.batch_stride = %lld is not desc->seqlen * stride = %lld, which the conv kernels need", op,
-               name, (long long)out->batch_stride, (long long)(d->seqlen * out->stride));
-    return SSMJIT_OK;
+    return sj_check_matrix(op, name, m, ssmjit_dtype_size(d->dtype), d->batch, d->seqlen, d->dim,
+                           SJ_MATRIX_REQUIRED, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -125,14 +124,15 @@ static int vector_width(int taps, int bwd)
     return bwd && taps == 8 ? 2 : 4;
 }
 
-/* VEC > 1 kernels access VEC elements at once: D, every row stride and
- * every base pointer must be multiples of VEC elements. */
+/* VEC > 1 kernels access VEC elements at once: D, every row and batch
+ * stride and every base pointer must be multiples of VEC elements. */
 static int rows_aligned(const ssmjit_matrix *const *acts, int n, int64_t dim, int vec, size_t esize)
 {
     if (dim % vec != 0)
         return 0;
     for (int i = 0; i < n; i++)
-        if (acts[i]->stride % vec != 0 || (uintptr_t)acts[i]->data % ((size_t)vec * esize) != 0)
+        if (acts[i]->stride % vec != 0 || acts[i]->batch_stride % vec != 0 ||
+            (uintptr_t)acts[i]->data % ((size_t)vec * esize) != 0)
             return 0;
     return 1;
 }
@@ -211,8 +211,8 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_fwd(ssmjit_context *ctx, const ssm
     conv_plan p;
     make_plan(ctx, desc, 0, vec, &p);
     conv_fwd_args a = {x.data, y.data, args->weight, args->bias, args->initial_state, args->final_state,
-                       x.stride, y.stride, desc->batch, desc->seqlen, desc->dim, desc->width,
-                       p.chunk, desc->silu != 0};
+                       x.stride, y.stride, x.batch_stride, y.batch_stride, desc->batch, desc->seqlen,
+                       desc->dim, desc->width, p.chunk, desc->silu != 0};
     void *kargs[] = {&a};
     return launch(ctx, SJ_MODULE_CONV, SJ_ROLE_FORWARD, p.kernel, p.grid, p.block, kargs, stream);
 }
@@ -282,8 +282,8 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_bwd(ssmjit_context *ctx, const ssm
         }
         conv_bwd_args a = {x.data, dy.data, dx.data, args->weight, args->bias, args->initial_state,
                            args->d_final_state, args->d_initial_state, workspace, x.stride, dy.stride,
-                           dx.stride, desc->batch, desc->seqlen, desc->dim, desc->width, p.chunk,
-                           desc->silu != 0};
+                           dx.stride, x.batch_stride, dy.batch_stride, dx.batch_stride, desc->batch,
+                           desc->seqlen, desc->dim, desc->width, p.chunk, desc->silu != 0};
         void *kargs[] = {&a};
         SJ_TRY(launch(ctx, SJ_MODULE_CONV_BWD, SJ_ROLE_BACKWARD, p.kernel, p.grid, p.block, kargs, stream));
     }
@@ -322,7 +322,8 @@ SSMJIT_API ssmjit_status ssmjit_causal_conv1d_update(ssmjit_context *ctx, const 
     snprintf(kernel, sizeof kernel, "conv_update_t%d_%s", taps_of(desc->width),
              sj_dtype_suffix(desc->dtype));
     conv_update_args a = {x.data, y.data, args->weight, args->bias, args->conv_state, x.stride, y.stride,
-                          desc->batch, desc->seqlen, desc->dim, desc->width, desc->silu != 0};
+                          x.batch_stride, y.batch_stride, desc->batch, desc->seqlen, desc->dim, desc->width,
+                          desc->silu != 0};
     void *kargs[] = {&a};
     sj_dim3 grid = {(unsigned)sj_min64(sj_ceil_div(desc->dim, THREADS), INT32_MAX),
                     (unsigned)sj_min64(desc->batch, GRID_Y_MAX), 1};
