@@ -87,12 +87,11 @@ struct sj_bwd_stage {
 /* Copies chunk rows that lie whole inside D, each tensor in groups of E
  * elements (4 or 16 bytes), of the four activations (z only where the op
  * has it) into raw [4][TS][BD] without bounds checks: thread tid's copy k
- * at row tid / PER_ROW + k THREADS / PER_ROW of the chunk.  Token t0 is
- * the chunk's first; base[q] is where the block's row starts in act[q]
- * (sj_rows), d0 the block's first channel. */
+ * at row tid / PER_ROW + k THREADS / PER_ROW of the chunk.  row0 is the
+ * chunk's first row in the tensors, d0 the block's first channel. */
 template <typename T, int E>
-__device__ __forceinline__ void sj_bwd_copy_rows(T *raw, const void *const *act, const sj_i64 *stride,
-                                                 const sj_i64 *base, bool has_z, sj_i64 t0, sj_i64 d0, int tid)
+__device__ __forceinline__ void sj_bwd_copy_rows(T *raw, const void *const *act, const sj_i64 *stride, bool has_z,
+                                                 sj_i64 row0, sj_i64 d0, int tid)
 {
     constexpr int TS = SJ_SCAN_CHUNK, BD = SJ_BWD_BD, PER_ROW = BD / E, COPIES = TS * PER_ROW,
                   ITEMS = (COPIES + SJ_BWD_THREADS - 1) / SJ_BWD_THREADS, RK = SJ_BWD_THREADS / PER_ROW;
@@ -103,7 +102,7 @@ __device__ __forceinline__ void sj_bwd_copy_rows(T *raw, const void *const *act,
         if (q == 3 && !has_z)
             break;
         if (COPIES == ITEMS * SJ_BWD_THREADS || tid < COPIES) {
-            const T *src = (const T *)act[q] + base[q] + (t0 + row) * stride[q] + d0 + col;
+            const T *src = (const T *)act[q] + (row0 + row) * stride[q] + d0 + col;
 #pragma unroll
             for (int k = 0; k < ITEMS; ++k) {
                 T *dst = raw + q * TS * BD + (tid + k * SJ_BWD_THREADS) * E;
@@ -131,11 +130,6 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * were spilled, and their reload stalled every chunk (bench/NOTES.md). */
     __shared__ unsigned copy_mode;
     enum { CM_WHOLE = 1, CM_WHOLE_BC = 2, CM_WHOLE16 = 4, CM_BC16 = 8, CM_PLAIN = 16 };
-    /* Where the block's row starts in each activation (sj_rows), read
-     * where it is used, as copy_mode: as registers held across the chunk
-     * loop they were spilled. */
-    __shared__ sj_i64 row_base[9];
-    enum { RB_U, RB_DELTA, RB_DY, RB_Z, RB_B, RB_C, RB_DU, RB_DDELTA, RB_DZ };
     float *smem = (float *)sj_smem4;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, grp = lane & 3, ch = w * 8 + (lane >> 2),
               pch = sj_bwd_pslot(ch);
@@ -172,22 +166,22 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 
     constexpr int VE = 4 / sizeof(T), E16 = 16 / sizeof(T), BCPR = NBLK / E16;
     const void *const act[4] = {p.u, p.delta, p.dy, p.z};
-    const sj_i64 act_stride[4] = {p.su, p.sdelta, p.sdy, p.sz}, act_bstride[4] = {p.bu, p.bdelta, p.bdy, p.bz};
+    const sj_i64 act_stride[4] = {p.su, p.sdelta, p.sdy, p.sz};
     /* Whole words of every row: true in every block but the last of D
      * (where the 16-bit rows are 4-byte aligned, as they are in practice). */
     bool whole = d0 + BD <= D;
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-        whole = whole && (VE == 1 || !act[q] || sj_rows_ok<T, VE>(act[q], act_stride[q], act_bstride[q]));
-    const bool whole_bc = nb0 + NBLK <= N && (VE == 1 || (sj_rows_ok<T, VE>(p.B, p.sB, p.bB) &&
-                                                          sj_rows_ok<T, VE>(p.C, p.sC, p.bC)));
+        whole = whole && (VE == 1 || !act[q] || sj_group_ok<T, VE>(act[q], act_stride[q]));
+    const bool whole_bc =
+        nb0 + NBLK <= N && (VE == 1 || (sj_group_ok<T, VE>(p.B, p.sB) && sj_group_ok<T, VE>(p.C, p.sC)));
     /* 16-byte copies where every row of a full chunk is in 16-byte groups
      * (E16 elements): one instruction instead of four (f32) or eight. */
     bool whole16 = whole;
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-        whole16 = whole16 && (!act[q] || sj_rows_ok<T, E16>(act[q], act_stride[q], act_bstride[q]));
-    const bool bc16 = whole_bc && sj_rows_ok<T, E16>(p.B, p.sB, p.bB) && sj_rows_ok<T, E16>(p.C, p.sC, p.bC);
+        whole16 = whole16 && (!act[q] || sj_group_ok<T, E16>(act[q], act_stride[q]));
+    const bool bc16 = whole_bc && sj_group_ok<T, E16>(p.B, p.sB) && sj_group_ok<T, E16>(p.C, p.sC);
     /* Plain chunks (run_chunk) take blocks inside D, whose stores need no
      * bounds, where every offset of the block's rows in du, ddelta and dz
      * is below 2^31: they address an element as a 32-bit offset from the
@@ -195,21 +189,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * of the instructions of the chunk's stores and cross-warp sums
      * (bench/NOTES.md). */
     const sj_i64 smax = max(max(p.sdu, p.sddelta), p.dz ? p.sdz : 0);
-    const bool plain_ok = d0 + BD <= D && L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
-    if (tid == 0) {
+    const bool plain_ok = d0 + BD <= D && (b + 1) * L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
+    if (tid == 0)
         copy_mode = (whole ? CM_WHOLE : 0) | (whole_bc ? CM_WHOLE_BC : 0) | (whole16 ? CM_WHOLE16 : 0) |
                     (bc16 ? CM_BC16 : 0) | (plain_ok ? CM_PLAIN : 0);
-        const sj_rows rows(p.seg, L, b);
-        row_base[RB_U] = rows.at(0, p.su, p.bu);
-        row_base[RB_DELTA] = rows.at(0, p.sdelta, p.bdelta);
-        row_base[RB_DY] = rows.at(0, p.sdy, p.bdy);
-        row_base[RB_Z] = rows.at(0, p.sz, p.bz);
-        row_base[RB_B] = rows.at(0, p.sB, p.bB);
-        row_base[RB_C] = rows.at(0, p.sC, p.bC);
-        row_base[RB_DU] = rows.at(0, p.sdu, p.bdu);
-        row_base[RB_DDELTA] = rows.at(0, p.sddelta, p.bddelta);
-        row_base[RB_DZ] = rows.at(0, p.sdz, p.bdz);
-    }
     if (tid < BD) {
         const bool ok = d0 + tid < D;
         sbias[tid] = ok && p.dbias ? p.dbias[d0 + tid] : 0.0f;
@@ -235,13 +218,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 #pragma unroll
     for (int k = 0; k < NS + 2; ++k)
         osum[k * SJ_BWD_THREADS + tid] = 0.0f;
-    /* Copies `n` (0..VE) elements of token t from element `col` of x
+    /* Copies `n` (0..VE) elements of row `row` from element `col` of x
      * into the word at dst: asynchronously when the word is aligned (an f32
      * element always is), else element by element. */
-    auto copy_word = [&](T *dst, const void *x, sj_i64 stride, sj_i64 batch_stride, int q, sj_i64 t, sj_i64 col,
-                         sj_i64 n) {
-        const T *src = (const T *)x + row_base[q] + t * stride + col;
-        if (VE == 1 || sj_rows_ok<T, VE>(x, stride, batch_stride))
+    auto copy_word = [&](T *dst, const void *x, sj_i64 stride, sj_i64 row, sj_i64 col, sj_i64 n) {
+        const T *src = (const T *)x + row * stride + col;
+        if (VE == 1 || sj_group_ok<T, VE>(x, stride))
             sj_copy4(dst, n > 0 ? src : (const T *)x, (int)(n > 0 ? n : 0) * (int)sizeof(T));
         else
             for (int e = 0; e < VE; ++e)
@@ -254,9 +236,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     auto issue = [&](sj_i64 c, const bool may_whole) {
         const unsigned mode = may_whole ? copy_mode : 0u;
         if ((mode & CM_WHOLE16) && (c + 1) * TS <= L) {
-            sj_bwd_copy_rows<T, E16>(raw, act, act_stride, row_base, p.z, c * TS, d0, tid);
+            sj_bwd_copy_rows<T, E16>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
         } else if ((mode & CM_WHOLE) && (c + 1) * TS <= L) {
-            sj_bwd_copy_rows<T, VE>(raw, act, act_stride, row_base, p.z, c * TS, d0, tid);
+            sj_bwd_copy_rows<T, VE>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
         } else {
 #pragma unroll
             for (int k = 0; k < WITEMS; ++k) {
@@ -266,37 +248,37 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
                     if (q < 3 || p.z)
-                        copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], act_bstride[q], q, t, col,
-                                  n);
+                        copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
             }
         }
         /* B and C of the chunk inside L and the block's states inside N:
          * element (token i, state e).  Without RAW_BC into the chunk's
          * stage buffer (laid out as rawB, rawC), which chunk c + 2 used
          * last and has left. */
+        const sj_i64 row0 = b * L + c * TS;
         T *const bdst = RAW_BC ? rawB : (T *)sj_bwd_stage(smem + (c & 1) * SJ_BWD_BUF).B,
                 *const cdst = bdst + TS * NBLK;
-        auto bc_at = [&](const void *x, sj_i64 stride, int q, int i, int e) {
-            return (const T *)x + row_base[q] + (c * TS + i) * stride + nb0 + e;
+        auto bc_at = [&](const void *x, sj_i64 stride, int i, int e) {
+            return (const T *)x + (row0 + i) * stride + nb0 + e;
         };
         if ((mode & CM_BC16) && (c + 1) * TS <= L) {
             if (tid < 2 * TS * BCPR) {
                 const int r = tid % (TS * BCPR), i = r / BCPR, e = (r % BCPR) * E16;
                 if (tid < TS * BCPR)
-                    sj_copy16(bdst + r * E16, bc_at(p.B, p.sB, RB_B, i, e), 16);
+                    sj_copy16(bdst + r * E16, bc_at(p.B, p.sB, i, e), 16);
                 else
-                    sj_copy16(cdst + r * E16, bc_at(p.C, p.sC, RB_C, i, e), 16);
+                    sj_copy16(cdst + r * E16, bc_at(p.C, p.sC, i, e), 16);
             }
         } else if (tid < BCW) {
             const int i = tid / (NBLK / VE), e = (tid % (NBLK / VE)) * VE;
             if ((mode & CM_WHOLE_BC) && (c + 1) * TS <= L) {
-                sj_copy4(bdst + tid * VE, bc_at(p.B, p.sB, RB_B, i, e), 4);
-                sj_copy4(cdst + tid * VE, bc_at(p.C, p.sC, RB_C, i, e), 4);
+                sj_copy4(bdst + tid * VE, bc_at(p.B, p.sB, i, e), 4);
+                sj_copy4(cdst + tid * VE, bc_at(p.C, p.sC, i, e), 4);
             } else {
                 const sj_i64 t = c * TS + i, n = nb0 + e;
                 const sj_i64 cnt = t < L ? min((sj_i64)VE, N - n) : 0;
-                copy_word(bdst + tid * VE, p.B, p.sB, p.bB, RB_B, t, n, cnt);
-                copy_word(cdst + tid * VE, p.C, p.sC, p.bC, RB_C, t, n, cnt);
+                copy_word(bdst + tid * VE, p.B, p.sB, b * L + t, n, cnt);
+                copy_word(cdst + tid * VE, p.C, p.sC, b * L + t, n, cnt);
             }
         }
         /* The state at the chunk's start (checkpoint c - 1), for c >= 1. */
@@ -573,8 +555,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                  * its states may pass N < 16.  du and ddelta are always
                  * given. */
                 const sj_i64 t = c * TS + i, n = nb0 + e;
-                auto at = [&](sj_i64 stride, int q, int col) -> sj_i64 {
-                    return row_base[q] + (plain ? (int)t * (int)stride + (int)d0 + col : t * stride + d0 + col);
+                const int row32 = (int)(b * L + t);
+                auto at = [&](sj_i64 stride, int col) -> sj_i64 {
+                    return plain ? row32 * (int)stride + (int)d0 + col : (b * L + t) * stride + d0 + col;
                 };
                 if (plain ? e < (int)N : t < L && n < N) {
                     float *const wbc = p.ws_bc + ((b * p.ndblk + blockIdx.x) * L + c * TS) * 2 * N;
@@ -586,10 +569,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                         const int col = h * 32 + lane;
                         const float4 o = sP[i * BD + sj_bwd_pslot(col)];
                         if (plain || d0 + col < D) {
-                            sj_st<T>(p.du, at(p.sdu, RB_DU, col), o.x);
-                            sj_st<T>(p.ddelta, at(p.sddelta, RB_DDELTA, col), o.y);
+                            sj_st<T>(p.du, at(p.sdu, col), o.x);
+                            sj_st<T>(p.ddelta, at(p.sddelta, col), o.y);
                             if (p.dz)
-                                sj_st<T>(p.dz, at(p.sdz, RB_DZ, col), o.z);
+                                sj_st<T>(p.dz, at(p.sdz, col), o.z);
                         }
                     }
                 }
@@ -624,13 +607,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 }
 
 /* dB [B, L, N] and dC from the per-block partials ws [B, ndblk, L, 2N],
- * summed over blocks in order, B launch rows (sj_rows: seg of them a
- * batch row, whose rows are bdB and bdC apart).  One thread per output
- * element. */
+ * summed over blocks in order.  One thread per output element. */
 template <typename T>
 __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 ndblk, sj_i64 batch, sj_i64 L,
-                                                      sj_i64 N, sj_i64 seg, void *dB, sj_i64 sdB, sj_i64 bdB,
-                                                      void *dC, sj_i64 sdC, sj_i64 bdC)
+                                                      sj_i64 N, void *dB, sj_i64 sdB, void *dC, sj_i64 sdC)
 {
     const sj_i64 per_row = L * 2 * N, total = batch * per_row;
     for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;
@@ -640,11 +620,11 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
         float s = 0.0f;
         for (sj_i64 k = 0; k < ndblk; ++k)
             s += src[k * per_row];
-        const sj_rows rows(seg, L, b);
+        const sj_i64 row = b * L + t;
         if (j < N)
-            sj_st<T>(dB, rows.at(t, sdB, bdB) + j, s);
+            sj_st<T>(dB, row * sdB + j, s);
         else
-            sj_st<T>(dC, rows.at(t, sdC, bdC) + j - N, s);
+            sj_st<T>(dC, row * sdC + j - N, s);
     }
 }
 
@@ -656,10 +636,10 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
     })                                                                                                                 \
     SJ_KERNEL(scan_bwd_reduce_bc_##sfx)(                                                                               \
     extern "C" __global__ void scan_bwd_reduce_bc_##sfx(const float *ws, sj_i64 ndblk, sj_i64 batch,                   \
-                                                        sj_i64 L, sj_i64 N, sj_i64 seg, void *dB, sj_i64 sdB,          \
-                                                        sj_i64 bdB, void *dC, sj_i64 sdC, sj_i64 bdC)                  \
+                                                        sj_i64 L, sj_i64 N, void *dB, sj_i64 sdB,                      \
+                                                        void *dC, sj_i64 sdC)                                          \
     {                                                                                                                  \
-        sj_scan_bwd_reduce_bc<T>(ws, ndblk, batch, L, N, seg, dB, sdB, bdB, dC, sdC, bdC);                             \
+        sj_scan_bwd_reduce_bc<T>(ws, ndblk, batch, L, N, dB, sdB, dC, sdC);                                            \
     })                                                                                                                 \
     SJ_SCAN_FWD_KERNEL(scan_states, false, 8, 256, 2, 128, T, sfx)
 

@@ -4,8 +4,7 @@
  * the caller did not keep one.
  *
  * Layout: activations are [B, L, X] with a row stride per tensor (elements
- * between consecutive tokens) and a batch stride (elements between batch
- * rows; see sj_rows for a split's view rows); A [D, N], D, delta_bias [D], states
+ * between consecutive tokens); A [D, N], D, delta_bias [D], states
  * [S, D, N] and the checkpoint [B, nchunks, D, N] (the state after each
  * chunk, the last one's too, so that a row's segments are rows of a view
  * with the same layout) are contiguous f32.
@@ -21,60 +20,31 @@
 #define SJ_SCAN_CHUNK 16
 
 /* Kernel argument block, passed by value.  Every field is 8 bytes so that
- * the host mirror (struct sj_scan_params in src/ops/scan_internal.h) has
- * the same layout; keep the two in the same order. */
+ * the host mirror (struct sj_scan_params in src/ops_scan.c) has the same
+ * layout; keep the two in the same order. */
 struct sj_scan_params {
-    /* forward inputs: row strides, then batch strides */
+    /* forward inputs */
     const void *u, *delta, *z, *B, *C;
     sj_i64 su, sdelta, sz, sB, sC;
-    sj_i64 bu, bdelta, bz, bB, bC;
     const float *A, *Dv, *dbias, *init;
     const int *cu;
     /* forward outputs */
     void *y;
-    sj_i64 sy, by;
+    sj_i64 sy;
     float *final_state, *ckpt;
     /* backward */
     const void *dy;
-    sj_i64 sdy, bdy;
+    sj_i64 sdy;
     const float *dfinal;
     void *du, *ddelta, *dz;
     sj_i64 sdu, sddelta, sdz;
-    sj_i64 bdu, bddelta, bdz;
     float *dinit;
     float *ws_bc, *ws_acc, *ws_dA, *ws_dD, *ws_db;
-    /* extents (seg: sj_rows) and launch shape */
-    sj_i64 L, D, N, nseq, softplus, seg;
+    /* extents and launch shape */
+    sj_i64 L, D, N, nseq, softplus;
     sj_i64 G, BD, nb, NB, ndblk, buffers;
 };
-static_assert(sizeof(sj_scan_params) == 56 * 8, "host mirror in src/ops/scan_internal.h");
-
-/* Where the tokens of launch row b (blockIdx.y) lie in the activations:
- * row b is segment b % seg of batch row b / seg, its L tokens from token
- * (b % seg) L of that row on.  seg is 1 but in a split's [B S, L / S]
- * view of the rows (seg = S), so that the batch stride applies to batch
- * rows whatever the view.  Element offset of token t: bq * batch stride +
- * (t0 + t) * row stride; each block computes bq and t0 once. */
-struct sj_rows {
-    sj_i64 bq, t0;
-    __device__ __forceinline__ sj_rows(sj_i64 seg, sj_i64 L, sj_i64 b)
-    {
-        const unsigned q = (unsigned)b / (unsigned)seg; /* b < 2^16, seg <= 64 */
-        bq = q;
-        t0 = (b - (sj_i64)q * seg) * L;
-    }
-    __device__ __forceinline__ sj_i64 at(sj_i64 t, sj_i64 stride, sj_i64 batch_stride) const
-    {
-        return bq * batch_stride + (t0 + t) * stride;
-    }
-};
-
-/* sj_group_ok for every row of an activation with a batch stride. */
-template <typename T, int VE>
-__device__ __forceinline__ bool sj_rows_ok(const void *base, sj_i64 stride, sj_i64 batch_stride)
-{
-    return sj_group_ok<T, VE>(base, stride) && batch_stride % VE == 0;
-}
+static_assert(sizeof(sj_scan_params) == 45 * 8, "host mirror in src/ops_scan.c");
 
 enum { SJ_TOK_VALID = 1, SJ_TOK_START = 2, SJ_TOK_END = 4 };
 
@@ -260,7 +230,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     constexpr int RS = layout::RS, PS = MAXT + layout::PAD;
     const int tid = threadIdx.x, dl = tid % BD, g = tid / BD;
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + dl;
-    const sj_rows rows(p.seg, p.L, b);
     const bool dok = d < p.D;
     const sj_i64 N = p.N, nbase = (sj_i64)blockIdx.z * Npad, n0 = nbase + g * NS;
     /* With 8 or 16 states a thread each group's part of y is gated (and
@@ -309,8 +278,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     constexpr int VW = sj_group16<T>(), VE = NS <= 4 ? 4 : VW;
     const int nthr = BD * G, vshift = __ffs(BD / VE) - 1, ngrp = TS * BD / VE;
     const int cnt_td = tid < ngrp ? (ngrp - tid + nthr - 1) / nthr : 0;
-    const bool vu = sj_rows_ok<T, VE>(p.u, p.su, p.bu), vdelta = sj_rows_ok<T, VE>(p.delta, p.sdelta, p.bdelta),
-               vz = sj_rows_ok<T, VE>(p.z, p.sz, p.bz), vy = sj_rows_ok<T, VE>(p.y, p.sy, p.by);
+    const bool vu = sj_group_ok<T, VE>(p.u, p.su), vdelta = sj_group_ok<T, VE>(p.delta, p.sdelta),
+               vz = sj_group_ok<T, VE>(p.z, p.sz), vy = sj_group_ok<T, VE>(p.y, p.sy);
     /* This thread's group k: token i of the chunk, channels col .. col +
      * VE - 1 of the block. */
     struct td_item {
@@ -336,10 +305,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         const sj_i64 t = c * TS + it.i, dc = d0 + it.col;
         sj_fwd_raw r = {};
         if (t < p.L) {
-            r.u = sj_load_group<T, VE>(p.u, rows.at(t, p.su, p.bu) + dc, p.D - dc, vu);
-            r.delta = sj_load_group<T, VE>(p.delta, rows.at(t, p.sdelta, p.bdelta) + dc, p.D - dc, vdelta);
+            const sj_i64 row = b * p.L + t;
+            r.u = sj_load_group<T, VE>(p.u, row * p.su + dc, p.D - dc, vu);
+            r.delta = sj_load_group<T, VE>(p.delta, row * p.sdelta + dc, p.D - dc, vdelta);
             if (OUT && p.z)
-                r.z = sj_load_group<T, VE>(p.z, rows.at(t, p.sz, p.bz) + dc, p.D - dc, vz);
+                r.z = sj_load_group<T, VE>(p.z, row * p.sz + dc, p.D - dc, vz);
         }
         return r;
     };
@@ -379,7 +349,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * group and array stay the same from chunk to chunk. */
     const int ng = Npad / 4, nbc = 2 * TS * ng;
     const int cnt_bc = tid < nbc ? (nbc - tid + nthr - 1) / nthr : 0;
-    const bool vbc = sj_rows_ok<T, 4>(p.B, p.sB, p.bB) && sj_rows_ok<T, 4>(p.C, p.sC, p.bC);
+    const bool vbc = sj_group_ok<T, 4>(p.B, p.sB) && sj_group_ok<T, 4>(p.C, p.sC);
     struct bc_item {
         int i, sh; /* token in the chunk; offset in the stage buffer */
         sj_i64 n;  /* first state */
@@ -409,36 +379,37 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const sj_i64 smax = max(max(p.su, p.sdelta), max(max(p.sB, p.sC), max(has_z ? p.sz : 0, OUT ? p.sy : 0)));
     const bool fast_thr = d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) &&
                           (!OUT || vy) && vbc && cnt_td <= NS / 4 && cnt_bc <= NS / 4 && smax < (1 << 26) &&
-                          rows.t0 + p.L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
+                          (b + 1) * p.L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
     auto fast_chunk = [&](sj_i64 c) { return fast_thr && (c + 1) * TS <= p.L; };
-    /* Element 0 of token c * TS of this block's row in a tensor: its batch
-     * row's start, then, where the row's tokens lie within 2^31 elements
-     * of that (a condition of fast chunks), a 32-bit product: at the
+    /* Element 0 of token c * TS of this batch row in a tensor.  Where the
+     * block's rows lie within 2^31 elements of every tensor's start (a
+     * condition of fast chunks) its offset is a 32-bit product: at the
      * reference shape f32 4.7% faster (bench/NOTES.md). */
-    auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 batch_stride, sj_i64 c) {
-        return (const T *)x + rows.bq * batch_stride + ((int)rows.t0 + (int)c * TS) * (int)stride;
+    auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 c) {
+        return (const T *)x + ((int)b * (int)p.L + (int)c * TS) * (int)stride;
     };
     auto load_td_fast = [&](sj_i64 c, int k) {
         const td_item it = td_at(k);
         sj_fwd_raw r = {};
-        r.u = sj_load_group<T, VE>(chunk_base(p.u, p.su, p.bu, c) + d0, it.i * (int)p.su + it.col, VE, true);
-        r.delta = sj_load_group<T, VE>(chunk_base(p.delta, p.sdelta, p.bdelta, c) + d0,
-                                       it.i * (int)p.sdelta + it.col, VE, true);
+        r.u = sj_load_group<T, VE>(chunk_base(p.u, p.su, c) + d0, it.i * (int)p.su + it.col, VE, true);
+        r.delta =
+            sj_load_group<T, VE>(chunk_base(p.delta, p.sdelta, c) + d0, it.i * (int)p.sdelta + it.col, VE, true);
         if (has_z)
-            r.z = sj_load_group<T, VE>(chunk_base(p.z, p.sz, p.bz, c) + d0, it.i * (int)p.sz + it.col, VE, true);
+            r.z = sj_load_group<T, VE>(chunk_base(p.z, p.sz, c) + d0, it.i * (int)p.sz + it.col, VE, true);
         return r;
     };
     auto load_bc_fast = [&](sj_i64 c, int k) {
         const bc_item &it = bc_held[k];
-        return it.isC ? sj_load_group<T, 4>(chunk_base(p.C, p.sC, p.bC, c), it.i * (int)p.sC + (int)it.n, 4, true)
-                      : sj_load_group<T, 4>(chunk_base(p.B, p.sB, p.bB, c), it.i * (int)p.sB + (int)it.n, 4, true);
+        return it.isC ? sj_load_group<T, 4>(chunk_base(p.C, p.sC, c), it.i * (int)p.sC + (int)it.n, 4, true)
+                      : sj_load_group<T, 4>(chunk_base(p.B, p.sB, c), it.i * (int)p.sB + (int)it.n, 4, true);
     };
     auto load_bc_item = [&](sj_i64 c, const bc_item &it) {
         const sj_i64 t = c * TS + it.i;
         if (t >= p.L)
             return make_uint4(0u, 0u, 0u, 0u);
-        return it.isC ? sj_load_group<T, 4>(p.C, rows.at(t, p.sC, p.bC) + it.n, N - it.n, vbc)
-                      : sj_load_group<T, 4>(p.B, rows.at(t, p.sB, p.bB) + it.n, N - it.n, vbc);
+        const sj_i64 row = b * p.L + t;
+        return it.isC ? sj_load_group<T, 4>(p.C, row * p.sC + it.n, N - it.n, vbc)
+                      : sj_load_group<T, 4>(p.B, row * p.sB + it.n, N - it.n, vbc);
     };
     auto load_bc = [&](sj_i64 c, int k) { return load_bc_item(c, k < NS / 4 ? bc_held[k] : bc_at(k)); };
     /* Every held group is converted, loaded or not, and sj_computed_here
@@ -633,7 +604,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 }
             };
             if (fast_chunk(c)) {
-                T *const yb = (T *)chunk_base(p.y, p.sy, p.by, c) + d0;
+                T *const yb = (T *)chunk_base(p.y, p.sy, c) + d0;
 #pragma unroll
                 for (int k = 0; k < NS / 4; ++k) {
                     const td_item it = td_at(k);
@@ -651,7 +622,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                         break;
                     float yv[VE];
                     y_item(it.i, it.col, yv);
-                    sj_store_group<T, VE>(p.y, rows.at(t, p.sy, p.by) + dc, p.D - dc, vy, yv);
+                    sj_store_group<T, VE>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
                 }
             }
         };
@@ -700,14 +671,12 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 #define SJ_SPLIT_CH 64    /* channels a block of scan_split_dtsum */
 #define SJ_SPLIT_SLICES 4 /* its threads a channel, each summing every 4th token */
 
-/* dtsum[r, d] = sum over the Ls tokens of view row r (S of them a batch
- * row, bdelta apart: sj_rows) of dt[d] as the forward computes it
- * (softplus(delta + delta_bias), or without softplus).  The slices' sums
- * meet in a fixed order: the result is reproducible. */
+/* dtsum[r, d] = sum over the Ls tokens of view row r of dt[d] as the
+ * forward computes it (softplus(delta + delta_bias), or without softplus).
+ * The slices' sums meet in a fixed order: the result is reproducible. */
 template <typename T>
-__device__ __forceinline__ void sj_scan_split_dtsum(const void *delta, sj_i64 sdelta, sj_i64 bdelta, sj_i64 S,
-                                                    const float *dbias, sj_i64 softplus, sj_i64 Ls, sj_i64 D,
-                                                    float *dtsum)
+__device__ __forceinline__ void sj_scan_split_dtsum(const void *delta, sj_i64 sdelta, const float *dbias,
+                                                    sj_i64 softplus, sj_i64 Ls, sj_i64 D, float *dtsum)
 {
     __shared__ float part[SJ_SPLIT_SLICES][SJ_SPLIT_CH];
     const int c = threadIdx.x % SJ_SPLIT_CH, k = threadIdx.x / SJ_SPLIT_CH;
@@ -715,7 +684,7 @@ __device__ __forceinline__ void sj_scan_split_dtsum(const void *delta, sj_i64 sd
     float s = 0.0f;
     if (d < D) {
         const float bias = dbias ? dbias[d] : 0.0f;
-        const T *x = (const T *)delta + sj_rows(S, Ls, r).at(0, sdelta, bdelta) + d;
+        const T *x = (const T *)delta + r * Ls * sdelta + d;
         for (sj_i64 t = k; t < Ls; t += SJ_SPLIT_SLICES) {
             const float v = sj_to_float(x[t * sdelta]) + bias;
             s += softplus ? sj_softplus(v) : v;
@@ -765,10 +734,10 @@ __device__ __forceinline__ void sj_scan_split_carry(const float *A, const float 
 #define SJ_SCAN_SPLIT_DTSUM_KERNEL(T, sfx, unused)                                                            \
     SJ_KERNEL(scan_split_dtsum_##sfx)(                                                                        \
     extern "C" __global__ void __launch_bounds__(SJ_SPLIT_CH * SJ_SPLIT_SLICES)                               \
-        scan_split_dtsum_##sfx(const void *delta, sj_i64 sdelta, sj_i64 bdelta, sj_i64 S, const float *dbias, \
-                               sj_i64 softplus, sj_i64 Ls, sj_i64 D, float *dtsum)                            \
+        scan_split_dtsum_##sfx(const void *delta, sj_i64 sdelta, const float *dbias, sj_i64 softplus,         \
+                               sj_i64 Ls, sj_i64 D, float *dtsum)                                             \
     {                                                                                                         \
-        sj_scan_split_dtsum<T>(delta, sdelta, bdelta, S, dbias, softplus, Ls, D, dtsum);                      \
+        sj_scan_split_dtsum<T>(delta, sdelta, dbias, softplus, Ls, D, dtsum);                                 \
     })
 
 /* The split's kernels, in the forward's module and the backward's (each

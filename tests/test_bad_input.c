@@ -334,23 +334,6 @@ static ssmjit_status scan_bwd_ws(args *a)
 
 static ssmjit_status scan_bwd(args *a) { return ssmjit_selective_scan_bwd(a->ctx, &a->scan, &a->sbwd, NULL); }
 
-/* Windows of 40 tokens into sequences of 50 (row strides 0 and 16). */
-static ssmjit_status scan_fwd_window(args *a)
-{
-    a->sfwd.in.u.batch_stride = 50 * 8;
-    a->sfwd.in.B = (ssmjit_matrix){DEV, 16, 50 * 16};
-    a->sfwd.y.batch_stride = 50 * 8;
-    return scan_fwd(a);
-}
-
-static ssmjit_status scan_bwd_window(args *a)
-{
-    a->sbwd.in.delta.batch_stride = 50 * 8;
-    a->sbwd.dy = a->sbwd.dz = (ssmjit_matrix){DEV, 16, 50 * 16};
-    a->sbwd.dC.batch_stride = 50 * 16;
-    return scan_bwd(a);
-}
-
 /* Its backward likewise (its workspace has room for the split). */
 static ssmjit_status scan_bwd_split(args *a)
 {
@@ -1058,6 +1041,9 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(scan_ckpt_size_workspace_overflow, UNSUPPORTED, "the backward workspace is too large",              \
       a->scan.batch = 1; a->scan.seqlen = 113025454; a->scan.dim = INT32_MAX; a->scan.dstate = 256;       \
       return scan_ckpt_size(a))                                                                           \
+    X(scan_fwd_window_unsupported, UNSUPPORTED,                                                           \
+      "args->in.u.batch_stride = 400: a batch stride other than seqlen * stride is not supported yet",    \
+      a->sfwd.in.u.batch_stride = 400; return scan_fwd(a))                                                \
     X(scan_fwd_split_workspace_small, INVALID_ARG,                                                        \
       "ssmjit_selective_scan_fwd: args->workspace_bytes = 16 is below the * bytes the split needs",       \
       a->sfwd.workspace = DEV; a->sfwd.workspace_bytes = 16; return scan_fwd_split(a))                    \
@@ -1551,8 +1537,7 @@ static void test_valid_base_arguments(void **state)
         {"xent", xent, 0},               {"argmax", argmax, 0},           {"neg_exp", neg_exp, 0},
         {"mul", mul, 0},                 {"conv_state_fill", conv_state4, 0},
         {"scan_ckpt_size", scan_ckpt_size, 1}, {"scan_fwd_split_room", scan_fwd_split_room, 0},
-        {"scan_bwd_split", scan_bwd_split, 0},   {"scan_fwd_window", scan_fwd_window, 0},
-        {"scan_bwd_window", scan_bwd_window, 0},
+        {"scan_bwd_split", scan_bwd_split, 0},
     };
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         outputs out;

@@ -132,7 +132,7 @@ static void test_backward_shared_memory(void **state)
     (void)state;
     static const ssmjit_dtype dtypes[] = {SSMJIT_F32, SSMJIT_F16, SSMJIT_BF16};
     for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
-        if (sj_scan_bwd_smem_bytes(dtypes[i]) + 96 > 101376)
+        if (sj_scan_bwd_smem_bytes(dtypes[i]) + 16 > 101376)
             fail_msg("dtype %d: %u bytes", (int)dtypes[i], sj_scan_bwd_smem_bytes(dtypes[i]));
 }
 

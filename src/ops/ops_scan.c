@@ -90,8 +90,13 @@ static ssmjit_status check_desc(const char *op, const ssmjit_selective_scan_desc
 static ssmjit_status check_act(const char *op, const char *name, const ssmjit_matrix *m, ssmjit_dtype dtype,
                                const sj_scan_extents *sh, int64_t width, int required, ssmjit_matrix *out)
 {
-    return sj_check_matrix(op, name, m, ssmjit_dtype_size(dtype), sh->B, sh->L, width,
-                           required && sh->active ? SJ_MATRIX_REQUIRED : 0, out);
+    SJ_TRY(sj_check_matrix(op, name, m, ssmjit_dtype_size(dtype), sh->B, sh->L, width,
+                           required && sh->active ? SJ_MATRIX_REQUIRED : 0, out));
+    /* The kernels address token t of row b as (b L + t) stride. */
+    SJ_FAIL_IF(sh->B > 1 && out->batch_stride != sh->L * out->stride, SSMJIT_ERR_UNSUPPORTED,
+               "%s: %s.batch_stride = %lld: a batch stride other than seqlen * stride is not supported yet", op,
+               name, (long long)m->batch_stride);
+    return SSMJIT_OK;
 }
 
 /* The inputs, which the forward and the backward both take. */
@@ -207,7 +212,6 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
     sj_scan_params p = sj_scan_params_of(desc, &a->in, &sh);
     p.y = sj_dptr(sh.m.y.data);
     p.sy = sh.m.y.stride;
-    p.by = sh.m.y.batch_stride;
     p.final_state = sj_dptr(a->final_state);
     p.ckpt = sj_dptr(a->checkpoint);
     return sj_scan_launch_fwd(ctx, desc->dtype, &sh, &p, stream);
@@ -306,24 +310,21 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
             SJ_TRY(sj_scan_launch_states(ctx, desc->dtype, &sh, &p, stream));
         p.dy = sj_dptr(sh.m.dy.data);
         p.sdy = sh.m.dy.stride;
-        p.bdy = sh.m.dy.batch_stride;
         p.dfinal = sj_dptr(a->d_final_state);
         p.du = sj_dptr(sh.m.du.data);
         p.sdu = sh.m.du.stride;
-        p.bdu = sh.m.du.batch_stride;
         p.ddelta = sj_dptr(sh.m.ddelta.data);
         p.sddelta = sh.m.ddelta.stride;
-        p.bddelta = sh.m.ddelta.batch_stride;
         p.dz = sj_dptr(sh.m.dz.data);
         p.sdz = sh.m.dz.stride;
-        p.bdz = sh.m.dz.batch_stride;
         p.dinit = sj_dptr(a->d_initial_state);
         if (sp.S > 1)
             return sj_scan_bwd_split(ctx, desc, a, &sh, &p, ws, &w, &sp, ws + w.total, stream);
         p.ws_dA = sj_dptr(ws + w.dA);
         p.ws_dD = sj_dptr(ws + w.dD);
         p.ws_db = sj_dptr(ws + w.db);
-        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &sh, &p, ws, &w, sh.m.dB, sh.m.dC, stream));
+        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &sh, &p, ws, &w, sj_dptr(sh.m.dB.data), sh.m.dB.stride,
+                                sj_dptr(sh.m.dC.data), sh.m.dC.stride, stream));
     }
     return sj_scan_reduce_params(ctx, a, &sh, sh.B, ws + w.dA, ws + w.dD, ws + w.db, stream);
 }

@@ -60,7 +60,7 @@ unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);
 
 /* Dynamic shared memory, in bytes, of a backward block
  * (kernels_src/scan_bwd.cu) whose activations are of that dtype; the
- * kernel's static part adds 96. */
+ * kernel's static part adds 16. */
 unsigned sj_scan_bwd_smem_bytes(ssmjit_dtype dtype);
 
 /* The forward kernels' __launch_bounds__ (kernels_src/scan_fwd.cu): no

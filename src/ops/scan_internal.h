@@ -30,30 +30,26 @@
 #define SJ_SCAN_FLAT_MAX_GRID 65535u /* they grid-stride over the rest */
 
 /* Mirror of struct sj_scan_params in kernels_src/scan_common.cuh: same
- * fields, same order, all 8 bytes.  Each activation has a row stride
- * (s...) and a batch stride (b...); seg is 1, or S in a split's view of
- * the rows (sj_rows there). */
+ * fields, same order, all 8 bytes. */
 typedef struct sj_scan_params {
     uint64_t u, delta, z, B, C;
     int64_t su, sdelta, sz, sB, sC;
-    int64_t bu, bdelta, bz, bB, bC;
     uint64_t A, Dv, dbias, init;
     uint64_t cu;
     uint64_t y;
-    int64_t sy, by;
+    int64_t sy;
     uint64_t final_state, ckpt;
     uint64_t dy;
-    int64_t sdy, bdy;
+    int64_t sdy;
     uint64_t dfinal;
     uint64_t du, ddelta, dz;
     int64_t sdu, sddelta, sdz;
-    int64_t bdu, bddelta, bdz;
     uint64_t dinit;
     uint64_t ws_bc, ws_acc, ws_dA, ws_dD, ws_db;
-    int64_t L, D, N, nseq, softplus, seg;
+    int64_t L, D, N, nseq, softplus;
     int64_t G, BD, nb, NB, ndblk, buffers;
 } sj_scan_params;
-_Static_assert(sizeof(sj_scan_params) == 56 * 8, "layout of sj_scan_params in scan_common.cuh");
+_Static_assert(sizeof(sj_scan_params) == 45 * 8, "layout of sj_scan_params in scan_common.cuh");
 
 /* A checked call's extents and activations. */
 typedef struct sj_scan_extents {
@@ -135,10 +131,11 @@ ssmjit_status sj_scan_bwd_kernel(ssmjit_context *ctx, const char *kernel, const 
 
 /* The backward over the rows of sh (the op's, or a split's view or
  * tail): the scan kernels over p (inputs, gradients, states and the
- * per-row partials set), then dB and dC (the views dB, dC, rows as p's)
- * from their per-block partials in ws. */
+ * per-row partials set), then dB and dC (at dB, dC) from their per-block
+ * partials in ws. */
 ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
-                               char *ws, const sj_scan_bwd_layout *w, ssmjit_matrix dB, ssmjit_matrix dC, void *stream);
+                               char *ws, const sj_scan_bwd_layout *w, uint64_t dB, int64_t sdB, uint64_t dC, int64_t sdC,
+                               void *stream);
 
 /* a's dA, dD, ddelta_bias from `rows` rows of per-row partials (zeros
  * when there are none). */

@@ -39,11 +39,6 @@ sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const s
     p.sz = sh->m.z.stride;
     p.sB = sh->m.B.stride;
     p.sC = sh->m.C.stride;
-    p.bu = sh->m.u.batch_stride;
-    p.bdelta = sh->m.delta.batch_stride;
-    p.bz = sh->m.z.batch_stride;
-    p.bB = sh->m.B.batch_stride;
-    p.bC = sh->m.C.batch_stride;
     p.A = sj_dptr(in->A);
     p.Dv = sj_dptr(in->D);
     p.dbias = sj_dptr(in->delta_bias);
@@ -54,7 +49,6 @@ sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const s
     p.N = sh->N;
     p.nseq = sh->S;
     p.softplus = desc->delta_softplus != 0;
-    p.seg = 1;
     return p;
 }
 
@@ -337,7 +331,8 @@ ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_
 }
 
 ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
-                               char *ws, const sj_scan_bwd_layout *w, ssmjit_matrix dB, ssmjit_matrix dC, void *stream)
+                               char *ws, const sj_scan_bwd_layout *w, uint64_t dB, int64_t sdB, uint64_t dC, int64_t sdC,
+                               void *stream)
 {
     p->ws_bc = sj_dptr(ws + w->bc);
     p->ws_acc = sj_dptr(ws + w->acc);
@@ -359,9 +354,9 @@ ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj
         return SSMJIT_OK;
     CUfunction red;
     SJ_TRY(sj_scan_bwd_kernel(ctx, "scan_bwd_reduce_bc", sj_dtype_suffix(dtype), &red));
-    uint64_t wbc = p->ws_bc, pdB = sj_dptr(dB.data), pdC = sj_dptr(dC.data);
-    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, N = sh->N, seg = p->seg;
-    void *args[] = {&wbc, &ndblk, &B, &L, &N, &seg, &pdB, &dB.stride, &dB.batch_stride, &pdC, &dC.stride, &dC.batch_stride};
+    uint64_t wbc = p->ws_bc;
+    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, N = sh->N;
+    void *args[] = {&wbc, &ndblk, &B, &L, &N, &dB, &sdB, &dC, &sdC};
     sj_dim3 flat = {SJ_SCAN_FLAT_THREADS, 1, 1};
     return sj_launch(ctx, red, sj_scan_flat_grid(B * L * 2 * N), flat, 0, stream, args);
 }

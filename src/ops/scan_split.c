@@ -292,11 +292,11 @@ static void tail_inputs(sj_scan_params *q, const ssmjit_selective_scan_desc *des
     q->C = token_at(&sh->m.C, r0, es);
 }
 
-/* The sums of dt of the segments of view v (S a row), by the forward's
- * module (bwd = 0) or the backward's, each computing dt as its scan does. */
+/* The segments' sums of dt, by the forward's module (bwd = 0) or the
+ * backward's, each computing dt as its scan does. */
 static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                        const ssmjit_selective_scan_inputs *in, const sj_scan_extents *v, int64_t S,
-                                        float *dtsum, int bwd, void *stream)
+                                        const ssmjit_selective_scan_inputs *in, const sj_scan_extents *v, float *dtsum,
+                                        int bwd, void *stream)
 {
     char name[48];
     snprintf(name, sizeof name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
@@ -304,9 +304,8 @@ static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_select
     SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
                          name, &fn));
     uint64_t delta = sj_dptr(v->m.delta.data), dbias = sj_dptr(in->delta_bias), out = sj_dptr(dtsum);
-    int64_t sdelta = v->m.delta.stride, bdelta = v->m.delta.batch_stride, softplus = desc->delta_softplus != 0,
-            Ls = v->L, D = v->D;
-    void *args[] = {&delta, &sdelta, &bdelta, &S, &dbias, &softplus, &Ls, &D, &out};
+    int64_t sdelta = v->m.delta.stride, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
+    void *args[] = {&delta, &sdelta, &dbias, &softplus, &Ls, &D, &out};
     sj_dim3 grid = {(unsigned)sj_ceil_div(D, SPLIT_CH), (unsigned)v->B, 1};
     sj_dim3 block = {SPLIT_CH * SPLIT_SLICES, 1, 1};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);
@@ -340,10 +339,8 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
           *dtsum = (float *)(ws + sp->part[SJ_SPLIT_FWD_DT]);
     const sj_scan_extents v = split_view(sh, sp);
     sj_scan_params p = sj_scan_params_of(desc, &a->in, &v);
-    p.seg = sp->S;
     p.y = sj_dptr(sh->m.y.data);
     p.sy = sh->m.y.stride;
-    p.by = sh->m.y.batch_stride;
     p.init = 0;
     p.final_state = sj_dptr(st);
     p.ckpt = 0;
@@ -353,7 +350,7 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     const char *const split_kernels[] = {dtsum_name, "scan_split_carry"};
     SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 2));
     SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
-    SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, sp->S, dtsum, 0, stream));
+    SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, dtsum, 0, stream));
     SJ_TRY(launch_split_carry(ctx, &a->in, sh, sp->S, 0, a->in.initial_state, dtsum, st, st,
                               sp->tail ? last : a->final_state, stream));
     p.init = sj_dptr(st);
@@ -371,7 +368,6 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     tail_inputs(&q, desc, sh, r0);
     q.y = token_at(&sh->m.y, r0, ssmjit_dtype_size(desc->dtype));
     q.sy = sh->m.y.stride;
-    q.by = sh->m.y.batch_stride;
     q.init = sj_dptr(last);
     q.final_state = sj_dptr(a->final_state);
     q.ckpt = row_at(a->checkpoint, sp->S * (sp->Ls / SJ_SCAN_CHUNK), sh->D * sh->N, sizeof(float));
@@ -409,7 +405,7 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         void *args[] = {&ck, &init, &out, &B, &Sv, &nch, &D, &N};
         SJ_TRY(launch_bwd_flat(ctx, "scan_split_starts", R * DN, args, stream));
     }
-    SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, S, dtsum, 1, stream));
+    SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, dtsum, 1, stream));
     /* The tail (one row) first: what enters its end is the op's, and what
      * leaves its start enters the segments. */
     const ssmjit_matrix *dB = &sh->m.dB, *dC = &sh->m.dC;
@@ -434,30 +430,29 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         q.ws_dA = sj_dptr(sw + sp->part[SJ_SPLIT_DA]) + (uint64_t)(R * DN) * sizeof(float);
         q.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]) + (uint64_t)(R * D) * sizeof(float);
         q.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]) + (uint64_t)(R * D) * sizeof(float);
-        ssmjit_matrix tdB = *dB, tdC = *dC;
-        tdB.data = (void *)(uintptr_t)token_at(dB, r0, es);
-        tdC.data = (void *)(uintptr_t)token_at(dC, r0, es);
-        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &t, &q, ws, w, tdB, tdC, stream));
+        SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &t, &q, ws, w, token_at(dB, r0, es), dB->stride,
+                                token_at(dC, r0, es), dC->stride, stream));
     }
     /* The segments with no adjoint entering their ends: the gradients of
      * their start states alone (the other outputs are overwritten). */
     sj_scan_params p = *op;
     p.L = v.L;
     p.nseq = R;
-    p.seg = S;
     p.init = sj_dptr(starts);
     p.dfinal = 0;
     p.dinit = sj_dptr(local);
     p.ws_dA = sj_dptr(sw + sp->part[SJ_SPLIT_DA]);
     p.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]);
     p.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]);
-    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, *dB, *dC, stream));
+    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, sj_dptr(dB->data), dB->stride, sj_dptr(dC->data),
+                            dC->stride, stream));
     SJ_TRY(launch_split_carry(ctx, &a->in, sh, S, 1, sp->tail ? (const void *)tail_dinit : a->d_final_state, dtsum,
                               local, enter, a->d_initial_state, stream));
     /* Again, with the carried adjoints entering the segments' ends. */
     p.dfinal = sj_dptr(enter);
     p.dinit = 0;
-    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, *dB, *dC, stream));
+    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, sj_dptr(dB->data), dB->stride, sj_dptr(dC->data),
+                            dC->stride, stream));
     return sj_scan_reduce_params(ctx, a, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SJ_SPLIT_DA],
                                  sw + sp->part[SJ_SPLIT_DD], sw + sp->part[SJ_SPLIT_DB], stream);
 }
