@@ -573,6 +573,11 @@ SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_gate_
  * and z as the halves of an in_proj output, dt/B/C slices of an x_proj
  * output), and its batch_stride the number between sequences (0 = L *
  * stride), so they may be windows of L tokens into longer sequences.
+ * With several batch rows the windows must share one token pitch P >= L:
+ * every activation's batch_stride is P times its stride (the kernels
+ * address token t of row b as (b P + t) stride, which costs nothing over
+ * the packed layout; per-tensor pitches cost the kernels 2-6%, measured).
+ * Such a window runs unsplit (see the forward's workspace).
  * A [D, N], D, delta_bias [D] and every state ([S, D, N], S segments) are
  * contiguous f32; arithmetic is in f32.  1 <= N <= 256.
  *
@@ -599,7 +604,8 @@ SSMJIT_API ssmjit_status ssmjit_gate_bwd(ssmjit_context *ctx, const ssmjit_gate_
  * below the row width, a batch_stride (not 0) below L * stride, data not
  * aligned to its elements, an unknown dtype, a workspace misaligned or
  * below the size it needs; SSMJIT_ERR_UNSUPPORTED for batch > 65535,
- * D > 2^31-1, L > 2^31-1 with packed sequences, or extents whose
+ * D > 2^31-1, L > 2^31-1 with packed sequences, windows of different
+ * token pitches over several batch rows, or extents whose
  * activations, states or backward workspace would pass 2^62 elements or
  * bytes; then the engine's errors (compile, driver) from a kernel's first
  * use.

@@ -189,7 +189,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
      * of the instructions of the chunk's stores and cross-warp sums
      * (bench/NOTES.md). */
     const sj_i64 smax = max(max(p.sdu, p.sddelta), p.dz ? p.sdz : 0);
-    const bool plain_ok = d0 + BD <= D && (b + 1) * L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
+    const bool plain_ok = d0 + BD <= D && (b + 1) * p.pitch < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
     if (tid == 0)
         copy_mode = (whole ? CM_WHOLE : 0) | (whole_bc ? CM_WHOLE_BC : 0) | (whole16 ? CM_WHOLE16 : 0) |
                     (bc16 ? CM_BC16 : 0) | (plain_ok ? CM_PLAIN : 0);
@@ -236,9 +236,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     auto issue = [&](sj_i64 c, const bool may_whole) {
         const unsigned mode = may_whole ? copy_mode : 0u;
         if ((mode & CM_WHOLE16) && (c + 1) * TS <= L) {
-            sj_bwd_copy_rows<T, E16>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
+            sj_bwd_copy_rows<T, E16>(raw, act, act_stride, p.z, b * p.pitch + c * TS, d0, tid);
         } else if ((mode & CM_WHOLE) && (c + 1) * TS <= L) {
-            sj_bwd_copy_rows<T, VE>(raw, act, act_stride, p.z, b * L + c * TS, d0, tid);
+            sj_bwd_copy_rows<T, VE>(raw, act, act_stride, p.z, b * p.pitch + c * TS, d0, tid);
         } else {
 #pragma unroll
             for (int k = 0; k < WITEMS; ++k) {
@@ -248,14 +248,14 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
                     if (q < 3 || p.z)
-                        copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * L + t, col, n);
+                        copy_word(raw + q * TS * BD + wi * VE, act[q], act_stride[q], b * p.pitch + t, col, n);
             }
         }
         /* B and C of the chunk inside L and the block's states inside N:
          * element (token i, state e).  Without RAW_BC into the chunk's
          * stage buffer (laid out as rawB, rawC), which chunk c + 2 used
          * last and has left. */
-        const sj_i64 row0 = b * L + c * TS;
+        const sj_i64 row0 = b * p.pitch + c * TS;
         T *const bdst = RAW_BC ? rawB : (T *)sj_bwd_stage(smem + (c & 1) * SJ_BWD_BUF).B,
                 *const cdst = bdst + TS * NBLK;
         auto bc_at = [&](const void *x, sj_i64 stride, int i, int e) {
@@ -277,8 +277,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             } else {
                 const sj_i64 t = c * TS + i, n = nb0 + e;
                 const sj_i64 cnt = t < L ? min((sj_i64)VE, N - n) : 0;
-                copy_word(bdst + tid * VE, p.B, p.sB, b * L + t, n, cnt);
-                copy_word(cdst + tid * VE, p.C, p.sC, b * L + t, n, cnt);
+                copy_word(bdst + tid * VE, p.B, p.sB, b * p.pitch + t, n, cnt);
+                copy_word(cdst + tid * VE, p.C, p.sC, b * p.pitch + t, n, cnt);
             }
         }
         /* The state at the chunk's start (checkpoint c - 1), for c >= 1. */
@@ -555,9 +555,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                  * its states may pass N < 16.  du and ddelta are always
                  * given. */
                 const sj_i64 t = c * TS + i, n = nb0 + e;
-                const int row32 = (int)(b * L + t);
+                const int row32 = (int)(b * p.pitch + t);
                 auto at = [&](sj_i64 stride, int col) -> sj_i64 {
-                    return plain ? row32 * (int)stride + (int)d0 + col : (b * L + t) * stride + d0 + col;
+                    return plain ? row32 * (int)stride + (int)d0 + col : (b * p.pitch + t) * stride + d0 + col;
                 };
                 if (plain ? e < (int)N : t < L && n < N) {
                     float *const wbc = p.ws_bc + ((b * p.ndblk + blockIdx.x) * L + c * TS) * 2 * N;
@@ -606,11 +606,12 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     }
 }
 
-/* dB [B, L, N] and dC from the per-block partials ws [B, ndblk, L, 2N],
+/* dB [B, L, N] and dC (batch rows `pitch` tokens apart) from the per-block partials ws [B, ndblk, L, 2N],
  * summed over blocks in order.  One thread per output element. */
 template <typename T>
 __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 ndblk, sj_i64 batch, sj_i64 L,
-                                                      sj_i64 N, void *dB, sj_i64 sdB, void *dC, sj_i64 sdC)
+                                                      sj_i64 pitch, sj_i64 N, void *dB, sj_i64 sdB, void *dC,
+                                                      sj_i64 sdC)
 {
     const sj_i64 per_row = L * 2 * N, total = batch * per_row;
     for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;
@@ -620,7 +621,7 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
         float s = 0.0f;
         for (sj_i64 k = 0; k < ndblk; ++k)
             s += src[k * per_row];
-        const sj_i64 row = b * L + t;
+        const sj_i64 row = b * pitch + t;
         if (j < N)
             sj_st<T>(dB, row * sdB + j, s);
         else
@@ -636,10 +637,10 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
     })                                                                                                                 \
     SJ_KERNEL(scan_bwd_reduce_bc_##sfx)(                                                                               \
     extern "C" __global__ void scan_bwd_reduce_bc_##sfx(const float *ws, sj_i64 ndblk, sj_i64 batch,                   \
-                                                        sj_i64 L, sj_i64 N, void *dB, sj_i64 sdB,                      \
-                                                        void *dC, sj_i64 sdC)                                          \
+                                                        sj_i64 L, sj_i64 pitch, sj_i64 N, void *dB,                    \
+                                                        sj_i64 sdB, void *dC, sj_i64 sdC)                              \
     {                                                                                                                  \
-        sj_scan_bwd_reduce_bc<T>(ws, ndblk, batch, L, N, dB, sdB, dC, sdC);                                            \
+        sj_scan_bwd_reduce_bc<T>(ws, ndblk, batch, L, pitch, N, dB, sdB, dC, sdC);                                     \
     })                                                                                                                 \
     SJ_SCAN_FWD_KERNEL(scan_states, false, 8, 256, 2, 128, T, sfx)
 

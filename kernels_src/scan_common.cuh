@@ -4,7 +4,9 @@
  * the caller did not keep one.
  *
  * Layout: activations are [B, L, X] with a row stride per tensor (elements
- * between consecutive tokens); A [D, N], D, delta_bias [D], states
+ * between consecutive tokens), batch row b's tokens starting `pitch`
+ * rows after row b - 1's (L, or more for windows of longer sequences);
+ * A [D, N], D, delta_bias [D], states
  * [S, D, N] and the checkpoint [B, nchunks, D, N] (the state after each
  * chunk, the last one's too, so that a row's segments are rows of a view
  * with the same layout) are contiguous f32.
@@ -42,9 +44,10 @@ struct sj_scan_params {
     float *ws_bc, *ws_acc, *ws_dA, *ws_dD, *ws_db;
     /* extents and launch shape */
     sj_i64 L, D, N, nseq, softplus;
+    sj_i64 pitch; /* tokens from one batch row's start to the next's in the activations (>= L) */
     sj_i64 G, BD, nb, NB, ndblk, buffers;
 };
-static_assert(sizeof(sj_scan_params) == 45 * 8, "host mirror in src/ops_scan.c");
+static_assert(sizeof(sj_scan_params) == 46 * 8, "host mirror in src/ops/scan_internal.h");
 
 enum { SJ_TOK_VALID = 1, SJ_TOK_START = 2, SJ_TOK_END = 4 };
 
@@ -305,7 +308,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         const sj_i64 t = c * TS + it.i, dc = d0 + it.col;
         sj_fwd_raw r = {};
         if (t < p.L) {
-            const sj_i64 row = b * p.L + t;
+            const sj_i64 row = b * p.pitch + t;
             r.u = sj_load_group<T, VE>(p.u, row * p.su + dc, p.D - dc, vu);
             r.delta = sj_load_group<T, VE>(p.delta, row * p.sdelta + dc, p.D - dc, vdelta);
             if (OUT && p.z)
@@ -379,14 +382,14 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     const sj_i64 smax = max(max(p.su, p.sdelta), max(max(p.sB, p.sC), max(has_z ? p.sz : 0, OUT ? p.sy : 0)));
     const bool fast_thr = d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) &&
                           (!OUT || vy) && vbc && cnt_td <= NS / 4 && cnt_bc <= NS / 4 && smax < (1 << 26) &&
-                          (b + 1) * p.L < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
+                          (b + 1) * p.pitch < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
     auto fast_chunk = [&](sj_i64 c) { return fast_thr && (c + 1) * TS <= p.L; };
     /* Element 0 of token c * TS of this batch row in a tensor.  Where the
      * block's rows lie within 2^31 elements of every tensor's start (a
      * condition of fast chunks) its offset is a 32-bit product: at the
      * reference shape f32 4.7% faster (bench/NOTES.md). */
     auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 c) {
-        return (const T *)x + ((int)b * (int)p.L + (int)c * TS) * (int)stride;
+        return (const T *)x + ((int)b * (int)p.pitch + (int)c * TS) * (int)stride;
     };
     auto load_td_fast = [&](sj_i64 c, int k) {
         const td_item it = td_at(k);
@@ -407,7 +410,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         const sj_i64 t = c * TS + it.i;
         if (t >= p.L)
             return make_uint4(0u, 0u, 0u, 0u);
-        const sj_i64 row = b * p.L + t;
+        const sj_i64 row = b * p.pitch + t;
         return it.isC ? sj_load_group<T, 4>(p.C, row * p.sC + it.n, N - it.n, vbc)
                       : sj_load_group<T, 4>(p.B, row * p.sB + it.n, N - it.n, vbc);
     };
@@ -622,7 +625,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                         break;
                     float yv[VE];
                     y_item(it.i, it.col, yv);
-                    sj_store_group<T, VE>(p.y, (b * p.L + t) * p.sy + dc, p.D - dc, vy, yv);
+                    sj_store_group<T, VE>(p.y, (b * p.pitch + t) * p.sy + dc, p.D - dc, vy, yv);
                 }
             }
         };

@@ -342,6 +342,25 @@ static ssmjit_status scan_bwd_split(args *a)
     return scan_bwd(a);
 }
 
+/* Windows of 40 tokens into sequences of 50: every activation 50 of its
+ * rows from one batch row to the next (the scan takes one pitch). */
+static ssmjit_status scan_fwd_window(args *a)
+{
+    ssmjit_selective_scan_inputs *in = &a->sfwd.in;
+    in->u.batch_stride = in->delta.batch_stride = in->z.batch_stride = a->sfwd.y.batch_stride = 50 * 8;
+    in->B = in->C = (ssmjit_matrix){DEV, 16, 50 * 16};
+    return scan_fwd(a);
+}
+
+static ssmjit_status scan_bwd_window(args *a)
+{
+    ssmjit_selective_scan_bwd_args *g = &a->sbwd;
+    g->in.u.batch_stride = g->in.delta.batch_stride = g->in.z.batch_stride = 50 * 8;
+    g->dy.batch_stride = g->du.batch_stride = g->ddelta.batch_stride = g->dz.batch_stride = 50 * 8;
+    g->in.B = g->in.C = g->dB = g->dC = (ssmjit_matrix){DEV, 16, 50 * 16};
+    return scan_bwd(a);
+}
+
 /* ... given the workspace of that backward were it not split. */
 static ssmjit_status scan_bwd_split_unsplit_room(args *a)
 {
@@ -1041,9 +1060,11 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(scan_ckpt_size_workspace_overflow, UNSUPPORTED, "the backward workspace is too large",              \
       a->scan.batch = 1; a->scan.seqlen = 113025454; a->scan.dim = INT32_MAX; a->scan.dstate = 256;       \
       return scan_ckpt_size(a))                                                                           \
-    X(scan_fwd_window_unsupported, UNSUPPORTED,                                                           \
-      "args->in.u.batch_stride = 400: a batch stride other than seqlen * stride is not supported yet",    \
+    X(scan_fwd_window_pitches, UNSUPPORTED,                                                               \
+      "args->in.delta.batch_stride = 320 is not 50 tokens of its stride 8: the scan's activations must",  \
       a->sfwd.in.u.batch_stride = 400; return scan_fwd(a))                                                \
+    X(scan_bwd_window_off_rows, UNSUPPORTED, "args->dB.batch_stride = 801 is not 50 tokens of its stride 16", \
+      scan_bwd_window(a); a->sbwd.dB.batch_stride = 801; return scan_bwd(a))                              \
     X(scan_fwd_split_workspace_small, INVALID_ARG,                                                        \
       "ssmjit_selective_scan_fwd: args->workspace_bytes = 16 is below the * bytes the split needs",       \
       a->sfwd.workspace = DEV; a->sfwd.workspace_bytes = 16; return scan_fwd_split(a))                    \
@@ -1531,6 +1552,7 @@ static void test_valid_base_arguments(void **state)
         {"conv_bwd", conv_bwd, 0},       {"conv_update", conv_update, 0}, {"scan_fwd", scan_fwd, 0},
         {"conv_fwd_window", conv_fwd_window, 0}, {"conv_bwd_window", conv_bwd_window, 0},
         {"conv_update_window", conv_update_window, 0},
+        {"scan_fwd_window", scan_fwd_window, 0}, {"scan_bwd_window", scan_bwd_window, 0},
         {"scan_fwd_ws", scan_fwd_ws, 1}, {"scan_bwd_ws", scan_bwd_ws, 1}, {"scan_bwd", scan_bwd, 0},
         {"state_update", state_update, 0}, {"gemm", gemm, 0},             {"gemm_k0", gemm_k0, 0},
         {"state_update", state_update, 0}, {"embed_fwd", embed_fwd, 0},     {"embed_bwd", embed_bwd, 0},

@@ -2,8 +2,9 @@
  * with and without each optional input and output, awkward lengths and
  * channel counts, every state size and forward variant, strided views in
  * NaN padding that must stay untouched, poisoned outputs and workspace,
- * packed sequences against separate runs, chained decode steps against the
- * scan, reproducibility, argument validation and empty extents. */
+ * packed sequences against separate runs, windows of longer sequences
+ * (batch strides), chained decode steps against the scan, reproducibility,
+ * argument validation and empty extents. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +74,8 @@ typedef struct scase {
     int bd; /* forced channels per block of the forward, 0 = automatic */
     int buffers; /* forced stage buffers of the forward kernels, 0 = automatic */
     int split; /* forced segments of the forward's split over L, with a split workspace; 0 = none */
+    int window; /* activations as windows of L tokens into sequences of L + window (0: none) */
+    int skew;   /* with a window: elements the batch stride adds past whole tokens */
 } scase;
 
 /* Everything the GPU computed, widened to double (NULL where not asked). */
@@ -96,22 +99,131 @@ static void *upload_cu(const ref_scan_options *o)
     return p;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Activations                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* A [B, L, w] activation of a case: a gu_view of B L rows, or with
+ * c->window a window of the L tokens from token `lead` on of sequences of
+ * L + window tokens, rows ld elements apart (as the gu_view's) and
+ * sequences bs = (L + window) ld + skew apart, in NaN padding that must
+ * stay untouched. */
+typedef struct act {
+    gu_view v;        /* without a window */
+    void *base;       /* with one: n elements */
+    size_t n, B, L, w, ld, off, lead, bs;
+    ssmjit_dtype dtype;
+} act;
+
+static act act_layout(const scase *c, size_t w, int strided)
+{
+    act a;
+    memset(&a, 0, sizeof a);
+    a.B = c->o.B;
+    a.L = c->o.L;
+    a.w = w;
+    a.ld = strided ? 2 * w + 3 : w;
+    a.off = strided ? w + 1 : 0;
+    a.lead = (size_t)c->window / 2;
+    a.bs = (a.L + (size_t)c->window) * a.ld + (size_t)c->skew;
+    a.n = a.B * a.bs + 1;
+    a.dtype = c->dtype;
+    return a;
+}
+
+/* Element of (b, t, j) in a window's buffer. */
+static size_t act_at(const act *a, size_t b, size_t t, size_t j)
+{
+    return b * a->bs + (a->lead + t) * a->ld + a->off + j;
+}
+
+/* Uploads host [B L, w] (rounded in place to what the device holds);
+ * NULL host gives no activation. */
+static act act_upload(const scase *c, double *host, size_t w, int strided)
+{
+    act a = act_layout(c, w, strided);
+    if (!c->window) {
+        a.v = gu_view_upload(host, a.B * a.L, w, c->dtype, strided);
+        return a;
+    }
+    if (!host)
+        return a;
+    double *pad = tu_doubles(a.n);
+    for (size_t i = 0; i < a.n; ++i)
+        pad[i] = NAN;
+    for (size_t b = 0; b < a.B; ++b)
+        for (size_t t = 0; t < a.L; ++t)
+            memcpy(pad + act_at(&a, b, t, 0), host + (b * a.L + t) * w, w * sizeof *host);
+    a.base = gu_upload_new(pad, a.n, c->dtype);
+    for (size_t b = 0; b < a.B; ++b)
+        for (size_t t = 0; t < a.L; ++t)
+            memcpy(host + (b * a.L + t) * w, pad + act_at(&a, b, t, 0), w * sizeof *host);
+    free(pad);
+    return a;
+}
+
+/* An output whose elements (and padding) are NaN. */
+static act act_poisoned(const scase *c, size_t w, int strided)
+{
+    act a = act_layout(c, w, strided);
+    if (!c->window)
+        a.v = gu_view_poisoned(a.B * a.L, w, c->dtype, strided);
+    else
+        a.base = gu_alloc_poisoned(a.n, c->dtype);
+    return a;
+}
+
+static ssmjit_matrix act_matrix(const act *a)
+{
+    if (!a->base)
+        return gu_view_matrix(&a->v);
+    const ssmjit_matrix m = {(char *)a->base + act_at(a, 0, 0, 0) * ssmjit_dtype_size(a->dtype),
+                             a->ld == a->w ? 0 : (int64_t)a->ld, (int64_t)a->bs};
+    return m;
+}
+
+/* The [B L, w] elements, NULL for no activation; fails where padding was
+ * written. */
+static double *act_fetch(const act *a)
+{
+    if (!a->base)
+        return view_fetch(&a->v);
+    double *pad = tu_doubles(a->n), *h = tu_doubles(a->B * a->L * a->w + 1);
+    gu_download_as(pad, a->base, a->n, a->dtype);
+    for (size_t i = 0; i < a->n; ++i) {
+        const size_t b = i / a->bs, r = i % a->bs, t = r / a->ld, j = r % a->ld;
+        if (b < a->B && t >= a->lead && t < a->lead + a->L && j >= a->off && j < a->off + a->w)
+            h[(b * a->L + t - a->lead) * a->w + j - a->off] = pad[i];
+        else if (!isnan(pad[i]))
+            fail_msg("window padding at element %zu (sequence %zu, token %zu, column %zu) was written", i, b, t, j);
+    }
+    free(pad);
+    return h;
+}
+
+static void act_free(act *a)
+{
+    gu_view_free(&a->v);
+    gu_free(a->base);
+    a->base = NULL;
+}
+
 /* The inputs on the device (host arrays rounded in place to match). */
 typedef struct dinputs {
-    gu_view u, delta, B, C, z, dy;
+    act u, delta, B, C, z, dy;
     void *A, *D, *bias, *init, *dfinal, *cu;
 } dinputs;
 
 static dinputs upload_inputs(const scase *c, ref_scan_inputs *in)
 {
     const ref_scan_options *o = &c->o;
-    const size_t rows = o->B * o->L, SDN = in->S * o->D * o->N;
-    dinputs d = {gu_view_upload(in->u, rows, o->D, c->dtype, c->strided),
-                 gu_view_upload(in->delta, rows, o->D, c->dtype, c->strided),
-                 gu_view_upload(in->Bm, rows, o->N, c->dtype, c->strided),
-                 gu_view_upload(in->Cm, rows, o->N, c->dtype, c->strided),
-                 gu_view_upload(in->z, rows, o->D, c->dtype, c->strided),
-                 gu_view_upload(in->dy, rows, o->D, c->dtype, c->strided),
+    const size_t SDN = in->S * o->D * o->N;
+    dinputs d = {act_upload(c, in->u, o->D, c->strided),
+                 act_upload(c, in->delta, o->D, c->strided),
+                 act_upload(c, in->Bm, o->N, c->strided),
+                 act_upload(c, in->Cm, o->N, c->strided),
+                 act_upload(c, in->z, o->D, c->strided),
+                 act_upload(c, in->dy, o->D, c->strided),
                  f32_upload(in->A, o->D * o->N),
                  f32_upload(in->Dv, o->D),
                  f32_upload(in->bias, o->D),
@@ -123,9 +235,9 @@ static dinputs upload_inputs(const scase *c, ref_scan_inputs *in)
 
 static void free_inputs(dinputs *d)
 {
-    gu_view *v[] = {&d->u, &d->delta, &d->B, &d->C, &d->z, &d->dy};
+    act *v[] = {&d->u, &d->delta, &d->B, &d->C, &d->z, &d->dy};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        gu_view_free(v[i]);
+        act_free(v[i]);
     void *p[] = {d->A, d->D, d->bias, d->init, d->dfinal, d->cu};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         gu_free(p[i]);
@@ -149,13 +261,13 @@ static ssmjit_selective_scan_inputs make_inputs(const dinputs *d)
 {
     ssmjit_selective_scan_inputs in;
     memset(&in, 0, sizeof in);
-    in.u = gu_view_matrix(&d->u);
-    in.delta = gu_view_matrix(&d->delta);
+    in.u = act_matrix(&d->u);
+    in.delta = act_matrix(&d->delta);
     in.A = d->A;
-    in.B = gu_view_matrix(&d->B);
-    in.C = gu_view_matrix(&d->C);
+    in.B = act_matrix(&d->B);
+    in.C = act_matrix(&d->C);
     in.D = d->D;
-    in.z = gu_view_matrix(&d->z);
+    in.z = act_matrix(&d->z);
     in.delta_bias = d->bias;
     in.initial_state = d->init;
     in.cu_seqlens = d->cu;
@@ -174,15 +286,15 @@ static int split_can(const ref_scan_options *o, size_t S, int whole)
 static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
 {
     const ref_scan_options *o = &c->o;
-    const size_t rows = o->B * o->L, SDN = in->S * o->D * o->N;
+    const size_t SDN = in->S * o->D * o->N;
     dinputs d = upload_inputs(c, in);
     const ssmjit_selective_scan_desc desc = make_desc(c);
     ssmjit_selective_scan_fwd_args fa = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
     fa.in = make_inputs(&d);
 
-    gu_view Y = gu_view_poisoned(rows, o->D, c->dtype, c->strided);
+    act Y = act_poisoned(c, o->D, c->strided);
     void *FIN = f32_poisoned(SDN, c->final_state), *CK = NULL;
-    fa.y = gu_view_matrix(&Y);
+    fa.y = act_matrix(&Y);
     fa.final_state = FIN;
     size_t ck_bytes, ws_bytes;
     assert_int_equal(ssmjit_selective_scan_checkpoint_size(ctx, &desc, &ck_bytes), SSMJIT_OK);
@@ -210,20 +322,18 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
         fail_msg("forward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
 
     ssmjit_selective_scan_bwd_args ba = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
-    gu_view DU = gu_view_poisoned(rows, o->D, c->dtype, c->strided),
-          DDL = gu_view_poisoned(rows, o->D, c->dtype, !c->strided),
-          DB = gu_view_poisoned(rows, o->N, c->dtype, c->strided),
-          DC = gu_view_poisoned(rows, o->N, c->dtype, !c->strided),
-          DZ = in->z ? gu_view_poisoned(rows, o->D, c->dtype, c->strided) : gu_no_view;
+    act DU = act_poisoned(c, o->D, c->strided), DDL = act_poisoned(c, o->D, !c->strided),
+        DB = act_poisoned(c, o->N, c->strided), DC = act_poisoned(c, o->N, !c->strided),
+        DZ = in->z ? act_poisoned(c, o->D, c->strided) : act_layout(c, o->D, 0);
     ba.in = fa.in;
     ba.checkpoint = fa.checkpoint;
-    ba.dy = gu_view_matrix(&d.dy);
+    ba.dy = act_matrix(&d.dy);
     ba.d_final_state = d.dfinal;
-    ba.du = gu_view_matrix(&DU);
-    ba.ddelta = gu_view_matrix(&DDL);
-    ba.dB = gu_view_matrix(&DB);
-    ba.dC = gu_view_matrix(&DC);
-    ba.dz = gu_view_matrix(&DZ);
+    ba.du = act_matrix(&DU);
+    ba.ddelta = act_matrix(&DDL);
+    ba.dB = act_matrix(&DB);
+    ba.dC = act_matrix(&DC);
+    ba.dz = act_matrix(&DZ);
     ba.dA = f32_poisoned(o->D * o->N, 1);
     ba.dD = f32_poisoned(o->D, in->Dv != NULL);
     ba.ddelta_bias = f32_poisoned(o->D, in->bias != NULL);
@@ -250,13 +360,13 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
         fail_msg("backward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
     gu_sync();
 
-    gpu_out g = {view_fetch(&Y), f32_download(FIN, SDN), view_fetch(&DU), view_fetch(&DDL),
-                 f32_download(ba.dA, o->D * o->N), view_fetch(&DB), view_fetch(&DC),
-                 f32_download(ba.dD, o->D), view_fetch(&DZ), f32_download(ba.ddelta_bias, o->D),
+    gpu_out g = {act_fetch(&Y), f32_download(FIN, SDN), act_fetch(&DU), act_fetch(&DDL),
+                 f32_download(ba.dA, o->D * o->N), act_fetch(&DB), act_fetch(&DC),
+                 f32_download(ba.dD, o->D), act_fetch(&DZ), f32_download(ba.ddelta_bias, o->D),
                  f32_download(ba.d_initial_state, SDN)};
-    gu_view *v[] = {&Y, &DU, &DDL, &DB, &DC, &DZ};
+    act *v[] = {&Y, &DU, &DDL, &DB, &DC, &DZ};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        gu_view_free(v[i]);
+        act_free(v[i]);
     void *p[] = {FIN, CK, WS, SW, ba.dA, ba.dD, ba.ddelta_bias, ba.d_initial_state};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         gu_free(p[i]);
@@ -330,7 +440,7 @@ static void check_case(ssmjit_context *ctx, const scase *c)
 
 static scase all_options(ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N)
 {
-    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0, 0, 0, 0, 0};
     return c;
 }
 
@@ -357,7 +467,7 @@ static void test_options(void **state)
             scase e = {dtypes[t],
                        {2, 37, 70, 16, opt == 1, opt == 2, opt == 3 || opt == 4, opt == 4 || opt == 5,
                         opt == 6, opt == 7, NULL, 0},
-                       opt == 7 || opt == 8, opt == 8, 0, 0, 0, 0, 0};
+                       opt == 7 || opt == 8, opt == 8, 0, 0, 0, 0, 0, 0, 0};
             check_case(ctx, &e);
             e.ns = 8;
             check_case(ctx, &e);
@@ -486,6 +596,41 @@ static void test_split(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* Windows: every activation a view of L tokens inside sequences of L +
+ * window (batch_stride past L * stride, one token pitch for all of them,
+ * as the scan requires), against the reference on the packed data, their
+ * padding untouched; forward and backward, the general and the fast paths
+ * (D a multiple of 64 in whole 16-byte groups), two backward launches
+ * (N > 16), the backward rebuilding the checkpoint, forced splits (which a
+ * window of several rows declines: it runs unsplit), and one row, where
+ * any batch stride (skew) is allowed, with a split and a tail. */
+static void test_window(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    tu_seed();
+    static const struct {
+        size_t B, L, D, N;
+        int strided, window, skew, split, checkpoint;
+    } cases[] = {
+        {3, 37, 70, 16, 0, 5, 0, 0, 1},  {3, 37, 70, 16, 1, 5, 0, 0, 0},   {2, 64, 128, 16, 0, 16, 0, 0, 1},
+        {2, 64, 128, 16, 1, 16, 0, 0, 0}, {2, 40, 72, 33, 0, 7, 0, 0, 1},  {2, 96, 70, 16, 0, 5, 0, 4, 0},
+        {2, 128, 70, 17, 1, 6, 0, 4, 1}, {3, 512, 33, 16, 0, 9, 0, 32, 0}, {1, 1000, 70, 16, 0, 5, 0, 3, 0},
+        {1, 300, 70, 16, 1, 5, 3, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (size_t t = 0; t < 3; t++) {
+            scase c = all_options(dtypes[t], cases[i].B, cases[i].L, cases[i].D, cases[i].N);
+            c.strided = cases[i].strided;
+            c.window = cases[i].window;
+            c.skew = cases[i].skew;
+            c.split = cases[i].split;
+            c.checkpoint = cases[i].checkpoint;
+            check_case(ctx, &c);
+        }
+    ssmjit_context_destroy(ctx);
+}
+
 /* Strided views in NaN padding, and many channel blocks and batch rows. */
 static void test_strided(void **state)
 {
@@ -610,7 +755,7 @@ static void test_deterministic(void **state)
 static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N,
                                int opts)
 {
-    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0, 0, 0, 0, 0};
     ref_scan_inputs in = ref_scan_random(&c.o);
     dinputs d = upload_inputs(&c, &in);
     const ssmjit_selective_scan_desc desc = make_desc(&c);
@@ -631,12 +776,12 @@ static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B
     sd.dt_softplus = c.o.softplus;
     for (size_t t = 0; t < L; t++) {
         ssmjit_state_update_args s = SSMJIT_STRUCT_INIT(ssmjit_state_update_args);
-        s.x = (ssmjit_matrix){.data = (char *)d.u.base + t * D * es, .stride = (int64_t)(L * D)};
-        s.dt = (ssmjit_matrix){.data = (char *)d.delta.base + t * D * es, .stride = (int64_t)(L * D)};
-        s.B = (ssmjit_matrix){.data = (char *)d.B.base + t * N * es, .stride = (int64_t)(L * N)};
-        s.C = (ssmjit_matrix){.data = (char *)d.C.base + t * N * es, .stride = (int64_t)(L * N)};
+        s.x = (ssmjit_matrix){.data = (char *)d.u.v.base + t * D * es, .stride = (int64_t)(L * D)};
+        s.dt = (ssmjit_matrix){.data = (char *)d.delta.v.base + t * D * es, .stride = (int64_t)(L * D)};
+        s.B = (ssmjit_matrix){.data = (char *)d.B.v.base + t * N * es, .stride = (int64_t)(L * N)};
+        s.C = (ssmjit_matrix){.data = (char *)d.C.v.base + t * N * es, .stride = (int64_t)(L * N)};
         if (in.z)
-            s.z = (ssmjit_matrix){.data = (char *)d.z.base + t * D * es, .stride = (int64_t)(L * D)};
+            s.z = (ssmjit_matrix){.data = (char *)d.z.v.base + t * D * es, .stride = (int64_t)(L * D)};
         s.A = d.A;
         s.D = d.D;
         s.dt_bias = d.bias;
@@ -1017,6 +1162,7 @@ int main(void)
         cmocka_unit_test(test_block_widths),
         cmocka_unit_test(test_strided),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_window),
         cmocka_unit_test(test_packed),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_decode),

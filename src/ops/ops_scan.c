@@ -88,14 +88,23 @@ static ssmjit_status check_desc(const char *op, const ssmjit_selective_scan_desc
 /* One [B, L, width] activation `name` of the call sh describes, required
  * (where there are tokens) or optional, resolved into *out. */
 static ssmjit_status check_act(const char *op, const char *name, const ssmjit_matrix *m, ssmjit_dtype dtype,
-                               const sj_scan_extents *sh, int64_t width, int required, ssmjit_matrix *out)
+                               sj_scan_extents *sh, int64_t width, int required, ssmjit_matrix *out)
 {
     SJ_TRY(sj_check_matrix(op, name, m, ssmjit_dtype_size(dtype), sh->B, sh->L, width,
                            required && sh->active ? SJ_MATRIX_REQUIRED : 0, out));
-    /* The kernels address token t of row b as (b L + t) stride. */
-    SJ_FAIL_IF(sh->B > 1 && out->batch_stride != sh->L * out->stride, SSMJIT_ERR_UNSUPPORTED,
-               "%s: %s.batch_stride = %lld: a batch stride other than seqlen * stride is not supported yet", op,
-               name, (long long)m->batch_stride);
+    /* The kernels address token t of batch row b as (b pitch + t) stride,
+     * one pitch for every tensor: each is a window of the same longer
+     * sequences, or none is.  An absent optional one has no say. */
+    if (sh->B > 1 && out->stride > 0 && out->data) {
+        const int64_t pitch = out->batch_stride / out->stride;
+        SJ_FAIL_IF(pitch * out->stride != out->batch_stride || (sh->pitch && pitch != sh->pitch),
+                   SSMJIT_ERR_UNSUPPORTED,
+                   "%s: %s.batch_stride = %lld is not %lld tokens of its stride %lld: the scan's activations "
+                   "must all be windows of one token pitch",
+                   op, name, (long long)out->batch_stride, (long long)(sh->pitch ? sh->pitch : sh->L),
+                   (long long)out->stride);
+        sh->pitch = pitch;
+    }
     return SSMJIT_OK;
 }
 

@@ -47,9 +47,10 @@ typedef struct sj_scan_params {
     uint64_t dinit;
     uint64_t ws_bc, ws_acc, ws_dA, ws_dD, ws_db;
     int64_t L, D, N, nseq, softplus;
+    int64_t pitch;
     int64_t G, BD, nb, NB, ndblk, buffers;
 } sj_scan_params;
-_Static_assert(sizeof(sj_scan_params) == 45 * 8, "layout of sj_scan_params in scan_common.cuh");
+_Static_assert(sizeof(sj_scan_params) == 46 * 8, "layout of sj_scan_params in scan_common.cuh");
 
 /* A checked call's extents and activations. */
 typedef struct sj_scan_extents {
@@ -63,6 +64,10 @@ typedef struct sj_scan_extents {
         ssmjit_matrix u, delta, z, B, C, y, dy, du, ddelta, dB, dC, dz;
     } m;
     int active;  /* B * L * D > 0: activations are read */
+    /* Tokens from one batch row's start to the next's, the same in every
+     * activation (a window of longer sequences where above L); 0 until an
+     * activation sets it, and in the size queries, which see none. */
+    int64_t pitch;
 } sj_scan_extents;
 
 /* Byte offsets of the backward's workspace parts; each starts aligned. */

@@ -49,6 +49,7 @@ sj_scan_params sj_scan_params_of(const ssmjit_selective_scan_desc *desc, const s
     p.N = sh->N;
     p.nseq = sh->S;
     p.softplus = desc->delta_softplus != 0;
+    p.pitch = sh->pitch ? sh->pitch : sh->L;
     return p;
 }
 
@@ -355,8 +356,8 @@ ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj
     CUfunction red;
     SJ_TRY(sj_scan_bwd_kernel(ctx, "scan_bwd_reduce_bc", sj_dtype_suffix(dtype), &red));
     uint64_t wbc = p->ws_bc;
-    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, N = sh->N;
-    void *args[] = {&wbc, &ndblk, &B, &L, &N, &dB, &sdB, &dC, &sdC};
+    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, pitch = sh->pitch ? sh->pitch : sh->L, N = sh->N;
+    void *args[] = {&wbc, &ndblk, &B, &L, &pitch, &N, &dB, &sdB, &dC, &sdC};
     sj_dim3 flat = {SJ_SCAN_FLAT_THREADS, 1, 1};
     return sj_launch(ctx, red, sj_scan_flat_grid(B * L * 2 * N), flat, 0, stream, args);
 }

@@ -214,7 +214,9 @@ static sj_scan_split plan_for(ssmjit_context *ctx, const sj_scan_extents *sh, in
 sj_scan_split sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc, const sj_scan_extents *sh,
                               int bwd)
 {
-    if (desc->num_seqs >= 1)
+    /* A window of longer sequences runs unsplit: the split's view of
+     * the rows as [B S, L / S] needs them L tokens apart. */
+    if (desc->num_seqs >= 1 || (sh->pitch && sh->pitch != sh->L))
         return no_split(sh);
     return plan_for(ctx, sh, bwd || desc->checkpoint != 0, bwd);
 }
@@ -255,7 +257,7 @@ static sj_scan_extents split_view(const sj_scan_extents *sh, const sj_scan_split
 {
     sj_scan_extents v = *sh;
     v.B = v.S = sh->B * sp->S;
-    v.L = sp->Ls;
+    v.L = v.pitch = sp->Ls;
     v.nch = sj_ceil_div(v.L, SJ_SCAN_CHUNK);
     return v;
 }
@@ -264,7 +266,7 @@ static sj_scan_extents split_view(const sj_scan_extents *sh, const sj_scan_split
 static sj_scan_extents split_tail(const sj_scan_extents *sh, const sj_scan_split *sp)
 {
     sj_scan_extents t = *sh;
-    t.L = sp->tail;
+    t.L = t.pitch = sp->tail;
     t.nch = sj_ceil_div(t.L, SJ_SCAN_CHUNK);
     return t;
 }
@@ -414,7 +416,7 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         const int64_t r0 = S * sp->Ls;
         const size_t es = ssmjit_dtype_size(desc->dtype);
         sj_scan_params q = *op;
-        q.L = t.L;
+        q.L = q.pitch = t.L;
         q.nseq = 1;
         tail_inputs(&q, desc, sh, r0);
         q.dy = token_at(&sh->m.dy, r0, es);
@@ -436,7 +438,7 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     /* The segments with no adjoint entering their ends: the gradients of
      * their start states alone (the other outputs are overwritten). */
     sj_scan_params p = *op;
-    p.L = v.L;
+    p.L = p.pitch = v.L;
     p.nseq = R;
     p.init = sj_dptr(starts);
     p.dfinal = 0;
