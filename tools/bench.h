@@ -4,6 +4,7 @@
 #define SSMJIT_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ssmjit.h"
 
@@ -28,5 +29,41 @@ ssmjit_status bench_fill_f32(ssmjit_context *ctx, void *p, size_t n, float v);
 
 /* Frees bench_alloc's memory; NULL does nothing. */
 void bench_free(ssmjit_context *ctx, void *p);
+
+/* What one pass over the input sets a timed op rotates over should move,
+ * that the L2 cache (60 MB) not serve them: twice it, 120 MiB. */
+#define BENCH_ROTATE_BYTES ((double)((size_t)120 << 20))
+
+/* How many input sets of per_set bytes make such a pass: the fewest that
+ * do, at least 1 and at most `most`. */
+int bench_rotations(double per_set, int most);
+
+/* ---- the selective-scan sweep (bench --sweep) ---------------------------- */
+
+/* A scan's extents: B batch rows of L tokens of D channels. */
+typedef struct bench_scan_shape {
+    int64_t b, l, d;
+} bench_scan_shape;
+
+/* The shapes the sweep times, in order: grid A, the ten (B, L, D) of the
+ * scan-shapes issue's table; with `full`, then grid B, B in {1, 2, 4, 8,
+ * 16, 64} x L in {128, 512, 1024, 2048, 8192, 16384} x D in {768, 1536,
+ * 2048, 4096, 5120} (D fastest), less the points grid A has.  Writes the
+ * first `cap` of them into out (NULL with cap 0); returns how many there
+ * are. */
+int bench_sweep_shapes(int full, bench_scan_shape *out, int cap);
+
+/* The calls the sweep times: the forward without a checkpoint, the
+ * forward writing it, the backward reading it. */
+typedef enum bench_scan_dir { BENCH_SCAN_FWD, BENCH_SCAN_FWD_CKPT, BENCH_SCAN_BWD, BENCH_SCAN_DIRS } bench_scan_dir;
+
+/* The least bytes one such call must move at shape s with N = n, its
+ * activations in elements of es bytes, the checkpoint taking ckpt bytes
+ * (f32; ssmjit_selective_scan_checkpoint_size): the forward reads u, delta,
+ * z ([B, L, D] each), B and C ([B, L, N] each) and writes y ([B, L, D]),
+ * and the checkpoint with BENCH_SCAN_FWD_CKPT; the backward reads u, delta,
+ * z, B, C, dy and the checkpoint and writes du, ddelta, dz, dB and dC.  A,
+ * D, delta_bias and their gradients ([D, N] and [D]) are left out. */
+double bench_scan_floor_bytes(bench_scan_shape s, int64_t n, size_t es, bench_scan_dir dir, size_t ckpt);
 
 #endif

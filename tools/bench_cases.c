@@ -2,61 +2,70 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 #include "bench_cases.h"
 #include "ssmjit_internal.h"
 
 #define MAX_BUFS 20
-#define MAX_ROT 4
+#define MAX_ROT 4 /* the op cases' sets, at most */
 
-/* One case's buffers, bufs[rotation][i], and its extents. */
+/* One case's buffers, bufs[rotation][i] (sets of them), and its extents. */
 typedef struct {
     ssmjit_context *ctx;
     ssmjit_dtype dtype;
     int64_t b, l, d, n;
     size_t ws;  /* workspace bytes, the last buffer */
-    void *bufs[MAX_ROT][MAX_BUFS];
+    void *bufs[BENCH_SWEEP_SETS][MAX_BUFS];
     int nbufs;
     void *split; /* the scan forward's split workspace (scratch: one for all rotations) */
     size_t split_bytes;
+    int sets;
 } state;
 
 static void teardown(void *p)
 {
     state *s = p;
-    for (int r = 0; r < MAX_ROT; r++)
+    for (int r = 0; r < s->sets; r++)
         for (int i = 0; i < s->nbufs; i++)
             bench_free(s->ctx, s->bufs[r][i]);
     bench_free(s->ctx, s->split);
     free(s);
 }
 
-/* Allocates the buffers of `sizes` once per rotation, with enough
- * rotations that one pass over all of them exceeds twice a 60 MB L2. */
-static ssmjit_status alloc_state(const state *shape, const size_t *sizes, int count, bench_instance *out)
+/* Allocates the buffers of `sizes` once per rotation, in `rot` sets
+ * (1..BENCH_SWEEP_SETS). */
+static ssmjit_status alloc_sets(const state *shape, const size_t *sizes, int count, int rot, bench_instance *out)
 {
+    if (rot < 1 || rot > BENCH_SWEEP_SETS)
+        return SSMJIT_ERR_INVALID_ARG;
     state *s = malloc(sizeof *s);
     if (!s)
         return SSMJIT_ERR_NO_MEMORY;
     *s = *shape;
     s->nbufs = count;
-    size_t per_set = 0;
-    for (int i = 0; i < count; i++)
-        per_set += sizes[i];
-    int rot = 1;
-    while (rot < MAX_ROT && per_set * (size_t)rot < (size_t)120 << 20)
-        rot++;
+    s->sets = rot;
+    memset(s->bufs, 0, sizeof s->bufs);
     out->state = s;
     out->rotations = rot;
-    for (int r = 0; r < MAX_ROT; r++)
+    for (int r = 0; r < rot; r++)
         for (int i = 0; i < count; i++) {
-            s->bufs[r][i] = NULL;
-            ssmjit_status st = r < rot ? bench_alloc(s->ctx, sizes[i], &s->bufs[r][i]) : SSMJIT_OK;
+            ssmjit_status st = bench_alloc(s->ctx, sizes[i], &s->bufs[r][i]);
             if (st != SSMJIT_OK)
                 return st;
         }
     return SSMJIT_OK;
+}
+
+/* ... with enough sets (up to MAX_ROT) that one pass over all of them
+ * moves BENCH_ROTATE_BYTES, twice a 60 MB L2. */
+static ssmjit_status alloc_state(const state *shape, const size_t *sizes, int count, bench_instance *out)
+{
+    size_t per_set = 0;
+    for (int i = 0; i < count; i++)
+        per_set += sizes[i];
+    return alloc_sets(shape, sizes, count, bench_rotations((double)per_set, MAX_ROT), out);
 }
 
 static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0, 0}; }
@@ -64,7 +73,7 @@ static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0, 0}; }
 /* The reference shape B=8, L=2048, D=4096 (quick: 1, 512, 1536). */
 static state big_shape(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t n)
 {
-    return (state){ctx, dt, quick ? 1 : 8, quick ? 512 : 2048, quick ? 1536 : 4096, n, 0, {{0}}, 0, NULL, 0};
+    return (state){ctx, dt, quick ? 1 : 8, quick ? 512 : 2048, quick ? 1536 : 4096, n, 0, {{0}}, 0, NULL, 0, 0};
 }
 
 /* ---- elementwise over [B*L, D] ------------------------------------------ */
@@ -270,19 +279,45 @@ static ssmjit_selective_scan_fwd_args scan_fwd_args(const state *s, const ssmjit
     return a;
 }
 
-/* The most bytes a workspace query gives for desc with the automatic
- * split and with the variants' forced ones (up to 64 segments). */
-static ssmjit_status most_bytes(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
+/* What a scan state's workspaces have room for besides the library's own
+ * choice for the state's dtype: the variants' forced splits (up to 64
+ * segments), and the library's choice for every dtype. */
+enum { WS_FORCED = 1, WS_ALL_DTYPES = 2 };
+
+/* The most bytes a workspace query gives for desc over the choices of
+ * `which`. */
+static ssmjit_status most_bytes(ssmjit_context *ctx, ssmjit_selective_scan_desc desc,
                                 ssmjit_status (*query)(ssmjit_context *, const ssmjit_selective_scan_desc *, size_t *),
-                                size_t *most)
+                                unsigned which, size_t *most)
 {
     static const int forced[] = {0, 8, 16, 32, 64};
+    const size_t splits = which & WS_FORCED ? sizeof forced / sizeof *forced : 1;
     *most = 0;
-    for (size_t k = 0; k < sizeof forced / sizeof *forced; k++) {
-        size_t bytes = 0;
-        sj_scan_force_split(forced[k]);
-        ssmjit_status st = query(ctx, desc, &bytes);
-        sj_scan_force_split(0);
+    for (int t = 0; t < (which & WS_ALL_DTYPES ? 3 : 1); t++)
+        for (size_t k = 0; k < splits; k++) {
+            size_t bytes = 0;
+            if (which & WS_ALL_DTYPES)
+                desc.dtype = (ssmjit_dtype)t;
+            sj_scan_force_split(forced[k]);
+            ssmjit_status st = query(ctx, &desc, &bytes);
+            sj_scan_force_split(0);
+            if (st != SSMJIT_OK)
+                return st;
+            *most = bytes > *most ? bytes : *most;
+        }
+    return SSMJIT_OK;
+}
+
+/* The bytes of the scan forward's split workspace, with or without a
+ * checkpoint, for the choices of `which`.  (The backward's is part of its
+ * workspace.) */
+static ssmjit_status split_bytes(ssmjit_context *ctx, ssmjit_selective_scan_desc desc, unsigned which, size_t *most)
+{
+    *most = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t bytes;
+        desc.checkpoint = k;
+        ssmjit_status st = most_bytes(ctx, desc, ssmjit_selective_scan_fwd_workspace_size, which, &bytes);
         if (st != SSMJIT_OK)
             return st;
         *most = bytes > *most ? bytes : *most;
@@ -290,21 +325,58 @@ static ssmjit_status most_bytes(ssmjit_context *ctx, const ssmjit_selective_scan
     return SSMJIT_OK;
 }
 
-/* The split workspace of the scan's forward (with or without a
- * checkpoint): room for the automatic split and for the variants' forced
- * ones.  (The backward's is part of its workspace.) */
-static ssmjit_status alloc_split(ssmjit_context *ctx, ssmjit_selective_scan_desc desc, state *s)
+/* A scan state for s's extents (bwd as setup_scan takes it): its buffers
+ * in elements of es bytes, in `rot` sets (0: as many as alloc_state
+ * picks), its workspaces with room for the choices of `which`, A filled.
+ * *set_bytes: one set's bytes and the split workspace's; where they pass
+ * `limit` nothing is allocated (out->state NULL). */
+static ssmjit_status scan_state(state s, size_t es, int bwd, unsigned which, int rot, size_t limit,
+                                size_t *set_bytes, bench_instance *out)
 {
-    size_t most = 0, bytes;
-    for (int k = 0; k < 2; k++) {
-        desc.checkpoint = k;
-        ssmjit_status st = most_bytes(ctx, &desc, ssmjit_selective_scan_fwd_workspace_size, &bytes);
-        if (st != SSMJIT_OK)
-            return st;
-        most = bytes > most ? bytes : most;
+    size_t act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * s.n) * es;
+    size_t dn = (size_t)(s.d * s.n) * 4, dv = (size_t)s.d * 4, ckpt = 0;
+    const ssmjit_selective_scan_desc desc = scan_desc(&s, bwd != 2);
+    ssmjit_status st = ssmjit_selective_scan_checkpoint_size(s.ctx, &desc, &ckpt);
+    if (st == SSMJIT_OK && bwd)
+        st = most_bytes(s.ctx, desc, ssmjit_selective_scan_bwd_workspace_size, which, &s.ws);
+    if (st == SSMJIT_OK)
+        st = split_bytes(s.ctx, desc, which, &s.split_bytes);
+    if (st != SSMJIT_OK)
+        return st;
+    const size_t sizes[] = {act, act, dn, bc, bc, dv, act, dv, act, ckpt, act, act, act, dn, bc, bc, dv, act, dv, s.ws};
+    const int count = bwd ? 20 : 10;
+    *set_bytes = s.split_bytes;
+    for (int i = 0; i < count; i++)
+        *set_bytes += sizes[i];
+    snprintf(out->shape, sizeof out->shape, "B=%lld L=%lld D=%lld N=%lld", (long long)s.b, (long long)s.l,
+             (long long)s.d, (long long)s.n);
+    out->state = NULL;
+    if (*set_bytes > limit)
+        return SSMJIT_OK;
+    st = rot ? alloc_sets(&s, sizes, count, rot, out) : alloc_state(&s, sizes, count, out);
+    if (st != SSMJIT_OK)
+        return st;
+    state *made = out->state;
+    if (made->split_bytes)
+        st = bench_alloc(s.ctx, made->split_bytes, &made->split);
+    /* A < 0 as in a real model (A = -exp(A_log)): the states stay bounded. */
+    for (int r = 0; st == SSMJIT_OK && r < made->sets; r++)
+        st = bench_fill_f32(s.ctx, made->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
+    return st;
+}
+
+/* Each set's checkpoint, written by the forward in s's dtype (on the
+ * legacy stream): the backward restarts from one the forward really
+ * wrote. */
+static ssmjit_status write_checkpoints(state *s)
+{
+    const ssmjit_selective_scan_desc desc = scan_desc(s, 1);
+    ssmjit_status st = SSMJIT_OK;
+    for (int r = 0; st == SSMJIT_OK && r < s->sets; r++) {
+        const ssmjit_selective_scan_fwd_args a = scan_fwd_args(s, &desc, s->bufs[r]);
+        st = ssmjit_selective_scan_fwd(s->ctx, &desc, &a, NULL);
     }
-    s->split_bytes = most;
-    return most ? bench_alloc(ctx, most, &s->split) : SSMJIT_OK;
+    return st;
 }
 
 /* dim 0: the reference shape's D; else that D (1536: mamba-130m's d_inner);
@@ -319,32 +391,15 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
         s.d = dim;
     if (batch && !quick)
         s.b = batch, s.l = len;
-    size_t es = ssmjit_dtype_size(dt), act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * s.n) * es;
-    size_t dn = (size_t)(s.d * s.n) * 4, dv = (size_t)s.d * 4, ckpt = 0;
-    ssmjit_selective_scan_desc desc = scan_desc(&s, bwd != 2);
-    ssmjit_status st = ssmjit_selective_scan_checkpoint_size(ctx, &desc, &ckpt);
-    /* the backward's workspace has room for its split, forced ones too */
+    const size_t es = ssmjit_dtype_size(dt);
+    size_t set_bytes;
+    /* each input read once, each output written once, no checkpoint */
+    out->bytes = bench_scan_floor_bytes((bench_scan_shape){s.b, s.l, s.d}, s.n, es,
+                                        bwd ? BENCH_SCAN_BWD : BENCH_SCAN_FWD, 0);
+    /* the workspaces have room for the variants' forced splits too */
+    ssmjit_status st = scan_state(s, es, bwd, WS_FORCED, 0, SIZE_MAX, &set_bytes, out);
     if (st == SSMJIT_OK && bwd)
-        st = most_bytes(ctx, &desc, ssmjit_selective_scan_bwd_workspace_size, &s.ws);
-    if (st != SSMJIT_OK)
-        return st;
-    size_t sizes[] = {act, act, dn, bc, bc, dv, act, dv, act, ckpt, act, act, act, dn, bc, bc, dv, act, dv, s.ws};
-    out->bytes = bwd ? (double)(7 * act + 4 * bc) : (double)(4 * act + 2 * bc);
-    snprintf(out->shape, sizeof out->shape, "B=%lld L=%lld D=%lld N=%lld", (long long)s.b, (long long)s.l,
-             (long long)s.d, (long long)s.n);
-    st = alloc_state(&s, sizes, bwd ? 20 : 10, out);
-    if (st == SSMJIT_OK)
-        st = alloc_split(ctx, desc, out->state);
-    /* A < 0 as in a real model (A = -exp(A_log)): the states stay bounded. */
-    for (int r = 0; st == SSMJIT_OK && r < out->rotations; r++)
-        st = bench_fill_f32(ctx, ((state *)out->state)->bufs[r][2], (size_t)(s.d * s.n), -0.5f);
-    /* The backward restarts from a checkpoint the forward really wrote. */
-    for (int r = 0; st == SSMJIT_OK && bwd && r < out->rotations; r++) {
-        state *made = out->state;
-        desc = scan_desc(made, 1);
-        const ssmjit_selective_scan_fwd_args a = scan_fwd_args(made, &desc, made->bufs[r]);
-        st = ssmjit_selective_scan_fwd(ctx, &desc, &a, NULL);
-    }
+        st = write_checkpoints(out->state);
     return st;
 }
 
@@ -443,12 +498,41 @@ static ssmjit_status run_scan_bwd(void *p, int r, void *stream) { return scan_bw
 
 static ssmjit_status run_scan_bwd_rebuilt(void *p, int r, void *stream) { return scan_bwd(p, r, 1, stream); }
 
+/* ---- the sweep's scan: every dtype on one allocation -------------------- */
+
+ssmjit_status bench_scan_sweep_setup(ssmjit_context *ctx, bench_scan_shape shape, int rotations, size_t limit,
+                                     bench_instance *out, size_t *set_bytes, size_t *checkpoint_bytes)
+{
+    const state s = {ctx, SSMJIT_F32, shape.b, shape.l, shape.d, BENCH_SWEEP_N, 0, {{0}}, 0, NULL, 0, 0};
+    const ssmjit_selective_scan_desc desc = scan_desc(&s, 1);
+    ssmjit_status st = ssmjit_selective_scan_checkpoint_size(ctx, &desc, checkpoint_bytes);
+    out->state = NULL;
+    out->bytes = 0;
+    /* f32 is the largest element; the workspaces as any dtype asks */
+    return st == SSMJIT_OK ? scan_state(s, 4, 1, WS_ALL_DTYPES, rotations, limit, set_bytes, out) : st;
+}
+
+ssmjit_status bench_scan_sweep_dtype(void *p, ssmjit_dtype dtype)
+{
+    state *s = p;
+    s->dtype = dtype;
+    return write_checkpoints(s);
+}
+
+const bench_run_fn bench_scan_sweep_runs[BENCH_SCAN_DIRS] = {run_scan_fwd, run_scan_fwd_ckpt, run_scan_bwd};
+
+void bench_scan_sweep_free(void *state)
+{
+    if (state)
+        teardown(state);
+}
+
 /* ---- decode step: B=64 sequences, D=4096 (or 1536), N=16 ----------------- */
 
 static ssmjit_status setup_decode_dim(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t dim,
                                       bench_instance *out)
 {
-    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0, NULL, 0};
+    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0, NULL, 0, 0};
     size_t es = ssmjit_dtype_size(dt), row = (size_t)(s.b * s.d) * es, bn = (size_t)(s.b * s.n) * es;
     size_t st_bytes = (size_t)(s.b * s.d * s.n) * 4;
     /* x dt A B C D z dt_bias state out */

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "bench.h"
 #include "ssmjit.h"
 
 typedef ssmjit_status (*bench_run_fn)(void *state, int rotation, void *stream);
@@ -36,5 +37,34 @@ typedef struct bench_case {
 /* NULL-terminated list (bench_cases.c; its buffers come from bench.h's
  * bench_alloc). */
 extern const bench_case bench_cases[];
+
+/* ---- the selective-scan sweep (bench --sweep) ---------------------------- */
+
+/* The most input sets a sweep state rotates over, and its N. */
+#define BENCH_SWEEP_SETS 25
+#define BENCH_SWEEP_N 16
+
+/* The scan at shape with N = BENCH_SWEEP_N, z, D, delta_bias and softplus (the
+ * model's options), for every dtype from one allocation: `rotations` sets
+ * (1..BENCH_SWEEP_SETS) of the backward's buffers (which hold the
+ * forward's) sized for f32, A filled; the split workspace the forward is
+ * given and the backward's full workspace, each as large as the library
+ * asks for at this shape in any dtype (its own choice of shape and split,
+ * none forced).  *set_bytes: one set's bytes with the split workspace;
+ * where that passes `limit`, nothing is allocated (out->state NULL).
+ * *checkpoint_bytes: the checkpoint's.  out->bytes is 0 and out->shape
+ * says the shape; teardown with bench_scan_sweep_free. */
+ssmjit_status bench_scan_sweep_setup(ssmjit_context *ctx, bench_scan_shape shape, int rotations, size_t limit,
+                                     bench_instance *out, size_t *set_bytes, size_t *checkpoint_bytes);
+
+/* Makes the calls on such a state take dtype, and writes each set's
+ * checkpoint with the forward in it for the backward (on the legacy
+ * stream). */
+ssmjit_status bench_scan_sweep_dtype(void *state, ssmjit_dtype dtype);
+
+/* The calls on such a state, by bench_scan_dir. */
+extern const bench_run_fn bench_scan_sweep_runs[BENCH_SCAN_DIRS];
+
+void bench_scan_sweep_free(void *state);
 
 #endif

@@ -54,3 +54,56 @@ void bench_free(ssmjit_context *ctx, void *p)
 {
     sj_dev_free(ctx, p);
 }
+
+int bench_rotations(double per_set, int most)
+{
+    int rot = 1;
+    while (rot < most && per_set * rot < BENCH_ROTATE_BYTES)
+        rot++;
+    return rot;
+}
+
+int bench_sweep_shapes(int full, bench_scan_shape *out, int cap)
+{
+    static const bench_scan_shape grid_a[] = {
+        {8, 2048, 4096}, {4, 8192, 2048}, {8, 2048, 1536}, {16, 256, 1536}, {64, 128, 2048},
+        {1, 128, 1536},  {1, 512, 1536},  {1, 2048, 1536}, {1, 8192, 5120}, {1, 16384, 1536},
+    };
+    static const int64_t bs[] = {1, 2, 4, 8, 16, 64}, ls[] = {128, 512, 1024, 2048, 8192, 16384},
+                         ds[] = {768, 1536, 2048, 4096, 5120};
+    const int na = (int)(sizeof grid_a / sizeof *grid_a);
+    int n = 0;
+    for (int i = 0; i < na; i++, n++)
+        if (n < cap)
+            out[n] = grid_a[i];
+    for (size_t b = 0; full && b < sizeof bs / sizeof *bs; b++)
+        for (size_t l = 0; l < sizeof ls / sizeof *ls; l++)
+            for (size_t d = 0; d < sizeof ds / sizeof *ds; d++) {
+                const bench_scan_shape s = {bs[b], ls[l], ds[d]};
+                int in_a = 0;
+                for (int i = 0; i < na; i++)
+                    in_a |= s.b == grid_a[i].b && s.l == grid_a[i].l && s.d == grid_a[i].d;
+                if (in_a)
+                    continue;
+                if (n < cap)
+                    out[n] = s;
+                n++;
+            }
+    return n;
+}
+
+double bench_scan_floor_bytes(bench_scan_shape s, int64_t n, size_t es, bench_scan_dir dir, size_t ckpt)
+{
+    const double act = (double)s.b * (double)s.l * (double)s.d * (double)es;
+    const double bc = (double)s.b * (double)s.l * (double)n * (double)es;
+    switch (dir) {
+    case BENCH_SCAN_FWD:
+        return 4 * act + 2 * bc; /* u delta z B C | y */
+    case BENCH_SCAN_FWD_CKPT:
+        return 4 * act + 2 * bc + (double)ckpt;
+    case BENCH_SCAN_BWD:
+        return 7 * act + 4 * bc + (double)ckpt; /* u delta z dy B C checkpoint | du ddelta dz dB dC */
+    default:
+        return 0;
+    }
+}

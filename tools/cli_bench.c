@@ -12,7 +12,8 @@
 #include "ssmjit_internal.h"
 
 static const char help[] =
-    "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--cache] [--quick] [--only TEXT]\n"
+    "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--cache]\n"
+    "                    [--sweep [full]] [--quick] [--only TEXT]\n"
     "Times, on GPU 0 (default: every part):\n"
     "  --engine  warm starts in fresh processes (the first op call, a model's\n"
     "            kernels, every kernel; cuModuleLoadData against cuLibraryLoadData),\n"
@@ -30,6 +31,14 @@ static const char help[] =
     "            cache and CUDA_CACHE_DISABLE=1, then warm (not part of the default)\n"
     "  --cache   the cache at 10,000 synthetic entries: stats, verify and a store\n"
     "            that evicts half (no GPU needed; not part of the default)\n"
+    "  --sweep   the selective scan (N 16, with z, D, delta_bias, softplus) at ten\n"
+    "            (B, L, D) shapes, 1 x 128 x 1536 to 8 x 2048 x 4096, in each dtype:\n"
+    "            forward, forward writing the checkpoint, backward from it; ms (CUDA\n"
+    "            events, median of 25, rotating inputs) and % of the byte floor at\n"
+    "            the measured copy bandwidth; then a markdown table of it all (not\n"
+    "            part of the default)\n"
+    "  --sweep full  also grid B: B 1-64 x L 128-16384 x D 768-5120 (long), less\n"
+    "            the shapes whose buffers would pass 8 GiB\n"
     "  --quick   smaller shapes, for a smoke test\n"
     "  --only TEXT  only the ops whose name contains TEXT (implies --ops)\n";
 
@@ -229,7 +238,7 @@ static int bench_engine(ssmjit_context *ctx)
 
 int cli_bench(int argc, char **argv)
 {
-    int engine = 0, ops = 0, model = 0, quick = 0, cold = 0, cache = 0;
+    int engine = 0, ops = 0, model = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--startup-child") && i + 1 < argc)
@@ -240,6 +249,11 @@ int cli_bench(int argc, char **argv)
             cold = 1;
         else if (!strcmp(argv[i], "--cache"))
             cache = 1;
+        else if (!strcmp(argv[i], "--sweep")) {
+            sweep = 1;
+            if (i + 1 < argc && !strcmp(argv[i + 1], "full"))
+                sweep = 2, i++;
+        }
         else if (!strcmp(argv[i], "--engine"))
             engine = 1;
         else if (!strcmp(argv[i], "--ops"))
@@ -257,9 +271,9 @@ int cli_bench(int argc, char **argv)
         }
     }
     int rc = cache ? bench_cache() : CLI_OK;
-    if (rc != CLI_OK || (cache && !engine && !ops && !model && !cold))
+    if (rc != CLI_OK || (cache && !engine && !ops && !model && !cold && !sweep))
         return rc;
-    if (!engine && !ops && !model && !cold)
+    if (!engine && !ops && !model && !cold && !sweep)
         engine = ops = model = 1;
     ssmjit_context *ctx;
     ssmjit_context_options o;
@@ -275,6 +289,8 @@ int cli_bench(int argc, char **argv)
         rc = bench_model(ctx, quick);
     if (rc == CLI_OK && cold)
         rc = bench_cold(ctx);
+    if (rc == CLI_OK && sweep)
+        rc = bench_sweep(ctx, sweep == 2);
     ssmjit_context_destroy(ctx);
     return rc;
 }
