@@ -1,0 +1,112 @@
+/* The host side of `ssmjit bench --sweep` (tools/bench_util.c, linked in
+ * here): its shapes (grid A in the issue's order; grid B after it, each
+ * point once), the scan's byte floor, and how many input sets a timing
+ * rotates over. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "bench.h"
+
+static const bench_scan_shape grid_a[] = {
+    {8, 2048, 4096}, {4, 8192, 2048}, {8, 2048, 1536}, {16, 256, 1536}, {64, 128, 2048},
+    {1, 128, 1536},  {1, 512, 1536},  {1, 2048, 1536}, {1, 8192, 5120}, {1, 16384, 1536},
+};
+#define NA ((int)(sizeof grid_a / sizeof *grid_a))
+
+static int same(bench_scan_shape x, bench_scan_shape y) { return x.b == y.b && x.l == y.l && x.d == y.d; }
+
+static void test_grid_a(void **state)
+{
+    (void)state;
+    bench_scan_shape out[NA + 1];
+    const bench_scan_shape guard = {-1, -1, -1};
+    out[NA] = guard;
+    assert_int_equal(bench_sweep_shapes(0, NULL, 0), NA);
+    assert_int_equal(bench_sweep_shapes(0, out, NA + 1), NA);
+    for (int i = 0; i < NA; i++)
+        assert_true(same(out[i], grid_a[i]));
+    assert_true(same(out[NA], guard));
+    /* a short buffer takes the first shapes and no more */
+    out[3] = guard;
+    assert_int_equal(bench_sweep_shapes(0, out, 3), NA);
+    assert_true(same(out[2], grid_a[2]) && same(out[3], guard));
+}
+
+static void test_grid_b(void **state)
+{
+    (void)state;
+    static const int64_t bs[] = {1, 2, 4, 8, 16, 64}, ls[] = {128, 512, 1024, 2048, 8192, 16384},
+                         ds[] = {768, 1536, 2048, 4096, 5120};
+    enum { NB = 6 * 6 * 5, MAX = NA + NB };
+    bench_scan_shape out[MAX];
+    const int n = bench_sweep_shapes(1, out, MAX);
+    /* every point of grid A is in grid B but (16, 256, 1536): L = 256 is not */
+    assert_int_equal(n, NA + NB - (NA - 1));
+    assert_int_equal(bench_sweep_shapes(1, NULL, 0), n);
+    for (int i = 0; i < NA; i++)
+        assert_true(same(out[i], grid_a[i]));
+    /* each point of grid B once, in order (D fastest), after grid A */
+    int k = NA;
+    for (int b = 0; b < 6; b++)
+        for (int l = 0; l < 6; l++)
+            for (int d = 0; d < 5; d++) {
+                const bench_scan_shape p = {bs[b], ls[l], ds[d]};
+                int in_a = 0;
+                for (int i = 0; i < NA; i++)
+                    in_a += same(p, grid_a[i]);
+                if (in_a)
+                    continue;
+                assert_true(k < n);
+                assert_true(same(out[k], p));
+                k++;
+            }
+    assert_int_equal(k, n);
+}
+
+static void test_floor_bytes(void **state)
+{
+    (void)state;
+    /* B=8 L=2048 D=4096 N=16; the checkpoint B * ceil(L / 16) * D * N * 4 */
+    const bench_scan_shape s = {8, 2048, 4096};
+    const size_t ckpt = (size_t)8 * 128 * 4096 * 16 * 4;
+    const double act16 = 8.0 * 2048 * 4096 * 2, bc16 = 8.0 * 2048 * 16 * 2;
+    assert_true(bench_scan_floor_bytes(s, 16, 2, BENCH_SCAN_FWD, ckpt) == 4 * act16 + 2 * bc16);
+    assert_true(bench_scan_floor_bytes(s, 16, 2, BENCH_SCAN_FWD, 0) == 537919488.0);
+    assert_true(bench_scan_floor_bytes(s, 16, 2, BENCH_SCAN_FWD_CKPT, ckpt) == 537919488.0 + 268435456.0);
+    assert_true(bench_scan_floor_bytes(s, 16, 2, BENCH_SCAN_BWD, ckpt) == 7 * act16 + 4 * bc16 + (double)ckpt);
+    assert_true(bench_scan_floor_bytes(s, 16, 2, BENCH_SCAN_BWD, ckpt) == 1210056704.0);
+    /* f32: every activation twice as large, the checkpoint the same */
+    assert_true(bench_scan_floor_bytes(s, 16, 4, BENCH_SCAN_BWD, ckpt) == 2 * (7 * act16 + 4 * bc16) + (double)ckpt);
+    /* one token of one channel */
+    const bench_scan_shape one = {1, 1, 1};
+    assert_true(bench_scan_floor_bytes(one, 1, 4, BENCH_SCAN_FWD, 64) == 4 * 4 + 2 * 4);
+    assert_true(bench_scan_floor_bytes(one, 1, 4, BENCH_SCAN_BWD, 64) == 7 * 4 + 4 * 4 + 64);
+}
+
+static void test_rotations(void **state)
+{
+    (void)state;
+    const double mib = 1 << 20;
+    assert_int_equal(bench_rotations(120 * mib, 25), 1);
+    assert_int_equal(bench_rotations(1e12, 25), 1);
+    assert_int_equal(bench_rotations(60 * mib, 25), 2);
+    assert_int_equal(bench_rotations(59 * mib, 25), 3);
+    assert_int_equal(bench_rotations(50 * mib, 4), 3);
+    assert_int_equal(bench_rotations(10 * mib, 4), 4);
+    assert_int_equal(bench_rotations(1.5 * mib, 25), 25);
+    assert_int_equal(bench_rotations(1, 1), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grid_a),
+        cmocka_unit_test(test_grid_b),
+        cmocka_unit_test(test_floor_bytes),
+        cmocka_unit_test(test_rotations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
