@@ -193,8 +193,7 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
 {
     static const char op[] = "ssmjit_model_create";
     SJ_TRY(sj_check_context(ctx, op));
-    SJ_TRY(sj_check_ptr(cfg, op, "config"));
-    SJ_TRY(sj_check_struct_size(cfg->struct_size, sizeof *cfg, op, "config", "SSMJIT_STRUCT_INIT"));
+    SJ_CHECK_STRUCT(op, "config", cfg, ssmjit_model_config);
     SJ_TRY(check_config(cfg, op));
     ssmjit_model_options defaults;
     ssmjit_model_options_init(&defaults);

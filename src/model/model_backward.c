@@ -12,8 +12,7 @@ static const char op[] = "ssmjit_model_backward";
 static ssmjit_status check_args(ssmjit_model *m, const ssmjit_model_backward_args *a, int64_t *counted)
 {
     SJ_TRY(sj_check_ptr(m, op, "model"));
-    SJ_TRY(sj_check_ptr(a, op, "args"));
-    SJ_TRY(sj_check_struct_size(a->struct_size, sizeof *a, op, "args", "SSMJIT_STRUCT_INIT"));
+    SJ_CHECK_STRUCT(op, "args", a, ssmjit_model_backward_args);
     if (!m->train.valid)
         return sj_error(SSMJIT_ERR_INVALID_ARG,
                         "%s: no forward in a training mode precedes it (or a later forward reused the "

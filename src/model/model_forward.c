@@ -105,8 +105,7 @@ static ssmjit_status mixer_fwd(ssmjit_model *m, const sj_model_ws *ws, void *bas
 static ssmjit_status check_args(ssmjit_model *m, const ssmjit_model_forward_args *a, sj_model_ws *ws)
 {
     SJ_TRY(sj_check_ptr(m, op, "model"));
-    SJ_TRY(sj_check_ptr(a, op, "args"));
-    SJ_TRY(sj_check_struct_size(a->struct_size, sizeof *a, op, "args", "SSMJIT_STRUCT_INIT"));
+    SJ_CHECK_STRUCT(op, "args", a, ssmjit_model_forward_args);
     SJ_TRY(sj_model_check_shape(m, a->batch, a->seqlen, a->mode, op));
     if (!a->ids == !a->embeds)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: exactly one of args->ids and args->embeds must be set",

@@ -114,8 +114,7 @@ static ssmjit_status check_args(const ssmjit_model *m, const ssmjit_model_step_a
                                 sj_model_step_ws *ws)
 {
     SJ_TRY(sj_check_ptr(m, op, "model"));
-    SJ_TRY(sj_check_ptr(a, op, "args"));
-    SJ_TRY(sj_check_struct_size(a->struct_size, sizeof *a, op, "args", "SSMJIT_STRUCT_INIT"));
+    SJ_CHECK_STRUCT(op, "args", a, ssmjit_model_step_args);
     SJ_TRY(sj_model_check_shape(m, a->batch, 1, SSMJIT_MODEL_INFERENCE, op));
     if (a->batch == 0)
         return SSMJIT_OK;

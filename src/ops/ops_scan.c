@@ -33,20 +33,11 @@ static ssmjit_status check_dstate(const char *op, int64_t n)
     return SSMJIT_OK;
 }
 
-/* A caller-filled struct: set, and of this version's size. */
-static ssmjit_status check_struct(const char *op, const void *p, size_t got, size_t want, const char *what,
-                                  const char *init)
-{
-    SJ_TRY(sj_check_ptr(p, op, what));
-    return sj_check_struct_size(got, want, op, what, init);
-}
-
 /* The descriptor, all that the size queries have: its extents into sh
  * (the activations zero). */
 static ssmjit_status check_desc(const char *op, const ssmjit_selective_scan_desc *desc, sj_scan_extents *sh)
 {
-    SJ_TRY(check_struct(op, desc, desc ? desc->struct_size : 0, sizeof *desc, "desc",
-                        "SSMJIT_STRUCT_INIT(ssmjit_selective_scan_desc)"));
+    SJ_CHECK_STRUCT(op, "desc", desc, ssmjit_selective_scan_desc);
     SJ_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
     SJ_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
     SJ_TRY(sj_check_extent(desc->seqlen, op, "desc->seqlen"));
@@ -206,8 +197,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
     sj_scan_extents sh;
     SJ_TRY(sj_check_context(ctx, op));
     SJ_TRY(check_desc(op, desc, &sh));
-    SJ_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof *a, "args",
-                        "SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args)"));
+    SJ_CHECK_STRUCT(op, "args", a, ssmjit_selective_scan_fwd_args);
     SJ_TRY(check_inputs(op, desc, &a->in, &sh));
     SJ_TRY(check_act(op, "args->y", &a->y, desc->dtype, &sh, sh.D, 1, &sh.m.y));
     SJ_TRY(check_checkpoint(op, desc, &sh, a->checkpoint));
@@ -294,8 +284,7 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
     sj_scan_extents sh;
     SJ_TRY(sj_check_context(ctx, op));
     SJ_TRY(check_desc(op, desc, &sh));
-    SJ_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof *a, "args",
-                        "SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args)"));
+    SJ_CHECK_STRUCT(op, "args", a, ssmjit_selective_scan_bwd_args);
     SJ_TRY(check_inputs(op, desc, &a->in, &sh));
     SJ_TRY(check_checkpoint(op, desc, &sh, a->checkpoint));
     SJ_TRY(check_grads(op, desc, a, &sh));
@@ -348,14 +337,12 @@ SSMJIT_API ssmjit_status ssmjit_selective_state_update(ssmjit_context *ctx, cons
     const char *op = "ssmjit_selective_state_update";
     const ssmjit_state_update_args *a = args;
     SJ_TRY(sj_check_context(ctx, op));
-    SJ_TRY(check_struct(op, desc, desc ? desc->struct_size : 0, sizeof *desc, "desc",
-                        "SSMJIT_STRUCT_INIT(ssmjit_state_update_desc)"));
+    SJ_CHECK_STRUCT(op, "desc", desc, ssmjit_state_update_desc);
     SJ_TRY(sj_check_dtype(desc->dtype, op, "desc->dtype"));
     SJ_TRY(sj_check_extent(desc->batch, op, "desc->batch"));
     SJ_TRY(sj_check_extent(desc->dim, op, "desc->dim"));
     SJ_TRY(check_dstate(op, desc->dstate));
-    SJ_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof *a, "args",
-                        "SSMJIT_STRUCT_INIT(ssmjit_state_update_args)"));
+    SJ_CHECK_STRUCT(op, "args", a, ssmjit_state_update_args);
     const int64_t B = desc->batch, D = desc->dim, N = desc->dstate;
     const int act = B > 0 && D > 0;
     const size_t es = ssmjit_dtype_size(desc->dtype);
