@@ -170,8 +170,9 @@ SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx)
         (void)SJ_CU(ctx->drv, DevicePrimaryCtxRelease, ctx->device);
     pthread_mutex_destroy(&ctx->target_lock);
     pthread_mutex_destroy(&ctx->unit_lock);
-    if (ctx->ops_state)
-        ctx->ops_state_free(ctx->ops_state);
+    void *ops_state = atomic_load_explicit(&ctx->ops_state, memory_order_acquire);
+    if (ops_state)
+        ctx->ops_state_free(ops_state);
     pthread_mutex_destroy(&ctx->ops_state_lock);
     free(ctx->defines);
     free(ctx);
@@ -215,10 +216,15 @@ ssmjit_status sj_context_spec(ssmjit_context *ctx, int fast, const sj_compile_sp
 
 void *sj_context_ops_state(ssmjit_context *ctx, void *(*make)(void), void (*release)(void *))
 {
+    void *state = atomic_load_explicit(&ctx->ops_state, memory_order_acquire);
+    if (state)
+        return state;
     pthread_mutex_lock(&ctx->ops_state_lock);
-    if (!ctx->ops_state && (ctx->ops_state = make()) != NULL)
+    state = atomic_load_explicit(&ctx->ops_state, memory_order_relaxed);
+    if (!state && (state = make()) != NULL) {
         ctx->ops_state_free = release;
-    void *state = ctx->ops_state;
+        atomic_store_explicit(&ctx->ops_state, state, memory_order_release);
+    }
     pthread_mutex_unlock(&ctx->ops_state_lock);
     return state;
 }

@@ -47,9 +47,10 @@ struct ssmjit_context {
     sj_unit_slot units[SJ_UNIT_COUNT][2]; /* [unit][fast_math] */
 
     /* the ops layer's own state (sj_context_ops_state), freed with the
-     * context by ops_state_free */
+     * context by ops_state_free; published with release order, so that
+     * a reader that sees it needs no lock (a scan call asks each time) */
     pthread_mutex_t ops_state_lock;
-    void *ops_state;
+    _Atomic(void *) ops_state;
     void (*ops_state_free)(void *);
 };
 

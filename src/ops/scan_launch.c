@@ -356,7 +356,7 @@ ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj
     CUfunction red;
     SJ_TRY(sj_scan_bwd_kernel(ctx, "scan_bwd_reduce_bc", sj_dtype_suffix(dtype), &red));
     uint64_t wbc = p->ws_bc;
-    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, pitch = sh->pitch ? sh->pitch : sh->L, N = sh->N;
+    int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, pitch = p->pitch, N = sh->N;
     void *args[] = {&wbc, &ndblk, &B, &L, &pitch, &N, &dB, &sdB, &dC, &sdC};
     sj_dim3 flat = {SJ_SCAN_FLAT_THREADS, 1, 1};
     return sj_launch(ctx, red, sj_scan_flat_grid(B * L * 2 * N), flat, 0, stream, args);
