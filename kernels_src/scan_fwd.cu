@@ -1,8 +1,11 @@
 /* Forward of the selective scan (module "scan_fwd"): y and, on request, the
  * final states and the checkpoint the backward starts its chunks from.
  * The scan itself is sj_scan_fwd in scan_common.cuh; kernels are
- * scan_fwd_ns<NS>_<dtype> for NS = 4, 8, 16 states per thread. */
+ * scan_fwd_ns<NS>_<dtype> for NS = 4, 8, 16 states per thread, and
+ * scan_fwd_tp_<dtype> (scan_fwd_tp.cuh), which spreads a channel's tokens
+ * over a warp. */
 #include "scan_common.cuh"
+#include "scan_fwd_tp.cuh"
 
 /* Blocks of at most 256 threads (fwd_shape_for() in src/ops_scan.c).  With
  * 16 states per thread one block per SM may keep 255 registers a thread;
@@ -20,6 +23,9 @@
     SJ_SCAN_FWD_KERNEL(scan_fwd, true, 16, 256, 1, 128, T, sfx)
 
 SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)
+
+/* For grids too small for those: scan_fwd_tp.cuh. */
+SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_TP_KERNEL, 0)
 
 /* ------------------------------------------------------------------------ */
 /* The forward split over L (src/scan_split.c)                              */

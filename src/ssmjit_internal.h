@@ -124,6 +124,10 @@ void sj_scan_force_shape(int ns, int bd, int buffers);
  * thread-safe: for tests and the benchmark. */
 void sj_scan_force_split(int segments);
 
+/* The forward's kernel (src/ops/ops_scan.h): 0 the rule, 1 the
+ * token-serial kernels, 2 the token-parallel one where it can run. */
+void sj_scan_force_fwd_kernel(int kernel);
+
 /* The kernels a model of this shape and dtype may launch on ctx's device,
  * queued (flags 0) or loaded (SSMJIT_PREPARE_WAIT), as ssmjit_model_load
  * does for `what`. */

@@ -76,6 +76,7 @@ typedef struct scase {
     int split; /* forced segments of the forward's split over L, with a split workspace; 0 = none */
     int window; /* activations as windows of L tokens into sequences of L + window (0: none) */
     int skew;   /* with a window: elements the batch stride adds past whole tokens */
+    int kernel; /* the forward's kernel (sj_scan_force_fwd_kernel): 0 the rule, 1 token-serial, 2 token-parallel */
 } scase;
 
 /* Everything the GPU computed, widened to double (NULL where not asked). */
@@ -315,9 +316,12 @@ static gpu_out gpu_run(ssmjit_context *ctx, const scase *c, ref_scan_inputs *in)
         fa.workspace = SW = bytes ? poisoned_workspace(bytes) : NULL;
         fa.workspace_bytes = bytes;
     }
+    /* a forced shape is the token-serial kernels' */
+    sj_scan_force_fwd_kernel(c->kernel ? c->kernel : c->ns || c->bd || c->buffers ? 1 : 0);
     sj_scan_force_shape(c->ns, c->bd, c->buffers);
     ssmjit_status st = ssmjit_selective_scan_fwd(ctx, &desc, &fa, NULL);
     sj_scan_force_shape(0, 0, 0);
+    sj_scan_force_fwd_kernel(0);
     if (st != SSMJIT_OK)
         fail_msg("forward: %s: %s", ssmjit_status_string(st), ssmjit_last_error());
 
@@ -423,24 +427,33 @@ static gpu_out reference(const scase *c, const ref_scan_inputs *in)
     return r;
 }
 
+/* The case against the reference; where the rule leaves the forward's
+ * kernel open (nothing forced) and both can run it (N <= 16, no
+ * cu_seqlens), once with each. */
 static void check_case(ssmjit_context *ctx, const scase *c)
 {
     ref_scan_inputs in = ref_scan_random(&c->o);
-    gpu_out g = gpu_run(ctx, c, &in);
     gpu_out r = reference(c, &in);
     const double tol = gu_tolerance(c->dtype), f32_tol = gu_tolerance(SSMJIT_F32);
-    /* Parameter gradients and states are f32, but computed from inputs the
-     * dtype rounded and through activations it rounds: the dtype's
-     * tolerance, except with f32 activations. */
-    compare_outputs(c, in.S, &g, &r, tol, c->dtype == SSMJIT_F32 ? f32_tol : tol, "vs reference:");
-    gpu_out_free(&g);
+    const int both = !c->kernel && !c->ns && !c->bd && !c->buffers && !c->split && c->o.N <= 16 && !c->o.cu_seqlens;
+    for (int k = both ? 1 : c->kernel; k <= (both ? 2 : c->kernel); k++) {
+        scase run = *c;
+        run.kernel = k;
+        gpu_out g = gpu_run(ctx, &run, &in);
+        /* Parameter gradients and states are f32, but computed from inputs
+         * the dtype rounded and through activations it rounds: the dtype's
+         * tolerance, except with f32 activations. */
+        compare_outputs(c, in.S, &g, &r, tol, c->dtype == SSMJIT_F32 ? f32_tol : tol,
+                        k == 2 ? "vs reference (token-parallel forward):" : "vs reference:");
+        gpu_out_free(&g);
+    }
     gpu_out_free(&r);
     ref_scan_inputs_free(&in);
 }
 
 static scase all_options(ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N)
 {
-    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, 1, 1, 1, 1, 1, 1, NULL, 0}, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
     return c;
 }
 
@@ -467,7 +480,7 @@ static void test_options(void **state)
             scase e = {dtypes[t],
                        {2, 37, 70, 16, opt == 1, opt == 2, opt == 3 || opt == 4, opt == 4 || opt == 5,
                         opt == 6, opt == 7, NULL, 0},
-                       opt == 7 || opt == 8, opt == 8, 0, 0, 0, 0, 0, 0, 0};
+                       opt == 7 || opt == 8, opt == 8, 0, 0, 0, 0, 0, 0, 0, 0};
             check_case(ctx, &e);
             e.ns = 8;
             check_case(ctx, &e);
@@ -631,6 +644,34 @@ static void test_window(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* One sequence, the shape of one prompt, at lengths from 1 to 4096 around
+ * the token-parallel forward's chunk (128 tokens) and the checkpoint's
+ * (16), on channel counts no multiple of 64 (a block's last warps past D,
+ * 4-channel groups cut short), every dtype, with and without a
+ * checkpoint, and fewer states; the rule picks the token-parallel forward
+ * for these, and check_case runs both forward kernels. */
+static void test_one_sequence(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    tu_seed();
+    static const size_t lens[] = {1,   2,   3,   15,  16,  17,  100, 127,  128,  129,
+                                  255, 256, 257, 511, 512, 1000, 2047, 2048, 4095, 4096};
+    static const size_t dims[] = {45, 70, 203, 1000};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        const size_t L = lens[i], D = dims[L >= 2047 ? i % 2 : i % 4];
+        scase c = all_options(dtypes[i % 3], 1, L, D, 16);
+        c.checkpoint = (int)(i % 2);
+        check_case(ctx, &c);
+    }
+    const size_t few[][3] = {{300, 45, 5}, {129, 70, 1}, {64, 200, 12}};
+    for (size_t i = 0; i < 3; i++) {
+        scase c = all_options(dtypes[i], 1, few[i][0], few[i][1], few[i][2]);
+        check_case(ctx, &c);
+    }
+    ssmjit_context_destroy(ctx);
+}
+
 /* Strided views in NaN padding, and many channel blocks and batch rows. */
 static void test_strided(void **state)
 {
@@ -704,8 +745,10 @@ static void test_packed(void **state)
     ssmjit_context_destroy(ctx);
 }
 
-/* The backward gives the same bytes twice, on a context with the
- * deterministic option too. */
+/* The forward and the backward give the same bytes twice, on a context
+ * with the deterministic option too (on an H200 the first case runs the
+ * token-parallel forward, the others, N = 40 and packed sequences, the
+ * token-serial one). */
 static void test_deterministic(void **state)
 {
     (void)state;
@@ -728,10 +771,10 @@ static void test_deterministic(void **state)
                 e = gpu_run(det, &cases[i], &in);
         const ref_scan_options *o = &cases[i].o;
         const size_t BLD = o->B * o->L * o->D, BLN = o->B * o->L * o->N, SDN = in.S * o->D * o->N;
-        const double *pa[] = {a.du, a.ddelta, a.dz, a.dB, a.dC, a.dA, a.dD, a.dbias, a.dinit};
-        const double *pb[] = {b.du, b.ddelta, b.dz, b.dB, b.dC, b.dA, b.dD, b.dbias, b.dinit};
-        const double *pe[] = {e.du, e.ddelta, e.dz, e.dB, e.dC, e.dA, e.dD, e.dbias, e.dinit};
-        const size_t n[] = {BLD, BLD, BLD, BLN, BLN, o->D * o->N, o->D, o->D, SDN};
+        const double *pa[] = {a.y, a.fin, a.du, a.ddelta, a.dz, a.dB, a.dC, a.dA, a.dD, a.dbias, a.dinit};
+        const double *pb[] = {b.y, b.fin, b.du, b.ddelta, b.dz, b.dB, b.dC, b.dA, b.dD, b.dbias, b.dinit};
+        const double *pe[] = {e.y, e.fin, e.du, e.ddelta, e.dz, e.dB, e.dC, e.dA, e.dD, e.dbias, e.dinit};
+        const size_t n[] = {BLD, SDN, BLD, BLD, BLD, BLN, BLN, o->D * o->N, o->D, o->D, SDN};
         for (size_t k = 0; k < sizeof n / sizeof *n; k++) {
             assert_memory_equal(pa[k], pb[k], n[k] * sizeof(double));
             assert_memory_equal(pa[k], pe[k], n[k] * sizeof(double));
@@ -755,7 +798,7 @@ static void test_deterministic(void **state)
 static void check_decode_chain(ssmjit_context *ctx, ssmjit_dtype dtype, size_t B, size_t L, size_t D, size_t N,
                                int opts)
 {
-    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    scase c = {dtype, {B, L, D, N, opts, opts, opts, opts, 1, 0, NULL, 0}, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     ref_scan_inputs in = ref_scan_random(&c.o);
     dinputs d = upload_inputs(&c, &in);
     const ssmjit_selective_scan_desc desc = make_desc(&c);
@@ -1160,6 +1203,7 @@ int main(void)
         cmocka_unit_test(test_few_states_whole_blocks),
         cmocka_unit_test(test_state_sizes),
         cmocka_unit_test(test_block_widths),
+        cmocka_unit_test(test_one_sequence),
         cmocka_unit_test(test_strided),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_window),

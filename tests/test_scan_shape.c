@@ -179,7 +179,8 @@ static void test_stage_buffers(void **state)
  * two sequences of few channels leave SMs idle, and nowhere the grid
  * already fills the GPU (the forward: nowhere its unsplit grid gives
  * every SM a block, as at 1 x 2048 x 5120 and 2 x 4096 x 2560, where the
- * split measured slower), nor on a GPU of one SM, nor in segments
+ * split measured slower, nor where the token-parallel kernel runs, as at
+ * 1 x 512 x 1536), nor on a GPU of one SM, nor in segments
  * shorter than 128 tokens (256 in the backward) or (several rows) uneven
  * ones; a forced split wherever it can be made. */
 static void test_split_choices(void **state)
@@ -190,7 +191,7 @@ static void test_split_choices(void **state)
         int64_t B, L, D;
         int split, bwd_split;
     } shapes[] = {
-        {1, 16384, 1536, 1, 1}, {1, 2048, 1536, 1, 1}, {1, 512, 1536, 1, 0},  {1, 16384, 4096, 1, 1},
+        {1, 16384, 1536, 1, 1}, {1, 2048, 1536, 1, 1}, {1, 512, 1536, 0, 0},  {1, 16384, 4096, 1, 1},
         {2, 2048, 1536, 1, 1},  {1, 5000, 1536, 1, 1}, {8, 2048, 4096, 0, 0}, {8, 2048, 1536, 0, 0},
         {64, 256, 1536, 0, 0},  {16, 1024, 1536, 0, 0}, {1, 100, 1536, 0, 0},  {3, 4099, 64, 0, 0},
         {1, 0, 1536, 0, 0},     {1, 4096, 2560, 1, 1}, {1, 16384, 768, 1, 1}, {1, 2048, 5120, 0, 0},
@@ -300,6 +301,58 @@ static void test_split_memo(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* The forward's path at every point of the sweep's grid B (B 1-64, L
+ * 128-16384, D 768-5120, N 16) on an H200, and at N 17, with packed
+ * sequences and forced: the token-parallel kernel exactly where the rule
+ * (sj_scan_fwd_token_parallel) says, and no point left to a token-serial
+ * grid that leaves SMs without a block unsplit, the slow path of one
+ * sequence (with or without a checkpoint). */
+static void test_forward_paths(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = h200();
+    static const int64_t Bs[] = {1, 2, 4, 8, 16, 64}, Ls[] = {128, 512, 1024, 2048, 8192, 16384},
+                         Ds[] = {768, 1536, 2048, 4096, 5120};
+    int tp = 0, split = 0, full = 0;
+    for (size_t b = 0; b < 6; b++)
+        for (size_t l = 0; l < 6; l++)
+            for (size_t d = 0; d < 5; d++) {
+                const int64_t B = Bs[b], L = Ls[l], D = Ds[d];
+                const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, 16);
+                const int filled = B * ((D + f.bd - 1) / f.bd) >= ctx->props.sm_count;
+                const int parallel = sj_scan_fwd_is_token_parallel(ctx, B, L, D, 16, 0);
+                if (parallel != (!filled && L <= 1024))
+                    fail_msg("B=%lld L=%lld D=%lld: token-parallel %d", (long long)B, (long long)L, (long long)D,
+                             parallel);
+                for (int ck = 0; ck < 2; ck++) {
+                    const int64_t S = sj_scan_split_segments(ctx, B, L, D, 16, ck, 0);
+                    if (parallel ? S != 1 : !filled && S < 2)
+                        fail_msg("B=%lld L=%lld D=%lld%s: token-parallel %d, %lld segments, %lld blocks of "
+                                 "%d channels",
+                                 (long long)B, (long long)L, (long long)D, ck ? " with checkpoint" : "", parallel,
+                                 (long long)S, (long long)(B * ((D + f.bd - 1) / f.bd)), f.bd);
+                }
+                tp += parallel;
+                split += !parallel && !filled;
+                full += filled;
+            }
+    print_message("grid B: %d token-parallel, %d split token-serial, %d token-serial grids that fill the GPU\n", tp,
+                  split, full);
+    assert_true(tp > 0 && split > 0 && full > 0);
+    /* where it cannot run: N > 16, packed sequences; and forced */
+    assert_true(sj_scan_fwd_is_token_parallel(ctx, 1, 512, 1536, 16, 0));
+    assert_false(sj_scan_fwd_is_token_parallel(ctx, 1, 512, 1536, 17, 0));
+    assert_false(sj_scan_fwd_is_token_parallel(ctx, 1, 512, 1536, 16, 1));
+    sj_scan_force_fwd_kernel(1);
+    assert_false(sj_scan_fwd_is_token_parallel(ctx, 1, 512, 1536, 16, 0));
+    assert_int_equal(sj_scan_split_segments(ctx, 1, 512, 1536, 16, 0, 0), 4);
+    sj_scan_force_fwd_kernel(2);
+    assert_true(sj_scan_fwd_is_token_parallel(ctx, 64, 16384, 5120, 16, 0));
+    assert_false(sj_scan_fwd_is_token_parallel(ctx, 1, 512, 1536, 17, 0));
+    sj_scan_force_fwd_kernel(0);
+    ssmjit_context_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_stage_buffers),
         cmocka_unit_test(test_split_choices),
         cmocka_unit_test(test_split_memo),
+        cmocka_unit_test(test_forward_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

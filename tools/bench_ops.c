@@ -259,7 +259,7 @@ static void sweep_table(const char *gpu, double copy, const sweep_row *rows, int
                BENCH_ROTATE_BYTES / (1 << 20));
 }
 
-int bench_sweep(ssmjit_context *ctx, int full)
+int bench_sweep(ssmjit_context *ctx, int full, const char *only)
 {
     const int count = bench_sweep_shapes(full, NULL, 0);
     bench_scan_shape *shapes = malloc((size_t)count * sizeof *shapes);
@@ -283,6 +283,11 @@ int bench_sweep(ssmjit_context *ctx, int full)
     sweep_explain(gpu, full, count);
     const double t0 = cli_now();
     for (int i = 0; i < count; i++) {
+        char name[80];
+        snprintf(name, sizeof name, "B=%lld L=%lld D=%lld", (long long)shapes[i].b, (long long)shapes[i].l,
+                 (long long)shapes[i].d);
+        if (only && !strstr(name, only))
+            continue;
         int r = sweep_shape(ctx, shapes[i], stream, copy, rows, &n, &skipped);
         if (r != CLI_OK)
             rc = r;

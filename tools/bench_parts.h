@@ -12,8 +12,10 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only);
 /* The selective-scan sweep (bench_ops.c): the scan's forward, forward
  * with checkpoint and backward in every dtype over grid A, and with `full`
  * grid B (bench.h's bench_sweep_shapes), against the byte floor at the
- * measured copy bandwidth, ending in a markdown table; a CLI exit code. */
-int bench_sweep(ssmjit_context *ctx, int full);
+ * measured copy bandwidth, ending in a markdown table; only the shapes
+ * whose "B=1 L=512 D=1536" contains `only` where it is not NULL (a
+ * profiler's run of one shape); a CLI exit code. */
+int bench_sweep(ssmjit_context *ctx, int full, const char *only);
 
 /* Times a mamba-130m-shaped model with random weights (bench_model.c):
  * prefill, decode at batch 1 and 64, a training step. */

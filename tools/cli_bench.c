@@ -14,6 +14,7 @@
 static const char help[] =
     "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--cache]\n"
     "                    [--sweep [full]] [--quick] [--only TEXT]\n"
+    "                    [--scan-fwd serial|parallel]\n"
     "Times, on GPU 0 (default: every part):\n"
     "  --engine  warm starts in fresh processes (the first op call, a model's\n"
     "            kernels, every kernel; cuModuleLoadData against cuLibraryLoadData),\n"
@@ -40,7 +41,11 @@ static const char help[] =
     "  --sweep full  also grid B: B 1-64 x L 128-16384 x D 768-5120 (long), less\n"
     "            the shapes whose buffers would pass 8 GiB\n"
     "  --quick   smaller shapes, for a smoke test\n"
-    "  --only TEXT  only the ops whose name contains TEXT (implies --ops)\n";
+    "  --only TEXT  only the ops whose name contains TEXT (implies --ops); with\n"
+    "            --sweep, only the shapes whose \"B=1 L=512 D=1536\" contains TEXT\n"
+    "  --scan-fwd serial|parallel  the forward scan in its token-serial kernels\n"
+    "            everywhere, or its token-parallel one wherever it can run, instead\n"
+    "            of the library's rule: to compare the two (bench/NOTES.md)\n";
 
 /* Warm starts, each measured in a fresh process (a child of this one), from
  * a created context:
@@ -262,14 +267,19 @@ int cli_bench(int argc, char **argv)
             model = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--scan-fwd") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "serial") || !strcmp(argv[i + 1], "parallel")))
+            sj_scan_force_fwd_kernel(!strcmp(argv[++i], "serial") ? 1 : 2);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i], ops = 1;
+            only = argv[++i];
         else {
             int h = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fputs(help, h ? stdout : stderr);
             return h ? CLI_OK : CLI_USAGE;
         }
     }
+    if (only && !sweep)
+        ops = 1;
     int rc = cache ? bench_cache() : CLI_OK;
     if (rc != CLI_OK || (cache && !engine && !ops && !model && !cold && !sweep))
         return rc;
@@ -284,13 +294,13 @@ int cli_bench(int argc, char **argv)
         return cli_fail("context", st);
     rc = engine ? bench_engine(ctx) : CLI_OK;
     if (rc == CLI_OK && ops)
-        rc = bench_ops(ctx, quick, only);
+        rc = bench_ops(ctx, quick, sweep ? NULL : only);
     if (rc == CLI_OK && model)
         rc = bench_model(ctx, quick);
     if (rc == CLI_OK && cold)
         rc = bench_cold(ctx);
     if (rc == CLI_OK && sweep)
-        rc = bench_sweep(ctx, sweep == 2);
+        rc = bench_sweep(ctx, sweep == 2, only);
     ssmjit_context_destroy(ctx);
     return rc;
 }

@@ -70,6 +70,7 @@ typedef struct model_kernels {
     int taps;
     const char *residual; /* dtype suffix */
     unsigned states;      /* the forward scan's states a thread, as bits (sj_scan_fwd_states_used) */
+    int token_parallel;   /* whether one short prompt takes the token-parallel forward scan */
 } model_kernels;
 
 static int has_suffix(const char *s, const char *sfx)
@@ -90,6 +91,8 @@ static int model_launches(const char *kernel, const void *arg)
         return strstr(kernel, taps) != NULL;
     if (!strncmp(kernel, "conv_fwd_", 9) || !strncmp(kernel, "conv_bwd_t", 10))
         return strstr(kernel, taps) || strstr(kernel, "_v1_");
+    if (!strncmp(kernel, "scan_fwd_tp_", 12))
+        return k->token_parallel;
     int ns;
     if (sscanf(kernel, "scan_fwd_ns%d_", &ns) == 1)
         return ns < 32 && (k->states >> ns & 1);
@@ -97,12 +100,13 @@ static int model_launches(const char *kernel, const void *arg)
 }
 
 /* The ops (and the filter's argument) of what a model launches; with ctx
- * NULL, the forward scan's kernels of every state count. */
+ * NULL, the forward scan's kernels of every kind. */
 static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
                           ssmjit_model_prepare what, model_kernels *k)
 {
     *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8, sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : dtype),
-                         ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state) : ~0u};
+                         ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state) : ~0u,
+                         ctx ? sj_scan_fwd_is_token_parallel(ctx, 1, 1, cfg->d_inner, cfg->d_state, 0) : 1};
     return what == SSMJIT_MODEL_PREPARE_NONE ? 0
            : SJ_MODEL_INFERENCE_OPS | (what == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0);
 }

@@ -213,6 +213,8 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
     p.sy = sh.m.y.stride;
     p.final_state = sj_dptr(a->final_state);
     p.ckpt = sj_dptr(a->checkpoint);
+    if (sj_scan_fwd_token_parallel(ctx, &sh, desc->num_seqs >= 1))
+        return sj_scan_launch_fwd_tp(ctx, desc->dtype, &sh, &p, stream);
     return sj_scan_launch_fwd(ctx, desc->dtype, &sh, &p, stream);
 }
 

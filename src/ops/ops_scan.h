@@ -27,6 +27,20 @@ void sj_scan_force_shape(int ns, int bd, int buffers);
  * the benchmark only. */
 void sj_scan_force_split(int segments);
 
+/* Forces the forward's kernel: 0 restores the rule
+ * (sj_scan_fwd_token_parallel), 1 the token-serial kernels
+ * (scan_fwd_ns*) everywhere, 2 the token-parallel one (scan_fwd_tp_*)
+ * wherever it can run (N <= 16, no cu_seqlens), so that tests reach both
+ * and the benchmark can compare them.  Not thread-safe: for tests and
+ * the benchmark only. */
+void sj_scan_force_fwd_kernel(int kernel);
+
+/* Whether the forward over B rows of L tokens, D channels and N states runs the
+ * token-parallel kernel on ctx's device (forced choices included), packed
+ * sequences (cu_seqlens) or not: sj_scan_fwd_token_parallel's rule. */
+int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
+                                  int packed);
+
 /* Segments a row that the forward (backward = 0) or the backward over B
  * rows of L tokens, D channels and N states, with or without a
  * checkpoint, splits into on ctx's device (forced splits included),

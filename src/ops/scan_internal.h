@@ -25,6 +25,11 @@
     (2 * SJ_SCAN_BWD_BUF + 2 * SJ_SCAN_BWD_BD + 8 * 8 * SJ_SCAN_BWD_TP + SJ_SCAN_CHUNK * 8 * 32 + SJ_SCAN_BWD_BD * SJ_SCAN_BWD_NBLK + 6 * SJ_SCAN_BWD_THREADS)
 
 #define SJ_SCAN_MAX_N 256
+/* The token-parallel forward (kernels_src/scan_fwd_tp.cuh): SJ_TP_CB
+ * channels a block of 32 SJ_TP_CB threads, at most 4 SJ_TP_NG states. */
+#define SJ_SCAN_TP_CB 8
+#define SJ_SCAN_TP_MAX_N 16
+#define SJ_SCAN_TP_MAX_L 1024
 #define SJ_SCAN_MAX_BATCH 65535 /* gridDim.y */
 #define SJ_SCAN_FLAT_THREADS 256u    /* reduction and decode kernels */
 #define SJ_SCAN_FLAT_MAX_GRID 65535u /* they grid-stride over the rest */
@@ -126,6 +131,14 @@ double sj_scan_fwd_chunk_cycles(const sj_device_props *pr, const sj_scan_extents
  * for them. */
 ssmjit_status sj_scan_launch_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
                                  void *stream);
+
+/* Whether the forward over sh's rows runs the token-parallel kernel
+ * (packed: with cu_seqlens), the rule stated at its definition. */
+int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed);
+
+/* The token-parallel forward (module scan_fwd) over sh's rows. */
+ssmjit_status sj_scan_launch_fwd_tp(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh,
+                                    sj_scan_params *p, void *stream);
 
 /* Kernel `kernel` of module scan_bwd, suffixed with the dtype's name
  * when suffix is set. */

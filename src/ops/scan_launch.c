@@ -11,7 +11,9 @@
 #include "scan_internal.h"
 #include "validate.h"
 
-static atomic_int forced_ns, forced_bd, forced_buffers;
+static atomic_int forced_ns, forced_bd, forced_buffers, forced_kernel;
+
+void sj_scan_force_fwd_kernel(int kernel) { atomic_store_explicit(&forced_kernel, kernel, memory_order_relaxed); }
 
 void sj_scan_force_shape(int ns, int bd, int buffers)
 {
@@ -278,6 +280,53 @@ ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, con
 {
     return launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", states_shape_for(ctx), dtype, sh, p,
                       stream);
+}
+
+/* The token-parallel forward runs on rows of at most SJ_SCAN_TP_MAX_L
+ * tokens wherever the token-serial kernels' fastest shape would leave SMs
+ * without a block (B ceil(D / bd) blocks fewer than the SMs), where it
+ * can: N <= SJ_SCAN_TP_MAX_N (its states are a lane's), no cu_seqlens
+ * (its lanes' scans would need resets).  There the token-serial kernels'
+ * few warps each walked every token (bench/NOTES.md: at 1 x 512 x 1536,
+ * 1.5 warps an SM, and 9% of the issue slots busy), and the split over L
+ * that filled the SMs cost two passes and two launches more.  On longer
+ * rows the split's passes, at their instructions a token and state (a
+ * quarter of the token-parallel kernel's), came out ahead. */
+int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed)
+{
+    const int forced = atomic_load_explicit(&forced_kernel, memory_order_relaxed);
+    if (packed || sh->N < 1 || sh->N > SJ_SCAN_TP_MAX_N || forced == 1)
+        return 0;
+    if (forced == 2)
+        return 1;
+    if (sh->L > SJ_SCAN_TP_MAX_L)
+        return 0;
+    const sj_device_props *pr = sj_context_props(ctx);
+    const sj_scan_fwd_shape f = fwd_shape_for(ctx, sh);
+    return sh->B * sj_ceil_div(sh->D, f.bd) < (pr->sm_count > 0 ? pr->sm_count : 1);
+}
+
+int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N, int packed)
+{
+    sj_scan_extents sh = {0};
+    sh.B = B;
+    sh.L = L;
+    sh.D = D;
+    sh.N = N;
+    return sj_scan_fwd_token_parallel(ctx, &sh, packed);
+}
+
+ssmjit_status sj_scan_launch_fwd_tp(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh,
+                                    sj_scan_params *p, void *stream)
+{
+    char name[48];
+    snprintf(name, sizeof name, "scan_fwd_tp_%s", sj_dtype_suffix(dtype));
+    CUfunction fn;
+    SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, name, &fn));
+    sj_dim3 grid = {(unsigned)sj_ceil_div(sh->D, SJ_SCAN_TP_CB), (unsigned)sh->B, 1};
+    sj_dim3 block = {32 * SJ_SCAN_TP_CB, 1, 1};
+    void *args[] = {p};
+    return sj_launch(ctx, fn, grid, block, 0, stream, args);
 }
 
 double sj_scan_fwd_chunk_cycles(const sj_device_props *pr, const sj_scan_extents *sh)
