@@ -412,7 +412,9 @@ static void test_call_compiles_only_its_units(void **state)
     log.done = 0;
     assert_int_equal(ssmjit_selective_scan_fwd(ctx, &sd, &fa, NULL), SSMJIT_OK);
     compiled_units(&log, got, sizeof got);
-    assert_true(!strncmp(got, "scan_fwd_ns", 11) && !strchr(got, ','));
+    /* one kernel: the token-serial or the token-parallel forward, as the
+     * rule picks it on this GPU */
+    assert_true(!strncmp(got, "scan_fwd_", 9) && !strchr(got, ','));
     char fwd[64];
     snprintf(fwd, sizeof fwd, "%s", got);
 

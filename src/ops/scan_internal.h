@@ -29,7 +29,7 @@
  * channels a block of 32 SJ_TP_CB threads, at most 4 SJ_TP_NG states. */
 #define SJ_SCAN_TP_CB 8
 #define SJ_SCAN_TP_MAX_N 16
-#define SJ_SCAN_TP_MAX_L 1024
+#define SJ_SCAN_TP_MAX_TOKENS 512
 #define SJ_SCAN_MAX_BATCH 65535 /* gridDim.y */
 #define SJ_SCAN_FLAT_THREADS 256u    /* reduction and decode kernels */
 #define SJ_SCAN_FLAT_MAX_GRID 65535u /* they grid-stride over the rest */

@@ -282,16 +282,18 @@ ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, con
                       stream);
 }
 
-/* The token-parallel forward runs on rows of at most SJ_SCAN_TP_MAX_L
- * tokens wherever the token-serial kernels' fastest shape would leave SMs
- * without a block (B ceil(D / bd) blocks fewer than the SMs), where it
- * can: N <= SJ_SCAN_TP_MAX_N (its states are a lane's), no cu_seqlens
- * (its lanes' scans would need resets).  There the token-serial kernels'
- * few warps each walked every token (bench/NOTES.md: at 1 x 512 x 1536,
- * 1.5 warps an SM, and 9% of the issue slots busy), and the split over L
- * that filled the SMs cost two passes and two launches more.  On longer
- * rows the split's passes, at their instructions a token and state (a
- * quarter of the token-parallel kernel's), came out ahead. */
+/* The token-parallel forward runs on at most SJ_SCAN_TP_MAX_TOKENS
+ * tokens (B L) wherever the token-serial kernels' fastest shape would
+ * leave SMs without a block (B ceil(D / bd) blocks fewer than the SMs),
+ * where it can: N <= SJ_SCAN_TP_MAX_N (its states are a lane's), no
+ * cu_seqlens (its lanes' scans would need resets).  There the
+ * token-serial kernels' few warps each walked every token
+ * (bench/NOTES.md: at 1 x 512 x 1536, 1.5 warps an SM, 9% of the issue
+ * slots busy), and the split over L that filled the SMs cost two passes
+ * and two launches more.  With more tokens the split's passes, at a
+ * quarter of the token-parallel kernel's instructions a token and state,
+ * came out ahead (1 x 1024 and 2 x 1024 at D = 1536: 0.059 and 0.089 ms
+ * split, 0.075 and 0.119 token-parallel, f32). */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed)
 {
     const int forced = atomic_load_explicit(&forced_kernel, memory_order_relaxed);
@@ -299,7 +301,7 @@ int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents 
         return 0;
     if (forced == 2)
         return 1;
-    if (sh->L > SJ_SCAN_TP_MAX_L)
+    if (sh->B * sh->L > SJ_SCAN_TP_MAX_TOKENS)
         return 0;
     const sj_device_props *pr = sj_context_props(ctx);
     const sj_scan_fwd_shape f = fwd_shape_for(ctx, sh);
