@@ -124,6 +124,9 @@ void sj_scan_force_shape(int ns, int bd, int buffers);
  * thread-safe: for tests and the benchmark. */
 void sj_scan_force_split(int segments);
 
+/* The split it last forced (0: none), to put back after forcing another. */
+int sj_scan_forced_split(void);
+
 /* The forward's kernel (src/ops/ops_scan.h): 0 the rule, 1 the
  * token-serial kernels, 2 the token-parallel one where it can run. */
 void sj_scan_force_fwd_kernel(int kernel);

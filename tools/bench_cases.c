@@ -285,12 +285,14 @@ static ssmjit_selective_scan_fwd_args scan_fwd_args(const state *s, const ssmjit
 enum { WS_FORCED = 1, WS_ALL_DTYPES = 2 };
 
 /* The most bytes a workspace query gives for desc over the choices of
- * `which`. */
+ * `which` (with no WS_FORCED, the split forced now, if any, as the calls
+ * will take it). */
 static ssmjit_status most_bytes(ssmjit_context *ctx, ssmjit_selective_scan_desc desc,
                                 ssmjit_status (*query)(ssmjit_context *, const ssmjit_selective_scan_desc *, size_t *),
                                 unsigned which, size_t *most)
 {
-    static const int forced[] = {0, 8, 16, 32, 64};
+    const int kept = sj_scan_forced_split();
+    const int forced[] = {kept, 8, 16, 32, 64};
     const size_t splits = which & WS_FORCED ? sizeof forced / sizeof *forced : 1;
     *most = 0;
     for (int t = 0; t < (which & WS_ALL_DTYPES ? 3 : 1); t++)
@@ -300,7 +302,7 @@ static ssmjit_status most_bytes(ssmjit_context *ctx, ssmjit_selective_scan_desc 
                 desc.dtype = (ssmjit_dtype)t;
             sj_scan_force_split(forced[k]);
             ssmjit_status st = query(ctx, &desc, &bytes);
-            sj_scan_force_split(0);
+            sj_scan_force_split(kept);
             if (st != SSMJIT_OK)
                 return st;
             *most = bytes > *most ? bytes : *most;

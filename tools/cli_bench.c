@@ -14,7 +14,7 @@
 static const char help[] =
     "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--cache]\n"
     "                    [--sweep [full]] [--quick] [--only TEXT]\n"
-    "                    [--scan-fwd serial|parallel]\n"
+    "                    [--scan-fwd serial|parallel] [--scan-split S]\n"
     "Times, on GPU 0 (default: every part):\n"
     "  --engine  warm starts in fresh processes (the first op call, a model's\n"
     "            kernels, every kernel; cuModuleLoadData against cuLibraryLoadData),\n"
@@ -45,7 +45,10 @@ static const char help[] =
     "            --sweep, only the shapes whose \"B=1 L=512 D=1536\" contains TEXT\n"
     "  --scan-fwd serial|parallel  the forward scan in its token-serial kernels\n"
     "            everywhere, or its token-parallel one wherever it can run, instead\n"
-    "            of the library's rule: to compare the two (bench/NOTES.md)\n";
+    "            of the library's rule: to compare the two (bench/NOTES.md)\n"
+    "  --scan-split S  with --sweep, the scan's split over L forced: 1 never,\n"
+    "            S >= 2 into S segments a row wherever it can be made, to\n"
+    "            compare splits\n";
 
 /* Warm starts, each measured in a fresh process (a child of this one), from
  * a created context:
@@ -270,6 +273,9 @@ int cli_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--scan-fwd") && i + 1 < argc &&
                  (!strcmp(argv[i + 1], "serial") || !strcmp(argv[i + 1], "parallel")))
             sj_scan_force_fwd_kernel(!strcmp(argv[++i], "serial") ? 1 : 2);
+        else if (!strcmp(argv[i], "--scan-split") && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
+                 atoi(argv[i + 1]) <= 64)
+            sj_scan_force_split(atoi(argv[++i]));
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else {

@@ -27,6 +27,9 @@ void sj_scan_force_shape(int ns, int bd, int buffers);
  * the benchmark only. */
 void sj_scan_force_split(int segments);
 
+/* The split sj_scan_force_split last forced (0: none). */
+int sj_scan_forced_split(void);
+
 /* Forces the forward's kernel: 0 restores the rule
  * (sj_scan_fwd_token_parallel), 1 the token-serial kernels
  * (scan_fwd_ns*) everywhere, 2 the token-parallel one (scan_fwd_tp_*)

@@ -20,6 +20,8 @@ void sj_scan_force_split(int segments)
     atomic_store_explicit(&forced_split, segments, memory_order_relaxed);
 }
 
+int sj_scan_forced_split(void) { return atomic_load_explicit(&forced_split, memory_order_relaxed); }
+
 #define SPLIT_MAX 64        /* segments a row */
 /* A segment's least tokens, unless forced: the forward's 128, the
  * backward's 256.  Their launches' and blocks' fixed costs weigh on short
