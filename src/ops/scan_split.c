@@ -24,12 +24,14 @@ int sj_scan_forced_split(void) { return atomic_load_explicit(&forced_split, memo
 
 #define SPLIT_MAX 64        /* segments a row */
 /* A segment's least tokens, unless forced: the forward's 128, the
- * backward's 256.  Their launches' and blocks' fixed costs weigh on short
- * segments more than the models say (bench/NOTES.md: the backward at
- * 1 x 2048 x 1536 in segments of 64 tokens ran f32 0.426 ms, of 256
- * 0.385; the forward at 1 x 2048 x 1536 best at 128). */
+ * backward's 256, or 64 where its segments are whole and their blocks all
+ * run at once (bwd_min_tokens).  Their launches' and blocks' fixed costs
+ * weigh on short segments more than the models say (bench/NOTES.md: the
+ * backward at 1 x 2048 x 1536 in segments of 64 tokens ran f32 0.426 ms,
+ * of 256 0.385; the forward at 1 x 2048 x 1536 best at 128). */
 #define SPLIT_MIN_TOKENS 128
 #define SPLIT_MIN_TOKENS_BWD 256
+#define SPLIT_MIN_TOKENS_BWD_ONE_WAVE 64
 #define SPLIT_CH 64         /* SJ_SPLIT_CH, SJ_SPLIT_SLICES of scan_split_dtsum */
 #define SPLIT_SLICES 4
 /* A split must beat the unsplit op's modelled time by a tenth (the
@@ -95,20 +97,38 @@ static double bwd_cycles(const sj_device_props *pr, const sj_scan_extents *sh, i
     return (double)sj_ceil_div(L, SJ_SCAN_CHUNK) * (16000.0 * (double)(per_sm / 2) + 10700.0 * (double)(per_sm % 2));
 }
 
+/* The backward's least tokens a segment for S segments a row: 64 where
+ * the split's blocks all run at once (two an SM) and the segments cover
+ * the rows (no tail), else 256.  One sequence of 512 or 1024 tokens at
+ * D = 768 to 2048 ran fastest so, in 8 or 16 segments (1 x 512 x 1536:
+ * 0.194 ms unsplit, 0.144 in 8 segments; bench/NOTES.md), where 256 had
+ * left it unsplit or in 4; more blocks than two an SM, or a tail run on
+ * its own, measured slower there. */
+static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *sh, int64_t S)
+{
+    const int64_t sms = pr->sm_count > 0 ? pr->sm_count : 1;
+    const int one_wave = sh->B * S * sj_ceil_div(sh->D, SJ_SCAN_BWD_BD) <= 2 * sms,
+              whole = sh->L % (S * SJ_SCAN_CHUNK) == 0;
+    return one_wave && whole ? SPLIT_MIN_TOKENS_BWD_ONE_WAVE : SPLIT_MIN_TOKENS_BWD;
+}
+
 /* The segments (1: none) of the forward's or backward's split that the
  * model times fastest: twice the op over the segments, the tail, and for
  * the launches more and the sums of dt (an element's softplus some 16
  * instructions, issued a warp a cycle on each of an SM's 4 schedulers) a
- * rough estimate. */
+ * rough estimate; the backward's split measured some 120,000 to 235,000
+ * cycles (0.06 to 0.12 ms) beyond its two modelled passes at one sequence
+ * of 512 to 2048 tokens, hence its 150,000 (bench/NOTES.md). */
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
-    const double overhead = (bwd ? 6 : 3) * 4000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+    const double overhead =
+        (bwd ? 150000.0 : 3 * 4000.0) + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
     double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
         cost[S] = -1;
-        if (!split_fits(sh, S, bwd ? SPLIT_MIN_TOKENS_BWD : SPLIT_MIN_TOKENS, whole))
+        if (!split_fits(sh, S, bwd ? bwd_min_tokens(pr, sh, S) : SPLIT_MIN_TOKENS, whole))
             continue;
         const int64_t Ls = split_tokens(sh, S, whole), tail = sh->L - S * Ls;
         const double seg = cycles(pr, sh, sh->B * S, Ls), rest = tail ? cycles(pr, sh, 1, tail) : 0;
