@@ -8,8 +8,8 @@
  * warp scans the lanes' (decay, state) pairs with shuffles, and each lane
  * runs its tokens again from the state entering them (the decays and
  * inputs kept in registers from the first run).  The state entering a
- * chunk is the last one's; lane n holds state n's.  That is about four
- * times the token-serial kernels' instructions a token and state (the
+ * chunk is the last one's; lane n holds state n's.  That is about twice
+ * the token-serial kernels' instructions a token and state (the
  * shuffles, two runs), spread over 32 times their threads: at one
  * sequence of 512 tokens and 1536 channels each SM gets 12 warps where
  * the token-serial kernels had 1.5, and their latency showed in every

@@ -290,9 +290,9 @@ ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, con
  * token-serial kernels' few warps each walked every token
  * (bench/NOTES.md: at 1 x 512 x 1536, 1.5 warps an SM, 9% of the issue
  * slots busy), and the split over L that filled the SMs cost two passes
- * and two launches more.  With more tokens the split's passes, at a
- * quarter of the token-parallel kernel's instructions a token and state,
- * came out ahead (1 x 1024 and 2 x 1024 at D = 1536: 0.059 and 0.089 ms
+ * and two launches more.  With more tokens the split's passes, at half
+ * the token-parallel kernel's instructions a token and state, came out
+ * ahead (1 x 1024 and 2 x 1024 at D = 1536: 0.059 and 0.089 ms
  * split, 0.075 and 0.119 token-parallel, f32). */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed)
 {
