@@ -1,7 +1,7 @@
 /* The host side of `ssmjit bench --sweep` (tools/bench_util.c, linked in
  * here): its shapes (grid A in the issue's order; grid B after it, each
- * point once), the scan's byte floor, and how many input sets a timing
- * rotates over. */
+ * point once), the scan's byte floor, how many input sets a timing
+ * rotates over, and which shapes --only picks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,11 +100,36 @@ static void test_rotations(void **state)
     assert_int_equal(bench_rotations(1, 1), 1);
 }
 
+/* --only TEXT with --sweep: the shapes whose name contains TEXT, one for
+ * a whole name, every shape without TEXT, none for a name no shape has. */
+static void test_only(void **state)
+{
+    (void)state;
+    enum { MAX = 200 };
+    bench_scan_shape out[MAX];
+    const int n = bench_sweep_shapes(1, out, MAX);
+    char name[80];
+    bench_scan_shape_name(out[6], name, sizeof name);
+    assert_string_equal(name, "B=1 L=512 D=1536");
+    int one = 0, l1024 = 0, all = 0, none = 0;
+    for (int i = 0; i < n; i++) {
+        one += bench_sweep_wanted(out[i], "B=1 L=512 D=1536");
+        l1024 += bench_sweep_wanted(out[i], "L=1024 D=1536");
+        all += bench_sweep_wanted(out[i], NULL);
+        none += bench_sweep_wanted(out[i], "B=1 L=512 D=15360");
+    }
+    assert_int_equal(one, 1);
+    assert_int_equal(l1024, 6); /* B 1, 2, 4, 8, 16, 64 */
+    assert_int_equal(all, n);
+    assert_int_equal(none, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_a),
         cmocka_unit_test(test_grid_b),
+        cmocka_unit_test(test_only),
         cmocka_unit_test(test_floor_bytes),
         cmocka_unit_test(test_rotations),
     };

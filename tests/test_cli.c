@@ -64,6 +64,11 @@ static void test_help_and_usage_errors(void **state)
     assert_int_equal(cli("cache"), 2);
     assert_int_equal(cli("cache shrink"), 2);
     assert_int_equal(cli("bench --bogus"), 2);
+    assert_int_equal(cli("bench --scan-fwd"), 2);
+    assert_int_equal(cli("bench --scan-fwd sometimes"), 2);
+    assert_int_equal(cli("bench --scan-split 0"), 2);
+    assert_int_equal(cli("bench --scan-split 65"), 2);
+    assert_int_equal(cli("bench --scan-split x"), 2);
     assert_int_equal(cli("run"), 2);
     assert_int_equal(cli("run --model m"), 2);
     assert_int_equal(cli("run --model m --tokens 1,x"), 2);

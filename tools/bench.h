@@ -53,6 +53,14 @@ typedef struct bench_scan_shape {
  * are. */
 int bench_sweep_shapes(int full, bench_scan_shape *out, int cap);
 
+/* Writes "B=1 L=512 D=1536" for shape s into buf (cap bytes). */
+void bench_scan_shape_name(bench_scan_shape s, char *buf, size_t cap);
+
+/* Whether the sweep times shape s when asked for the shapes whose name
+ * (bench_scan_shape_name) contains `only`; every shape where only is
+ * NULL. */
+int bench_sweep_wanted(bench_scan_shape s, const char *only);
+
 /* The calls the sweep times: the forward without a checkpoint, the
  * forward writing it, the backward reading it. */
 typedef enum bench_scan_dir { BENCH_SCAN_FWD, BENCH_SCAN_FWD_CKPT, BENCH_SCAN_BWD, BENCH_SCAN_DIRS } bench_scan_dir;

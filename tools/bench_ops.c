@@ -197,9 +197,9 @@ static void sweep_explain(const char *gpu, int full, int shapes)
 static int sweep_shape(ssmjit_context *ctx, bench_scan_shape sh, void *stream, double copy, sweep_row *rows,
                        int *n, int *skipped)
 {
-    char label[96];
-    snprintf(label, sizeof label, "sweep B=%lld L=%lld D=%lld", (long long)sh.b, (long long)sh.l,
-             (long long)sh.d);
+    char name[80], label[96];
+    bench_scan_shape_name(sh, name, sizeof name);
+    snprintf(label, sizeof label, "sweep %s", name);
     /* as many sets as the call that moves the least needs: a 16-bit forward */
     const int sets = bench_rotations(bench_scan_floor_bytes(sh, BENCH_SWEEP_N, 2, BENCH_SCAN_FWD, 0), BENCH_SWEEP_SETS);
     bench_instance in = {0};
@@ -283,10 +283,7 @@ int bench_sweep(ssmjit_context *ctx, int full, const char *only)
     sweep_explain(gpu, full, count);
     const double t0 = cli_now();
     for (int i = 0; i < count; i++) {
-        char name[80];
-        snprintf(name, sizeof name, "B=%lld L=%lld D=%lld", (long long)shapes[i].b, (long long)shapes[i].l,
-                 (long long)shapes[i].d);
-        if (only && !strstr(name, only))
+        if (!bench_sweep_wanted(shapes[i], only))
             continue;
         int r = sweep_shape(ctx, shapes[i], stream, copy, rows, &n, &skipped);
         if (r != CLI_OK)

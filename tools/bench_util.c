@@ -92,6 +92,18 @@ int bench_sweep_shapes(int full, bench_scan_shape *out, int cap)
     return n;
 }
 
+void bench_scan_shape_name(bench_scan_shape s, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "B=%lld L=%lld D=%lld", (long long)s.b, (long long)s.l, (long long)s.d);
+}
+
+int bench_sweep_wanted(bench_scan_shape s, const char *only)
+{
+    char name[80];
+    bench_scan_shape_name(s, name, sizeof name);
+    return !only || strstr(name, only) != NULL;
+}
+
 double bench_scan_floor_bytes(bench_scan_shape s, int64_t n, size_t es, bench_scan_dir dir, size_t ckpt)
 {
     const double act = (double)s.b * (double)s.l * (double)s.d * (double)es;
