@@ -305,6 +305,18 @@ static void test_split_memo(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* Point i of the sweep's grid B: B in {1, 2, 4, 8, 16, 64} x L in {128,
+ * 512, 1024, 2048, 8192, 16384} x D in {768, 1536, 2048, 4096, 5120}. */
+#define GRID_B_POINTS (6 * 6 * 5)
+static void grid_b_point(int i, int64_t *B, int64_t *L, int64_t *D)
+{
+    static const int64_t Bs[] = {1, 2, 4, 8, 16, 64}, Ls[] = {128, 512, 1024, 2048, 8192, 16384},
+                         Ds[] = {768, 1536, 2048, 4096, 5120};
+    *B = Bs[i / 30];
+    *L = Ls[i / 5 % 6];
+    *D = Ds[i % 5];
+}
+
 /* The forward's path at every point of the sweep's grid B (B 1-64, L
  * 128-16384, D 768-5120, N 16) on an H200, and at N 17, with packed
  * sequences and forced: the token-parallel kernel exactly where the rule
@@ -315,32 +327,29 @@ static void test_forward_paths(void **state)
 {
     (void)state;
     ssmjit_context *ctx = h200();
-    static const int64_t Bs[] = {1, 2, 4, 8, 16, 64}, Ls[] = {128, 512, 1024, 2048, 8192, 16384},
-                         Ds[] = {768, 1536, 2048, 4096, 5120};
     int tp = 0, split = 0, full = 0;
-    for (size_t b = 0; b < 6; b++)
-        for (size_t l = 0; l < 6; l++)
-            for (size_t d = 0; d < 5; d++) {
-                const int64_t B = Bs[b], L = Ls[l], D = Ds[d];
-                const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, 16);
-                const int64_t blocks = B * ((D + f.bd - 1) / f.bd);
-                const int filled = blocks >= ctx->props.sm_count;
-                const int parallel = sj_scan_fwd_is_token_parallel(ctx, B, L, D, 16, 0);
-                if (parallel != (!filled && B * L <= 512))
-                    fail_msg("B=%lld L=%lld D=%lld: token-parallel %d", (long long)B, (long long)L, (long long)D,
-                             parallel);
-                for (int ck = 0; ck < 2; ck++) {
-                    const int64_t S = sj_scan_split_segments(ctx, B, L, D, 16, ck, 0);
-                    if (parallel ? S != 1 : 2 * blocks < ctx->props.sm_count && S < 2)
-                        fail_msg("B=%lld L=%lld D=%lld%s: token-parallel %d, %lld segments, %lld blocks of "
-                                 "%d channels",
-                                 (long long)B, (long long)L, (long long)D, ck ? " with checkpoint" : "", parallel,
-                                 (long long)S, (long long)blocks, f.bd);
-                }
-                tp += parallel;
-                split += !parallel && !filled;
-                full += filled;
-            }
+    for (int i = 0; i < GRID_B_POINTS; i++) {
+        int64_t B, L, D;
+        grid_b_point(i, &B, &L, &D);
+        const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, 16);
+        const int64_t blocks = B * ((D + f.bd - 1) / f.bd);
+        const int filled = blocks >= ctx->props.sm_count;
+        const int parallel = sj_scan_fwd_is_token_parallel(ctx, B, L, D, 16, 0);
+        if (parallel != (!filled && B * L <= 512))
+            fail_msg("B=%lld L=%lld D=%lld: token-parallel %d", (long long)B, (long long)L, (long long)D,
+                     parallel);
+        for (int ck = 0; ck < 2; ck++) {
+            const int64_t S = sj_scan_split_segments(ctx, B, L, D, 16, ck, 0);
+            if (parallel ? S != 1 : 2 * blocks < ctx->props.sm_count && S < 2)
+                fail_msg("B=%lld L=%lld D=%lld%s: token-parallel %d, %lld segments, %lld blocks of "
+                         "%d channels",
+                         (long long)B, (long long)L, (long long)D, ck ? " with checkpoint" : "", parallel,
+                         (long long)S, (long long)blocks, f.bd);
+        }
+        tp += parallel;
+        split += !parallel && !filled;
+        full += filled;
+    }
     print_message("grid B: %d token-parallel, %d token-serial on grids that leave SMs idle, %d on grids that fill the "
                   "GPU\n", tp, split, full);
     assert_true(tp > 0 && split > 0 && full > 0);
@@ -368,25 +377,23 @@ static void test_backward_paths(void **state)
 {
     (void)state;
     ssmjit_context *ctx = h200();
-    static const int64_t Bs[] = {1, 2, 4, 8, 16, 64}, Ls[] = {128, 512, 1024, 2048, 8192, 16384},
-                         Ds[] = {768, 1536, 2048, 4096, 5120};
     int split = 0;
-    for (size_t b = 0; b < 6; b++)
-        for (size_t l = 0; l < 6; l++)
-            for (size_t d = 0; d < 5; d++) {
-                const int64_t B = Bs[b], L = Ls[l], D = Ds[d], blocks = B * ((D + 63) / 64);
-                const int64_t S = sj_scan_split_segments(ctx, B, L, D, 16, 1, 1), Ls_ = L / S / 16 * 16;
-                const int bounded = S >= 1 && S <= 64 &&
-                                    (S == 1 || (Ls_ >= 256 && (B == 1 || S * Ls_ == L)) ||
-                                     (Ls_ >= 64 && S * Ls_ == L && S * blocks <= 2 * ctx->props.sm_count));
-                if (!bounded || (S == 1 && L >= 512 && 4 * blocks < ctx->props.sm_count))
-                    fail_msg("B=%lld L=%lld D=%lld: backward in %lld segments of %lld tokens, %lld blocks a "
-                             "segment",
-                             (long long)B, (long long)L, (long long)D, (long long)S, (long long)Ls_,
-                             (long long)blocks);
-                split += S > 1;
-            }
-    print_message("grid B: the backward splits at %d of 180 points\n", split);
+    for (int i = 0; i < GRID_B_POINTS; i++) {
+        int64_t B, L, D;
+        grid_b_point(i, &B, &L, &D);
+        const int64_t blocks = B * ((D + 63) / 64);
+        const int64_t S = sj_scan_split_segments(ctx, B, L, D, 16, 1, 1), Ls_ = L / S / 16 * 16;
+        const int bounded = S >= 1 && S <= 64 &&
+                            (S == 1 || (Ls_ >= 256 && (B == 1 || S * Ls_ == L)) ||
+                             (Ls_ >= 64 && S * Ls_ == L && S * blocks <= 2 * ctx->props.sm_count));
+        if (!bounded || (S == 1 && L >= 512 && 4 * blocks < ctx->props.sm_count))
+            fail_msg("B=%lld L=%lld D=%lld: backward in %lld segments of %lld tokens, %lld blocks a "
+                     "segment",
+                     (long long)B, (long long)L, (long long)D, (long long)S, (long long)Ls_,
+                     (long long)blocks);
+        split += S > 1;
+    }
+    print_message("grid B: the backward splits at %d of %d points\n", split, GRID_B_POINTS);
     ssmjit_context_destroy(ctx);
 }
 

@@ -221,11 +221,7 @@ static sj_scan_split plan_for(ssmjit_context *ctx, const sj_scan_extents *sh, in
      * SMs without a block, where the split measured faster everywhere. */
     if (!bwd) {
         /* packed sequences never reach here (sj_scan_split_plan) */
-        if (sj_scan_fwd_token_parallel(ctx, sh, 0))
-            return none;
-        const sj_device_props *pr = sj_context_props(ctx);
-        const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, sh->B, sh->D, sh->N);
-        if ((double)(sh->B * sj_ceil_div(sh->D, f.bd)) >= (pr->sm_count > 0 ? pr->sm_count : 1))
+        if (sj_scan_fwd_token_parallel(ctx, sh, 0) || sj_scan_fwd_fills_gpu(ctx, sh))
             return none;
     }
     const int64_t S = memo_segments(ctx, sh, whole, bwd);
