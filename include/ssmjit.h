@@ -1291,6 +1291,70 @@ typedef struct ssmjit_model_step_args {
 SSMJIT_API ssmjit_status ssmjit_model_step(ssmjit_model *model,
                                            const ssmjit_model_step_args *args, void *stream);
 
+/* ------------------------------------------------------------------------ */
+/* Tokenizer (CPU only, no context needed)                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A byte-level BPE tokenizer read from a Hugging Face tokenizer.json of
+ * the GPT-2 / GPT-NeoX kind (the one the state-spaces Mamba checkpoints
+ * ship), giving the ids Hugging Face's tokenizers give without special
+ * tokens added by a post-processor (this kind adds none).  Immutable once
+ * loaded: one tokenizer may encode and decode from several threads at
+ * once. */
+typedef struct ssmjit_tokenizer ssmjit_tokenizer;
+
+/* Reads `path`, a tokenizer.json file or a directory holding one.  What is
+ * supported: model BPE (vocab; merges as "a b" strings or ["a", "b"]
+ * pairs; ignore_merges; no dropout, byte_fallback, continuing_subword_prefix
+ * or end_of_word_suffix), normalizer NFC or none, pre_tokenizer ByteLevel
+ * (add_prefix_space, use_regex), decoder ByteLevel, post_processor
+ * ByteLevel or none, no truncation or padding, and added_tokens with
+ * normalized, lstrip, rstrip and special (single_word is not supported).
+ * The vocab must hold a token for each of the 256 bytes, and ids are below
+ * 2^24.  Errors: SSMJIT_ERR_INVALID_ARG for NULL arguments or a malformed
+ * file (the message names the file and the field, or the JSON error's byte,
+ * line and column); SSMJIT_ERR_UNSUPPORTED for a well-formed file using
+ * something not in the list above (naming it); SSMJIT_ERR_IO when the file
+ * cannot be read; SSMJIT_ERR_NO_MEMORY.  On failure *out is NULL. */
+SSMJIT_API ssmjit_status ssmjit_tokenizer_load(const char *path, ssmjit_tokenizer **out);
+
+/* Frees a tokenizer.  NULL is a no-op. */
+SSMJIT_API void ssmjit_tokenizer_destroy(ssmjit_tokenizer *tok);
+
+/* One more than the highest id of the vocab and added tokens (every id a
+ * decode accepts is below it; ids without a token may lie between).  0 for
+ * NULL. */
+SSMJIT_API int64_t ssmjit_tokenizer_vocab_size(const ssmjit_tokenizer *tok);
+
+/* Encodes text[0..len) (UTF-8; need not be NUL-terminated, and may hold
+ * NUL) as Hugging Face does: the added tokens are split out of the raw text
+ * first (leftmost, longest first; those marked normalized are matched in
+ * the normalized text instead), the rest is put in NFC, split by the GPT-2
+ * regex and merged by BPE.  Writes the ids to ids[0..cap) and sets *n to
+ * how many the text has, also when they do not fit: ids = NULL with
+ * cap = 0 asks for the count (failing as below unless it is 0).
+ * Errors: SSMJIT_ERR_INVALID_ARG for a NULL argument (text may be NULL
+ * when len is 0), text that is not UTF-8 (the message gives the byte
+ * offset; *n untouched), or more ids than cap (then ids[0..cap) are
+ * written and *n says how many are needed); SSMJIT_ERR_NO_MEMORY. */
+SSMJIT_API ssmjit_status ssmjit_tokenizer_encode(const ssmjit_tokenizer *tok, const char *text,
+                                                 size_t len, int32_t *ids, size_t cap, size_t *n);
+
+/* Decodes ids[0..n) into text[0..cap) as Hugging Face's ByteLevel decoder
+ * does (without skipping special tokens or cleaning up spaces): an added
+ * token gives its content; the bytes of each run of other tokens are read
+ * as UTF-8 where every byte sequence that is not UTF-8 (a character split
+ * between the ids given and ids left out, say) becomes one U+FFFD per
+ * maximal subpart, as TextDecoder and from_utf8_lossy do.  The text is
+ * NUL-terminated; *len is set to its length without the NUL, also when it
+ * does not fit: text = NULL with cap = 0 asks for the size (failing as
+ * below; cap must be *len + 1).  Errors: SSMJIT_ERR_INVALID_ARG for a NULL
+ * argument (ids may be NULL when n is 0), an id no token has (naming its
+ * index; nothing written, *len untouched), or a cap too small (then
+ * text[0..cap) may be written); SSMJIT_ERR_NO_MEMORY. */
+SSMJIT_API ssmjit_status ssmjit_tokenizer_decode(const ssmjit_tokenizer *tok, const int32_t *ids,
+                                                 size_t n, char *text, size_t cap, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif
