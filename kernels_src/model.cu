@@ -2,7 +2,7 @@
  * embedding lookup, the conv state after a prefill, greedy argmax and
  * A = -exp(A_log).  The
  * backward ones are in model_bwd.cu. */
-#include "ssmjit_types.cuh"
+#include "row_argmax.cuh"
 
 /* (table type, output type) pairs of the embedding lookup: a table in any
  * dtype can feed a residual stream in any dtype. */
@@ -66,73 +66,16 @@ __device__ void conv_state_fill(const T *x, sj_i64 sx, float *state, sj_i64 B, s
 
 SJ_FOR_EACH_DTYPE(SJ_CONV_STATE_KERNELS, 0)
 
-/* By bits, so that no compile option can change what counts as NaN. */
-__device__ __forceinline__ bool sj_isnan(float v)
-{
-    return (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
-/* Whether (v, i) comes before (bv, bi) in argmax order: NaN above every
- * number (as torch.argmax), then larger values, then smaller indices.  A
- * total order, so any reduction tree picks the same element. */
-__device__ __forceinline__ bool argmax_better(float v, int i, float bv, int bi)
-{
-    if (sj_isnan(v))
-        return !sj_isnan(bv) || i < bi;
-    if (sj_isnan(bv))
-        return false;
-    return v > bv || (v == bv && i < bi);
-}
-
-__device__ __forceinline__ void argmax_take(float &bv, int &bi, float v, int i)
-{
-    if (argmax_better(v, i, bv, bi)) {
-        bv = v;
-        bi = i;
-    }
-}
-
 /* One block per row, grid-strided over rows; blockDim.x a multiple of 32. */
 template <typename T>
 __device__ void argmax_rows(const T *x, sj_i64 sx, int *out, sj_i64 rows, sj_i64 cols)
 {
-    __shared__ float warp_v[32];
-    __shared__ int warp_i[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (sj_i64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const T *xr = x + row * sx;
-        float bv = __uint_as_float(0xff800000u); /* -inf: the first element always wins */
-        int bi = 0x7fffffff;
-        /* four loads in flight a thread: a lone row (batch-1 decoding)
-         * is otherwise bound by one load's latency per element */
-        const sj_i64 step = blockDim.x;
-        sj_i64 j = threadIdx.x;
-        for (; j + 3 * step < cols; j += 4 * step) {
-            const float v0 = sj_to_float(xr[j]), v1 = sj_to_float(xr[j + step]);
-            const float v2 = sj_to_float(xr[j + 2 * step]), v3 = sj_to_float(xr[j + 3 * step]);
-            argmax_take(bv, bi, v0, (int)j);
-            argmax_take(bv, bi, v1, (int)(j + step));
-            argmax_take(bv, bi, v2, (int)(j + 2 * step));
-            argmax_take(bv, bi, v3, (int)(j + 3 * step));
-        }
-        for (; j < cols; j += step)
-            argmax_take(bv, bi, sj_to_float(xr[j]), (int)j);
-        for (int o = 16; o > 0; o >>= 1) {
-            const float v = __shfl_xor_sync(0xffffffffu, bv, o);
-            const int i = __shfl_xor_sync(0xffffffffu, bi, o);
-            argmax_take(bv, bi, v, i);
-        }
-        __syncthreads(); /* the previous row's readers of warp_v are done */
-        if (lane == 0) {
-            warp_v[warp] = bv;
-            warp_i[warp] = bi;
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            for (unsigned w = 1; w < (blockDim.x >> 5); ++w)
-                argmax_take(bv, bi, warp_v[w], warp_i[w]);
-            out[row] = bi;
-        }
+        float v;
+        int i;
+        sj_row_argmax(x + row * sx, cols, v, i);
+        if (threadIdx.x == 0)
+            out[row] = i;
     }
 }
 

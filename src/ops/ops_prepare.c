@@ -45,6 +45,7 @@ static const op_kernels table[] = {
      {"embedding_fwd_@_f32", "embedding_fwd_@_f16", "embedding_fwd_@_bf16", "argmax_rows_@", "conv_state_fill_@",
       "neg_exp_f32"}},
     {SJ_OP_MODEL_BWD, SJ_MODULE_MODEL_BWD, {"embedding_bwd_@", "cross_entropy_@", "cross_entropy_sum", "mul_f32"}},
+    {SJ_OP_SAMPLE, SJ_MODULE_SAMPLE, {"sample_rows_@"}},
 };
 
 ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, sj_kernel_filter keep, const void *keep_arg,

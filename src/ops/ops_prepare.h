@@ -12,7 +12,9 @@
  * ones: its forward and decoding helpers, and its training helpers. */
 #define SJ_OP_MODEL_FWD (1u << 16)
 #define SJ_OP_MODEL_BWD (1u << 17)
-#define SJ_OP_EVERY (SSMJIT_OP_ALL | SJ_OP_MODEL_FWD | SJ_OP_MODEL_BWD)
+/* Token sampling (ops_sample.h). */
+#define SJ_OP_SAMPLE (1u << 18)
+#define SJ_OP_EVERY (SSMJIT_OP_ALL | SJ_OP_MODEL_FWD | SJ_OP_MODEL_BWD | SJ_OP_SAMPLE)
 
 /* What a model's forward and decoding launch, and what its backward adds. */
 #define SJ_MODEL_INFERENCE_OPS                                                                                 \

@@ -1,0 +1,74 @@
+/* Argmax order and a block's argmax over one row, shared by greedy
+ * decoding (model.cu's argmax_rows) and sampling (sample.cu), whose
+ * greedy rows must pick the same token. */
+#pragma once
+
+#include "ssmjit_types.cuh"
+
+/* By bits, so that no compile option can change what counts as NaN. */
+__device__ __forceinline__ bool sj_isnan(float v)
+{
+    return (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+/* Whether (v, i) comes before (bv, bi) in argmax order: NaN above every
+ * number (as torch.argmax), then larger values, then smaller indices.  A
+ * total order, so any reduction tree picks the same element. */
+__device__ __forceinline__ bool sj_argmax_better(float v, int i, float bv, int bi)
+{
+    if (sj_isnan(v))
+        return !sj_isnan(bv) || i < bi;
+    if (sj_isnan(bv))
+        return false;
+    return v > bv || (v == bv && i < bi);
+}
+
+__device__ __forceinline__ void sj_argmax_take(float &bv, int &bi, float v, int i)
+{
+    if (sj_argmax_better(v, i, bv, bi)) {
+        bv = v;
+        bi = i;
+    }
+}
+
+/* The first element of xr[0 .. cols) in argmax order, its value in bv and
+ * column in bi, in every thread of the block (blockDim.x a multiple of 32,
+ * cols >= 1).  Every thread must call it; it may be called again at once
+ * (for the next row). */
+template <typename T> __device__ void sj_row_argmax(const T *xr, sj_i64 cols, float &bv, int &bi)
+{
+    __shared__ float warp_v[32];
+    __shared__ int warp_i[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    bv = __uint_as_float(0xff800000u); /* -inf: the first element always wins */
+    bi = 0x7fffffff;
+    /* four loads in flight a thread: a lone row (batch-1 decoding) is
+     * otherwise bound by one load's latency per element */
+    const sj_i64 step = blockDim.x;
+    sj_i64 j = threadIdx.x;
+    for (; j + 3 * step < cols; j += 4 * step) {
+        const float v0 = sj_to_float(xr[j]), v1 = sj_to_float(xr[j + step]);
+        const float v2 = sj_to_float(xr[j + 2 * step]), v3 = sj_to_float(xr[j + 3 * step]);
+        sj_argmax_take(bv, bi, v0, (int)j);
+        sj_argmax_take(bv, bi, v1, (int)(j + step));
+        sj_argmax_take(bv, bi, v2, (int)(j + 2 * step));
+        sj_argmax_take(bv, bi, v3, (int)(j + 3 * step));
+    }
+    for (; j < cols; j += step)
+        sj_argmax_take(bv, bi, sj_to_float(xr[j]), (int)j);
+    for (int o = 16; o > 0; o >>= 1) {
+        const float v = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int i = __shfl_xor_sync(0xffffffffu, bi, o);
+        sj_argmax_take(bv, bi, v, i);
+    }
+    __syncthreads(); /* the previous call's readers of warp_v are done */
+    if (lane == 0) {
+        warp_v[warp] = bv;
+        warp_i[warp] = bi;
+    }
+    __syncthreads();
+    bv = warp_v[0];
+    bi = warp_i[0];
+    for (unsigned w = 1; w < (blockDim.x >> 5); ++w)
+        sj_argmax_take(bv, bi, warp_v[w], warp_i[w]);
+}
