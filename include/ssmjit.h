@@ -199,7 +199,8 @@ SSMJIT_API ssmjit_status ssmjit_context_get_info(ssmjit_context *ctx, ssmjit_con
 /* Loads (compiling or reading from the cache as needed) every compile unit
  * in the variant the ops use (with SSMJIT_FAST_MATH_DEFAULT: fast math for
  * forward kernels, exact for the backward ones), so that later calls pay no
- * compile or load time.  Compiles run on the compile pool.  Optional:
+ * compile or load time; the specialised units (ssmjit_unit_specialised)
+ * are left to the models that use them.  Compiles run on the compile pool.  Optional:
  * kernels otherwise load on first use (ssmjit_context_prepare loads only
  * what named ops need). */
 SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx);
@@ -342,6 +343,11 @@ SSMJIT_API size_t ssmjit_unit_module(size_t i);
  * modules' names end in "_bwd"), -1 if i is out of range. */
 SSMJIT_API int ssmjit_unit_default_fast_math(size_t i);
 
+/* 1 if unit i is specialised: compiled with a model's sizes as constants
+ * (the fused decode kernels), by the model that uses it, so never by
+ * prewarm or ssmjit_context_load_all; 0 if not, -1 if i is out of range. */
+SSMJIT_API int ssmjit_unit_specialised(size_t i);
+
 typedef struct ssmjit_prewarm_options {
     size_t struct_size;          /* set by _init */
     const char *arch;            /* "sm_80", "sm_90", ... (required) */
@@ -363,21 +369,21 @@ typedef struct ssmjit_prewarm_result {
     size_t failed;
 } ssmjit_prewarm_result;
 
-/* Compiles unit `unit` for opts->arch into the cache directory, unless a
+/* Compiles unit `unit` (not a specialised one) for opts->arch into the cache directory, unless a
  * valid entry is already there (*was_cached = 1): the entry a context on a
  * device of that architecture, with the same options, looks up.  Needs
  * NVRTC, not a GPU.  Writes only to that directory (never to the layers of
  * SSMJIT_CACHE_PATH), and refuses to write at all under SSMJIT_CACHE=ro or
  * off.  *was_cached is written only on success.
  * Errors: SSMJIT_ERR_INVALID_ARG (NULL argument, bad arch string, unit
- * index, cache directory, defines or SSMJIT_CACHE_MAX_BYTES; SSMJIT_CACHE
+ * index or a specialised unit, cache directory, defines or SSMJIT_CACHE_MAX_BYTES; SSMJIT_CACHE
  * is ro or off), SSMJIT_ERR_UNSUPPORTED (arch unknown to this NVRTC),
  * SSMJIT_ERR_NVRTC_NOT_FOUND, SSMJIT_ERR_COMPILE, SSMJIT_ERR_IO (the
  * directory is not trusted, or the entry could not be written). */
 SSMJIT_API ssmjit_status ssmjit_prewarm_unit(const ssmjit_prewarm_options *opts, size_t unit,
                                              int *was_cached);
 
-/* Every unit, as ssmjit_prewarm_unit, on the compile pool (its threads:
+/* Every unit but the specialised ones, as ssmjit_prewarm_unit, on the compile pool (its threads:
  * ssmjit_set_compile_threads); returns when all are done.  *result (may be
  * NULL) counts them.  The status is the first failure's (its message names
  * the unit), or one of ssmjit_prewarm_unit's argument errors before any
@@ -1276,10 +1282,39 @@ typedef struct ssmjit_model_step_args {
     void *ssm_state;         /* device [n_layer, B, d_inner, d_state] f32, updated */
     void *logits;            /* device out [B, vocab], model's dtype */
     int32_t *next_ids;       /* device out [B], optional: argmax of the logits (greedy;
-                                the first maximum) */
+                                the first maximum), or drawn by `sampling` */
     void *workspace;         /* ssmjit_model_step_workspace_size(B) bytes */
     size_t workspace_bytes;
+    /* Sampling, optional (NULL: greedy): device [B] parameters, one per
+     * sequence, and device [B] counters; needs next_ids.  Both are read
+     * by the step on the device (a captured graph sees new values without
+     * a host round trip), and each counter goes up by one a step. */
+    const struct ssmjit_sampling *sampling;
+    uint64_t *sampling_steps;
 } ssmjit_model_step_args;
+
+/* One sequence's sampling (in device memory, ssmjit_model_step_args):
+ *  - greedy (the argmax) when temperature is not > 0 (NaN too), top_k is
+ *    1, or the logits hold a NaN or +inf (none is then a probability);
+ *  - else softmax(logits / temperature), restricted to the top_k most
+ *    likely tokens (top_k <= 0: all; ties to the smaller id), then to
+ *    the fewest of those, most likely first, whose probability reaches
+ *    top_p of theirs (0 < top_p < 1; otherwise no cut; the most likely
+ *    token always stays);
+ *  - the token is drawn with one uniform number from Philox4x32-10 keyed
+ *    by seed, its counter the sequence's step counter and its index in
+ *    the batch: the same seed and counter give the same token, on any
+ *    GPU, run after run.
+ * The draw is computed in f32 with exact fixed-point sums; it can differ
+ * from the exact distribution's only where the uniform number falls
+ * within a few parts in a million of a boundary between two tokens. */
+typedef struct ssmjit_sampling {
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    uint32_t reserved;       /* 0 */
+    uint64_t seed;
+} ssmjit_sampling;
 
 /* Decodes one token per sequence, updating the states in place (the
  * Hugging Face cache layout; zero states start a sequence, a forward's

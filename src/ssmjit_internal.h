@@ -137,6 +137,12 @@ void sj_scan_force_fwd_kernel(int kernel);
 ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
                                ssmjit_model_prepare what, unsigned flags);
 
+/* The path of a model's later decode steps (src/model/model.h): -1 the
+ * rule, 0 the unfused kernels, 1 the fused kernels specialised to the
+ * model (SSMJIT_ERR_UNSUPPORTED where they cannot run).  Drops a captured
+ * graph. */
+ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
+
 /* Profiling of a model's calls: start records an event pair around each
  * GEMM and scan that follows; stop waits for them, sets ms[0] to the
  * milliseconds in GEMMs and ms[1] to those in scans, and turns profiling

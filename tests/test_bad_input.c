@@ -31,6 +31,7 @@
 #include "gemm.h"
 #include "kernel.h"
 #include "ops_model.h"
+#include "ops_sample.h"
 #include "ops_scan.h"
 #include "test_util.h"
 
@@ -100,6 +101,8 @@ typedef struct args {
     const float *fa, *fb;
     float *fy, *row_loss, *loss;
     int32_t *argmax_out;
+    const sj_sample_params *sample_params;
+    uint64_t *sample_steps;
     ssmjit_matrix logits, dlogits;
     /* the model: a small shape that passes every check */
     ssmjit_model_config mcfg;
@@ -163,6 +166,8 @@ static args base_args(ssmjit_context *ctx, outputs *out, const char *cache_dir, 
     a.scale = 0.25f;
     a.ids_host = host_ids;
     a.ids = a.seg_start = a.seg_id = a.argmax_out = DEV;
+    a.sample_params = DEV;
+    a.sample_steps = DEV;
     a.fa = a.fb = a.fy = a.row_loss = a.loss = DEV;
     a.logits = a.dlogits = m; /* the gradient over the logits */
     a.mcfg = (ssmjit_model_config){sizeof a.mcfg, 64, 128, 16, 4, 4, 2, 97, 1e-5, 1, 1};
@@ -423,6 +428,12 @@ static ssmjit_status argmax(args *a)
     return sj_argmax_rows(a->ctx, a->dtype, a->n, a->vocab, a->x, a->argmax_out, NULL);
 }
 
+static ssmjit_status sample(args *a)
+{
+    return sj_sample_rows(a->ctx, a->dtype, a->n, a->vocab, a->x, a->sample_params, a->sample_steps, a->argmax_out,
+                          NULL);
+}
+
 static ssmjit_status neg_exp(args *a) { return sj_neg_exp_f32(a->ctx, a->n, a->fa, a->fy, NULL); }
 
 static ssmjit_status mul(args *a) { return sj_mul_f32(a->ctx, a->n, a->fa, a->fb, a->fy, NULL); }
@@ -568,6 +579,9 @@ static ssmjit_status model_calls_null(args *a, int which)
       return ssmjit_prewarm_unit(&a->popts, ssmjit_unit_count(), &a->out->was_cached))                    \
     X(prewarm_unit_max, INVALID_ARG, "unit index 18446744073709551615 is not below",                      \
       return ssmjit_prewarm_unit(&a->popts, SIZE_MAX, &a->out->was_cached))                               \
+    X(prewarm_unit_specialised, INVALID_ARG, "unit decode_in_f32 is compiled with a model's sizes",       \
+      return ssmjit_prewarm_unit(&a->popts, (size_t)sj_unit_find(SJ_MODULE_DECODE, "decode_in_f32"),      \
+                                 &a->out->was_cached))                                                    \
     X(prewarm_fast_math_2, INVALID_ARG, "opts->fast_math = 2 is not -1, 0 or 1",                          \
       a->popts.fast_math = 2; return prewarm(a))                                                          \
     X(prewarm_fast_math_minus_2, INVALID_ARG, "opts->fast_math = -2 is not -1, 0 or 1",                   \
@@ -1314,6 +1328,27 @@ static ssmjit_status model_calls_null(args *a, int which)
     X(argmax_x_stride_short, INVALID_ARG, "sj_argmax_rows: x.stride = 8 is less than the row width 10",   \
       a->x.stride = 8; return argmax(a))                                                                  \
     X(argmax_out_null, INVALID_ARG, "sj_argmax_rows: out is NULL", a->argmax_out = NULL; return argmax(a)) \
+    /* sampling */                                                                                        \
+    X(sample_ctx_null, INVALID_ARG, "sj_sample_rows: ctx is NULL", a->ctx = NULL; return sample(a))       \
+    X(sample_dtype_negative, INVALID_ARG, "sj_sample_rows: dtype = -1 is not a known dtype",              \
+      a->dtype = (ssmjit_dtype)-1; return sample(a))                                                      \
+    X(sample_rows_negative, INVALID_ARG, "sj_sample_rows: rows = -1 is negative", a->n = -1;              \
+      return sample(a))                                                                                   \
+    X(sample_cols_negative, INVALID_ARG, "sj_sample_rows: cols = -1 is negative", a->vocab = -1;          \
+      return sample(a))                                                                                   \
+    X(sample_cols_past_int32, UNSUPPORTED, "sj_sample_rows: cols = 2147483648 is more than INT32_MAX",    \
+      a->vocab = P(31); return sample(a))                                                                 \
+    X(sample_cols_0, INVALID_ARG, "sj_sample_rows: cols = 0 but rows = 4: no token to draw",              \
+      a->vocab = 0; return sample(a))                                                                     \
+    X(sample_logits_null, INVALID_ARG, "sj_sample_rows: logits.data is NULL", a->x.data = NULL;           \
+      return sample(a))                                                                                   \
+    X(sample_logits_stride_short, INVALID_ARG, "sj_sample_rows: logits.stride = 8 is less than the row",  \
+      a->x.stride = 8; return sample(a))                                                                  \
+    X(sample_params_null, INVALID_ARG, "sj_sample_rows: params is NULL", a->sample_params = NULL;         \
+      return sample(a))                                                                                   \
+    X(sample_steps_null, INVALID_ARG, "sj_sample_rows: steps is NULL", a->sample_steps = NULL;            \
+      return sample(a))                                                                                   \
+    X(sample_out_null, INVALID_ARG, "sj_sample_rows: out is NULL", a->argmax_out = NULL; return sample(a)) \
     /* f32 vectors and the bias */                                                                        \
     X(neg_exp_ctx_null, INVALID_ARG, "sj_neg_exp_f32: ctx is NULL", a->ctx = NULL; return neg_exp(a))    \
     X(neg_exp_x_null, INVALID_ARG, "sj_neg_exp_f32: x is NULL", a->fa = NULL; return neg_exp(a))         \
@@ -1556,7 +1591,8 @@ static void test_valid_base_arguments(void **state)
         {"scan_fwd_ws", scan_fwd_ws, 1}, {"scan_bwd_ws", scan_bwd_ws, 1}, {"scan_bwd", scan_bwd, 0},
         {"state_update", state_update, 0}, {"gemm", gemm, 0},             {"gemm_k0", gemm_k0, 0},
         {"state_update", state_update, 0}, {"embed_fwd", embed_fwd, 0},     {"embed_bwd", embed_bwd, 0},
-        {"xent", xent, 0},               {"argmax", argmax, 0},           {"neg_exp", neg_exp, 0},
+        {"xent", xent, 0},               {"argmax", argmax, 0},           {"sample", sample, 0},
+        {"neg_exp", neg_exp, 0},
         {"mul", mul, 0},                 {"conv_state_fill", conv_state4, 0},
         {"scan_ckpt_size", scan_ckpt_size, 1}, {"scan_fwd_split_room", scan_fwd_split_room, 0},
         {"scan_bwd_split", scan_bwd_split, 0},
@@ -1600,6 +1636,8 @@ static void test_values_for_bad_input(void **state)
     assert_true(ssmjit_unit_module(SIZE_MAX) == (size_t)-1);
     assert_int_equal(ssmjit_unit_default_fast_math(ssmjit_unit_count()), -1);
     assert_int_equal(ssmjit_unit_default_fast_math(SIZE_MAX), -1);
+    assert_int_equal(ssmjit_unit_specialised(ssmjit_unit_count()), -1);
+    assert_int_equal(ssmjit_unit_specialised(SIZE_MAX), -1);
     /* documented no-ops */
     ssmjit_context_options_init(NULL);
     ssmjit_prewarm_options_init(NULL);

@@ -76,9 +76,55 @@ static void test_help_and_usage_errors(void **state)
     assert_int_equal(cli("run --model m --tokens -1"), 2);
     assert_int_equal(cli("run --model m --tokens 1 --steps 0"), 2);
     assert_int_equal(cli("run --model m --tokens 1 --dtype f64"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --temperature -1"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --temperature hot"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --top-p 1.5"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --top-k 2.5"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --top-k -3"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --seed -3"), 2);
+    assert_int_equal(cli("run --model m --tokens 1 --seed"), 2);
     /* a sound command line whose work fails: no GPU here, or no such model */
     assert_int_equal(cli("run --model /nonexistent/model --tokens 1"), 1);
     assert_non_null(strstr(out, "ssmjit: "));
+}
+
+/* run --prompt: the tokenizer.json beside the checkpoint encodes it; none
+ * there, --prompt with --tokens, and a prompt that is empty or not UTF-8
+ * are usage errors; a tokenizer.json that does not load fails the run
+ * (and is passed over, with a warning, when the ids are given). */
+static void test_run_prompt(void **state)
+{
+    (void)state;
+    assert_int_equal(cli("run --model m --tokens 1 --prompt hi"), 2);
+    assert_int_equal(cli("run --model m --prompt"), 2);
+    assert_int_equal(cli("run --model /nonexistent/model --prompt hi"), 2);
+    assert_non_null(strstr(out, "--prompt needs a tokenizer.json beside the checkpoint, and "
+                                "'/nonexistent/tokenizer.json' is not there"));
+    const char *data = getenv("SSMJIT_TEST_DATA");
+    assert_non_null(data);
+    char *dir = tu_mkdtemp(), cmd[8800], args[4400];
+    snprintf(cmd, sizeof cmd, "cp '%s/tokenizer/tokenizer.json' '%s/'", data, dir);
+    assert_int_equal(system(cmd), 0);
+    /* encoded; then no GPU, or no config.json, fails the run */
+    snprintf(args, sizeof args, "run --model '%s/model.safetensors' --prompt 'Hello world'", dir);
+    assert_int_equal(cli(args), 1);
+    assert_non_null(strstr(out, "prompt: 2 tokens: 356,541\n"));
+    snprintf(args, sizeof args, "run --model '%s' --prompt ''", dir);
+    assert_int_equal(cli(args), 2);
+    assert_non_null(strstr(out, "the prompt is empty"));
+    snprintf(args, sizeof args, "run --model '%s' --prompt \"$(printf 'a\\377')\"", dir);
+    assert_int_equal(cli(args), 2);
+    assert_non_null(strstr(out, "not UTF-8 at byte 1 (0xFF)"));
+    snprintf(cmd, sizeof cmd, "echo '{\"model\": {\"type\": \"WordPiece\"}}' > '%s/tokenizer.json'", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(args, sizeof args, "run --model '%s' --prompt hi", dir);
+    assert_int_equal(cli(args), 1);
+    assert_non_null(strstr(out, "model \"WordPiece\" is not supported"));
+    snprintf(args, sizeof args, "run --model '%s' --tokens 1", dir);
+    assert_int_equal(cli(args), 1);
+    assert_non_null(strstr(out, "tokenizer.json not used"));
+    tu_rmtree(dir);
+    free(dir);
 }
 
 static void test_info_without_gpu_is_not_an_error(void **state)
@@ -142,7 +188,9 @@ static void test_prewarm_then_cache_commands(void **state)
         skip();
     int major, minor;
     assert_int_equal(ssmjit_nvrtc_version(&major, &minor, NULL), SSMJIT_OK);
-    const size_t units = ssmjit_unit_count();
+    size_t units = 0; /* prewarm's: all but the specialised */
+    for (size_t u = 0; u < ssmjit_unit_count(); u++)
+        units += ssmjit_unit_specialised(u) == 0;
     char *dir = tu_mkdtemp(), args[4300], expect[4400];
     snprintf(args, sizeof args, "prewarm --arch sm_80 --fast-math on --jobs 2 --cache-dir '%s'", dir);
     assert_int_equal(cli(args), 0);
@@ -163,8 +211,8 @@ static void test_prewarm_then_cache_commands(void **state)
         double seconds;
         assert_int_equal(sscanf(l, "\n  compiled %127s %15s %15s %lf s", unit, target, variant, &seconds), 4);
         int known = 0;
-        for (size_t u = 0; u < units; u++)
-            known |= !strcmp(unit, ssmjit_unit_name(u));
+        for (size_t u = 0; u < ssmjit_unit_count(); u++)
+            known |= !ssmjit_unit_specialised(u) && !strcmp(unit, ssmjit_unit_name(u));
         assert_true(known);
         assert_string_equal(target, "sm_80");
         assert_string_equal(variant, "fast-math");
@@ -179,10 +227,12 @@ static void test_prewarm_then_cache_commands(void **state)
      * two modules: one entry for each) */
     size_t kernels = 0;
     const char *lone = NULL; /* a kernel that is one unit */
-    for (size_t u = 0; u < units; u++) {
+    for (size_t u = 0; u < ssmjit_unit_count(); u++) {
+        if (ssmjit_unit_specialised(u))
+            continue;
         size_t same = 0, first = u;
-        for (size_t v = 0; v < units; v++)
-            if (!strcmp(ssmjit_unit_name(v), ssmjit_unit_name(u))) {
+        for (size_t v = 0; v < ssmjit_unit_count(); v++)
+            if (!ssmjit_unit_specialised(v) && !strcmp(ssmjit_unit_name(v), ssmjit_unit_name(u))) {
                 same++;
                 first = v < first ? v : first;
             }
@@ -390,6 +440,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_usage_errors),
+        cmocka_unit_test(test_run_prompt),
         cmocka_unit_test(test_info_without_gpu_is_not_an_error),
         cmocka_unit_test(test_prewarm_then_cache_commands),
         cmocka_unit_test(test_prewarm_refused_without_write_access),

@@ -132,7 +132,10 @@ static void test_cold_then_warm_cache(void **state)
     ssmjit_context_destroy(ctx);
     ssmjit_cache_stats s;
     assert_int_equal(ssmjit_cache_verify(dir, 0, &s), SSMJIT_OK);
-    assert_int_equal(s.entries, ssmjit_unit_count());
+    size_t shared = 0; /* load_all's: the specialised are the models' */
+    for (size_t u = 0; u < ssmjit_unit_count(); u++)
+        shared += ssmjit_unit_specialised(u) == 0;
+    assert_int_equal(s.entries, shared);
     assert_int_equal(warm_child(dir), 0);
     /* a damaged entry is a miss, not a crash: the child recompiles it */
     char cmd[4400];

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gpu_util.h"
+#include "model.h"
 #include "ops_scan.h"
 #include "ref_model.h"
 #include "st_util.h"
@@ -49,24 +50,28 @@ static void upload_weight(const char *name, double *w, size_t n, void *user)
     gu_upload_as(info.data, w, n, info.dtype);
 }
 
-/* A model and its reference with the same (rounded) weights (skips the
- * test without a GPU). */
-static void open_fixture(fixture *f, int tied, ssmjit_dtype dtype)
+/* A model of config rc and its reference with the same (rounded) weights
+ * (skips the test without a GPU). */
+static void open_fixture_cfg(fixture *f, ref_mamba_cfg rc, ssmjit_dtype dtype, int residual_in_fp32)
 {
     memset(f, 0, sizeof *f);
     f->ctx = gu_context(SSMJIT_FAST_MATH_OFF);
     tu_seed();
-    ref_mamba_cfg rc = small_cfg(tied);
     f->ref = ref_mamba_random(&rc);
     ssmjit_model_config c = {.struct_size = sizeof c, (int64_t)rc.d_model, (int64_t)rc.d_inner, (int64_t)rc.d_state,
                              (int64_t)rc.d_conv, (int64_t)rc.dt_rank, (int64_t)rc.n_layer,
-                             (int64_t)rc.vocab, rc.eps, tied, 1};
+                             (int64_t)rc.vocab, rc.eps, rc.tied, residual_in_fp32};
     ssmjit_model_options o;
     ssmjit_model_options_init(&o);
     o.dtype = dtype;
     f->dtype = dtype;
     assert_int_equal(ssmjit_model_create(f->ctx, &c, &o, 1, &f->model), SSMJIT_OK);
     ref_mamba_foreach(&f->ref, upload_weight, f);
+}
+
+static void open_fixture(fixture *f, int tied, ssmjit_dtype dtype)
+{
+    open_fixture_cfg(f, small_cfg(tied), dtype, 1);
 }
 
 static void close_fixture(fixture *f)
@@ -229,33 +234,60 @@ static void step(fixture *f, decoder *d, const int *ids, double *logits)
     gu_download_as(logits, d->logits, d->B * V, f->dtype);
 }
 
-/* Prefill of L1 tokens, then steps through the rest: each step's logits
- * are the full forward's at that position. */
-static void test_decode_continues_prefill(void **state)
+/* Decoding after a prefill on either path of the step (model_decode.c's
+ * fused kernels, compiled for these sizes, or the unfused kernels), at
+ * the batches either may take: steps from position L1 on give the full
+ * forward's logits there, and next_ids their argmax. */
+typedef struct decode_case {
+    ssmjit_dtype dtype;
+    size_t B;
+    int path; /* sj_model_decode_force: -1 the rule */
+    int odd;  /* 0: small_cfg; 1: d_model 200, dt_rank 13; 2: also N = 5, conv 3, nothing 16-byte */
+    int residual_in_fp32;
+} decode_case;
+
+static ref_mamba_cfg decode_cfg(int odd)
 {
-    (void)state;
+    ref_mamba_cfg c = small_cfg(1);
+    if (odd) {
+        c.d_model = 200;
+        c.d_inner = 400;
+        c.dt_rank = 13;
+    }
+    if (odd == 2) {
+        c.d_model = 201;
+        c.d_inner = 402;
+        c.d_state = 5;
+        c.d_conv = 3;
+        c.tied = 0;
+    }
+    return c;
+}
+
+static void decode_after_prefill(const decode_case *k)
+{
     fixture f;
-    open_fixture(&f, 1, SSMJIT_F32);
+    open_fixture_cfg(&f, decode_cfg(k->odd), k->dtype, k->residual_in_fp32);
+    assert_int_equal(sj_model_decode_force(f.model, k->path), SSMJIT_OK);
     const ref_mamba_cfg *rc = &f.ref.cfg;
-    size_t B = 3, L = 12, L1 = 5, V = rc->vocab;
+    size_t B = k->B, L = 9, L1 = 5, V = rc->vocab;
     int *ids = random_ids(B * L, V);
-    double *want = tu_doubles(B * L * V), *got = tu_doubles(B * V);
+    double *want = tu_doubles(B * L * V), *got = tu_doubles(B * V), *w = tu_doubles(B * V);
     ref_mamba_forward(&f.ref, B, L, ids, want, NULL, NULL);
-    int *prefix = malloc(B * L1 * sizeof *prefix);
+    int *prefix = malloc(B * L1 * sizeof *prefix), *tok = malloc(B * sizeof *tok);
+    int32_t *next = malloc(B * sizeof *next);
     for (size_t b = 0; b < B; b++)
         memcpy(prefix + b * L1, ids + b * L, L1 * sizeof *ids);
     decoder d = decoder_open(&f, B);
     size_t bytes;
     void *ws = workspace(f.model, (int64_t)B, (int64_t)L1, SSMJIT_MODEL_INFERENCE, &bytes);
-    void *plog = gu_alloc(B * V * 4);
+    void *plog = gu_alloc(B * V * ssmjit_dtype_size(k->dtype));
     ssmjit_model_forward_args a = {.struct_size = sizeof a, .batch = (int64_t)B, .seqlen = (int64_t)L1, .ids = prefix,
                                    .logits = plog, .last_only = 1, .conv_state = d.conv,
                                    .ssm_state = d.ssm, .workspace = ws, .workspace_bytes = bytes};
     assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
     double worst = 0;
     for (size_t t = L1; t < L; t++) {
-        int tok[8];
-        double *w = tu_doubles(B * V);
         for (size_t b = 0; b < B; b++) {
             tok[b] = ids[b * L + t];
             memcpy(w + b * V, want + (b * L + t) * V, V * sizeof *w);
@@ -263,16 +295,110 @@ static void test_decode_continues_prefill(void **state)
         step(&f, &d, tok, got);
         double e = tu_rel_err(got, w, B * V);
         worst = e > worst ? e : worst;
-        free(w);
+        gu_download(next, d.next, B * sizeof *next);
+        for (size_t b = 0; b < B; b++) {
+            size_t best = 0;
+            for (size_t v = 1; v < V; v++)
+                if (got[b * V + v] > got[b * V + best])
+                    best = v;
+            assert_int_equal(next[b], (int)best);
+        }
     }
-    print_message("steps after a prefill: worst logits error %.2e\n", worst);
-    assert_true(worst <= F32_TOL);
+    double tol = k->dtype == SSMJIT_F32 ? F32_TOL : BF16_TOL;
+    print_message("%s B %zu path %d sizes %d residual f32 %d: worst logits error %.2e\n",
+                  k->dtype == SSMJIT_F32 ? "f32" : k->dtype == SSMJIT_F16 ? "f16" : "bf16", B, k->path, k->odd,
+                  k->residual_in_fp32, worst);
+    assert_true(worst <= tol);
     gu_free(ws);
     gu_free(plog);
     decoder_close(&d);
     free(prefix);
+    free(tok);
+    free(next);
     free(ids);
     free(want);
+    free(got);
+    free(w);
+    close_fixture(&f);
+}
+
+static void test_decode_paths(void **state)
+{
+    (void)state;
+    static const decode_case cases[] = {
+        {SSMJIT_F32, 3, -1, 0, 1},  {SSMJIT_F32, 2, -1, 0, 1},
+        {SSMJIT_F32, 1, 1, 0, 1},   {SSMJIT_F32, 3, 1, 0, 1},   {SSMJIT_F32, 3, 0, 0, 1},
+        {SSMJIT_F32, 64, 1, 0, 1},  {SSMJIT_F32, 100, 1, 0, 1}, {SSMJIT_F32, 100, 0, 0, 1},
+        {SSMJIT_F32, 3, 1, 1, 1},   {SSMJIT_F32, 5, 1, 2, 1},   {SSMJIT_F32, 5, 0, 2, 1},
+        {SSMJIT_BF16, 1, 1, 0, 1},  {SSMJIT_BF16, 3, 1, 0, 0},  {SSMJIT_BF16, 64, 1, 1, 1},
+        {SSMJIT_BF16, 100, 1, 2, 0}, {SSMJIT_F16, 3, 1, 0, 1},  {SSMJIT_F16, 64, 1, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        decode_after_prefill(&cases[i]);
+}
+
+/* Sampled decoding in the step: two decoders from the same states and
+ * seeds draw the same tokens step after step (the graph replays read the
+ * counters on the device), a row at temperature 0 is the argmax of its
+ * logits, and every counter advanced once a step. */
+static void test_sampled_decode(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, 1, SSMJIT_F32);
+    const ref_mamba_cfg *rc = &f.ref.cfg;
+    size_t B = 3, V = rc->vocab, steps = 8;
+    size_t nconv = rc->n_layer * B * rc->d_inner * rc->d_conv, nssm = rc->n_layer * B * rc->d_inner * rc->d_state;
+    double *zeros = calloc(nconv + nssm, sizeof *zeros), *got = tu_doubles(B * V);
+    ssmjit_sampling p[3] = {{0.9f, 20, 0.9f, 0, 7}, {1.3f, 0, 1.0f, 0, 8}, {0.0f, 0, 1.0f, 0, 9}};
+    void *dp = gu_alloc(sizeof p);
+    gu_upload(dp, p, sizeof p);
+    int32_t tokens[2][8][3];
+    for (int run = 0; run < 2; run++) {
+        decoder d = decoder_open(&f, B);
+        gu_upload_as(d.conv, zeros, nconv, SSMJIT_F32);
+        gu_upload_as(d.ssm, zeros, nssm, SSMJIT_F32);
+        void *counters = gu_alloc(B * 8);
+        gu_upload(counters, (uint64_t[3]){0, 0, 0}, B * 8);
+        int ids[3] = {3, 50, 11};
+        for (size_t s = 0; s < steps; s++) {
+            gu_poison(d.logits, B * V * 4);
+            ssmjit_model_step_args a = {.struct_size = sizeof a, .batch = (int64_t)B, .ids = s ? NULL : ids,
+                                        .ids_device = s ? d.next : NULL, .conv_state = d.conv, .ssm_state = d.ssm,
+                                        .logits = d.logits, .next_ids = d.next, .workspace = d.ws,
+                                        .workspace_bytes = d.ws_bytes, .sampling = dp, .sampling_steps = counters};
+            assert_int_equal(ssmjit_model_step(f.model, &a, NULL), SSMJIT_OK);
+            gu_download(tokens[run][s], d.next, B * 4);
+            gu_download_as(got, d.logits, B * V, SSMJIT_F32);
+            for (size_t b = 0; b < B; b++)
+                assert_true(tokens[run][s][b] >= 0 && tokens[run][s][b] < (int32_t)V);
+            size_t best = 0;
+            for (size_t v = 1; v < V; v++)
+                if (got[2 * V + v] > got[2 * V + best])
+                    best = v;
+            assert_int_equal(tokens[run][s][2], (int)best);
+        }
+        uint64_t after[3];
+        gu_download(after, counters, sizeof after);
+        for (size_t b = 0; b < B; b++)
+            assert_int_equal(after[b], steps);
+        gu_free(counters);
+        decoder_close(&d);
+    }
+    assert_memory_equal(tokens[0], tokens[1], sizeof tokens[0]);
+    /* sampling needs somewhere to put its draw, and its counters */
+    decoder d = decoder_open(&f, B);
+    ssmjit_model_step_args a = {.struct_size = sizeof a, .batch = (int64_t)B, .ids = (int[]){1, 2, 3},
+                                .conv_state = d.conv, .ssm_state = d.ssm, .logits = d.logits,
+                                .workspace = d.ws, .workspace_bytes = d.ws_bytes, .sampling = dp};
+    assert_int_equal(ssmjit_model_step(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "args->next_ids is NULL"));
+    a.next_ids = d.next;
+    assert_int_equal(ssmjit_model_step(f.model, &a, NULL), SSMJIT_ERR_INVALID_ARG);
+    assert_non_null(strstr(ssmjit_last_error(), "args->sampling_steps is NULL"));
+    decoder_close(&d);
+    gu_free(dp);
+    free(zeros);
     free(got);
     close_fixture(&f);
 }
@@ -752,8 +878,9 @@ int main(void)
         cmocka_unit_test(test_forward_tied),
         cmocka_unit_test(test_forward_untied),
         cmocka_unit_test(test_forward_bf16),
-        cmocka_unit_test(test_decode_continues_prefill),
+        cmocka_unit_test(test_decode_paths),
         cmocka_unit_test(test_greedy_graph),
+        cmocka_unit_test(test_sampled_decode),
         cmocka_unit_test(test_backward_tied),
         cmocka_unit_test(test_backward_split),
         cmocka_unit_test(test_backward_untied_recompute),

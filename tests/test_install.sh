@@ -69,7 +69,8 @@ grep -aqF "${layer#"$dest"}" "$lib" || fail "libssmjit.so does not name its laye
 ! grep -aqF "$dest" "$lib" || fail "libssmjit.so names the DESTDIR $dest"
 
 # A program built against the installed library says how many units and
-# distinct kernel names (labels) there are.
+# distinct kernel names (labels) prewarm compiles: all but the specialised
+# ones, which the models compile with their sizes.
 printf '%s\n' \
     '#include <stdio.h>' \
     '#include <string.h>' \
@@ -77,13 +78,17 @@ printf '%s\n' \
     'int main(void)' \
     '{' \
     '    size_t n = ssmjit_unit_count(), kernels = 0;' \
+    '    size_t shared = 0;' \
     '    for (size_t u = 0; u < n; u++) {' \
+    '        if (ssmjit_unit_specialised(u))' \
+    '            continue;' \
     '        size_t v = 0;' \
-    '        while (strcmp(ssmjit_unit_name(v), ssmjit_unit_name(u)))' \
+    '        while (ssmjit_unit_specialised(v) || strcmp(ssmjit_unit_name(v), ssmjit_unit_name(u)))' \
     '            v++;' \
     '        kernels += v == u;' \
+    '        shared++;' \
     '    }' \
-    '    printf("%zu %zu\n", n, kernels);' \
+    '    printf("%zu %zu\n", shared, kernels);' \
     '    return n == 0;' \
     '}' > "$pre/units.c"
 inc=$(dirname "$(find "$dest" -name ssmjit.h | head -1)")

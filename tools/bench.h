@@ -24,6 +24,11 @@ double bench_median(double *v, int n);
  * f16) on the legacy stream. */
 ssmjit_status bench_alloc(ssmjit_context *ctx, size_t bytes, void **out);
 
+/* The device-to-device copy bandwidth (bytes read + written over time,
+ * GB/s): the median of 25 copies of 1 GiB, timed with events on stream;
+ * the yardstick of every bandwidth the bench prints. */
+ssmjit_status bench_copy_bandwidth(ssmjit_context *ctx, void *stream, double *gbps);
+
 /* Fills n f32 values with v (asynchronously, legacy stream). */
 ssmjit_status bench_fill_f32(ssmjit_context *ctx, void *p, size_t n, float v);
 

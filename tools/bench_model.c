@@ -117,7 +117,7 @@ static ssmjit_status time_decode(model_bench *b, int64_t B, int steps, double *t
     if (st == SSMJIT_OK)
         st = dalloc(b, (size_t)(c->n_layer * B * c->d_inner * c->d_state) * 4, &ssm);
     if (st == SSMJIT_OK)
-        st = dalloc(b, (size_t)(B * c->vocab_size) * 2, &logits);
+        st = dalloc(b, (size_t)(B * c->vocab_size) * 4, &logits);
     if (st == SSMJIT_OK)
         st = dalloc(b, (size_t)B * 4, &next);
     if (st == SSMJIT_OK)
@@ -142,6 +142,52 @@ static ssmjit_status time_decode(model_bench *b, int64_t B, int steps, double *t
     return st;
 }
 
+/* Bytes of weights a decode step reads: every layer's matrices and
+ * vectors and the LM head once (the embedding's few rows aside). */
+static double weight_bytes(const ssmjit_model_config *c, ssmjit_dtype dtype)
+{
+    const double es = (double)ssmjit_dtype_size(dtype), dm = (double)c->d_model, di = (double)c->d_inner,
+                 n = (double)c->d_state, r = (double)c->dt_rank;
+    const double matrices = 2 * di * dm + (r + 2 * n) * di + di * r + dm * di;
+    const double vectors = dm + di * (double)c->d_conv + di + di * n + di + di; /* norm, conv, its bias, A, D, dt_bias */
+    return (double)c->n_layer * (matrices * es + vectors * 4) + (double)c->vocab_size * dm * es + dm * 4;
+}
+
+/* Decode of B sequences on one path (sj_model_decode_force), printed with
+ * the weights' bandwidth against the copy bandwidth. */
+static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype dtype, int64_t B, int steps, int path,
+                                double copy)
+{
+    ssmjit_status st = sj_model_decode_force(b->m, path);
+    double tps = 0;
+    if (st == SSMJIT_OK)
+        st = time_decode(b, B, steps, &tps);
+    if (st == SSMJIT_OK) {
+        const double step_s = (double)B / tps, gbps = weight_bytes(&b->c, dtype) / step_s * 1e-9;
+        printf("model   decode %s %s, batch %lld, %s: %.0f tokens/s, %.1f us a step, weights %.0f MB at %.0f GB/s "
+               "(%.0f%% of copy)\n", what, sj_dtype_suffix(dtype), (long long)B, path ? "fused" : "unfused", tps,
+               step_s * 1e6, weight_bytes(&b->c, dtype) * 1e-6, gbps, 100 * gbps / copy);
+    }
+    return st == SSMJIT_OK ? sj_model_decode_force(b->m, -1) : st;
+}
+
+/* Decode rows of another model (the 130m shape in f32, the 1.4b shape)
+ * on both paths. */
+static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model_config c, ssmjit_dtype dtype,
+                                  int steps, double copy)
+{
+    model_bench o = *b;
+    o.c = c;
+    ssmjit_model_options mo;
+    ssmjit_model_options_init(&mo);
+    mo.dtype = dtype;
+    ssmjit_status st = ssmjit_model_create(b->ctx, &o.c, &mo, 1, &o.m);
+    for (int path = 1; path >= 0 && st == SSMJIT_OK; path--)
+        st = decode_row(&o, what, dtype, 1, steps, path, copy);
+    ssmjit_model_destroy(o.m);
+    return st;
+}
+
 int bench_model(ssmjit_context *ctx, int quick)
 {
     model_bench b = {.ctx = ctx};
@@ -154,7 +200,7 @@ int bench_model(ssmjit_context *ctx, int quick)
     st = sj_context_enter(ctx, &pushed);
     if (st == SSMJIT_OK)
         st = sj_stream_create(ctx, &b.stream);
-    double ms = 0, tps1 = 0, tps64 = 0, train = 0, recompute = 0;
+    double ms = 0, train = 0, recompute = 0;
     if (st == SSMJIT_OK)
         st = time_forward(&b, B, L, SSMJIT_MODEL_INFERENCE, 7, &ms, NULL);
     if (st == SSMJIT_OK)
@@ -167,12 +213,25 @@ int bench_model(ssmjit_context *ctx, int quick)
         printf("model   prefill 1 x %lld: %.2f ms (%.0f tokens/s), scans %.2f ms of one run by events; "
                "with the scan not split %.2f ms\n",
                (long long)L, one, (double)L / one * 1e3, events[1], one_unsplit);
+    double copy = 0;
     if (st == SSMJIT_OK)
-        st = time_decode(&b, 1, quick ? 50 : 500, &tps1);
+        st = bench_copy_bandwidth(ctx, b.stream, &copy);
     if (st == SSMJIT_OK)
-        st = time_decode(&b, 64, quick ? 50 : 300, &tps64);
+        printf("model   copy bandwidth %.0f GB/s\n", copy);
+    static const int64_t batches[] = {1, 8, 64};
+    for (size_t i = 0; i < sizeof batches / sizeof *batches; i++)
+        for (int path = 1; path >= 0 && st == SSMJIT_OK; path--)
+            st = decode_row(&b, "130m", SSMJIT_BF16, batches[i], quick ? 50 : batches[i] > 8 ? 300 : 500, path, copy);
     if (st == SSMJIT_OK)
-        printf("model   decode: batch 1 %.0f tokens/s, batch 64 %.0f tokens/s\n", tps1, tps64);
+        st = decode_other(&b, "130m", bench_130m, SSMJIT_F32, quick ? 50 : 300, copy);
+    if (st == SSMJIT_OK && !quick) {
+        ssmjit_model_config big = bench_130m;
+        big.d_model = 2048;
+        big.d_inner = 4096;
+        big.dt_rank = 128;
+        big.n_layer = 48;
+        st = decode_other(&b, "1.4b", big, SSMJIT_BF16, 200, copy);
+    }
     double split[3] = {0, 0, 0};
     if (st == SSMJIT_OK)
         st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train, split);

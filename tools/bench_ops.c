@@ -43,38 +43,6 @@ static ssmjit_status time_case(ssmjit_context *ctx, bench_run_fn run, void *stat
     return st;
 }
 
-typedef struct {
-    ssmjit_context *ctx;
-    void *src[2], *dst[2];
-    size_t bytes;
-} copy_state;
-
-static ssmjit_status copy_run(void *s, int rot, void *stream)
-{
-    copy_state *c = s;
-    return sj_dev_copy_async(c->ctx, c->dst[rot], c->src[rot], c->bytes, stream);
-}
-
-static ssmjit_status copy_bandwidth(ssmjit_context *ctx, void *stream, double *gbps)
-{
-    copy_state c = {.ctx = ctx, .bytes = (size_t)1 << 30};
-    ssmjit_status st = SSMJIT_OK;
-    for (int i = 0; i < 2 && st == SSMJIT_OK; i++) {
-        st = bench_alloc(ctx, c.bytes, &c.src[i]);
-        if (st == SSMJIT_OK)
-            st = bench_alloc(ctx, c.bytes, &c.dst[i]);
-    }
-    double ms = 0;
-    if (st == SSMJIT_OK)
-        st = time_case(ctx, copy_run, &c, 2, stream, &ms);
-    for (int i = 0; i < 2; i++) {
-        bench_free(ctx, c.src[i]);
-        bench_free(ctx, c.dst[i]);
-    }
-    *gbps = 2.0 * (double)c.bytes / (ms * 1e6);
-    return st;
-}
-
 /* Times one case (as it is, or with a variant forced) and prints its row or
  * the failure; CLI_OK or the CLI's failure code. */
 static int time_row(ssmjit_context *ctx, const char *name, const bench_case *c, const bench_instance *in,
@@ -107,7 +75,7 @@ static int timing_begin(ssmjit_context *ctx, int *pushed, void **stream, double 
         st = sj_stream_create(ctx, stream);
     if (st == SSMJIT_OK) {
         what = "copy bandwidth";
-        st = copy_bandwidth(ctx, *stream, copy);
+        st = bench_copy_bandwidth(ctx, *stream, copy);
     }
     if (st != SSMJIT_OK) {
         timing_end(ctx, *pushed, *stream);

@@ -119,3 +119,36 @@ double bench_scan_floor_bytes(bench_scan_shape s, int64_t n, size_t es, bench_sc
         return 0;
     }
 }
+
+typedef struct copy_state {
+    ssmjit_context *ctx;
+    void *src[2], *dst[2];
+    size_t bytes;
+} copy_state;
+
+static ssmjit_status copy_run(void *arg, int i, void *stream)
+{
+    copy_state *c = arg;
+    return sj_dev_copy_async(c->ctx, c->dst[i % 2], c->src[i % 2], c->bytes, stream);
+}
+
+ssmjit_status bench_copy_bandwidth(ssmjit_context *ctx, void *stream, double *gbps)
+{
+    enum { RUNS = 25 };
+    copy_state c = {.ctx = ctx, .bytes = (size_t)1 << 30};
+    ssmjit_status st = SSMJIT_OK;
+    for (int i = 0; i < 2 && st == SSMJIT_OK; i++) {
+        st = bench_alloc(ctx, c.bytes, &c.src[i]);
+        if (st == SSMJIT_OK)
+            st = bench_alloc(ctx, c.bytes, &c.dst[i]);
+    }
+    double t[RUNS];
+    if (st == SSMJIT_OK)
+        st = sj_time_with_events(ctx, stream, 3, RUNS, copy_run, &c, t);
+    for (int i = 0; i < 2; i++) {
+        bench_free(ctx, c.src[i]);
+        bench_free(ctx, c.dst[i]);
+    }
+    *gbps = st == SSMJIT_OK ? 2.0 * (double)c.bytes / (bench_median(t, RUNS) * 1e6) : 0.0;
+    return st;
+}

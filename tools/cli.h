@@ -28,4 +28,8 @@ void cli_compile_progress(const ssmjit_compile_event *ev, void *user);
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 
+/* The units prewarm compiles and load_all loads: all but the specialised
+ * (ssmjit_unit_specialised), which the models compile with their sizes. */
+size_t cli_shared_units(void);
+
 #endif

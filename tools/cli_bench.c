@@ -95,17 +95,20 @@ static int startup_first(ssmjit_context *ctx)
  * beforehand. */
 static int startup_loads(ssmjit_context *ctx, int library)
 {
-    const size_t units = ssmjit_unit_count();
-    const void **images = calloc(units, sizeof *images);
-    const char **names = calloc(units, sizeof *names);
+    const size_t all = ssmjit_unit_count();
+    const void **images = calloc(all, sizeof *images);
+    const char **names = calloc(all, sizeof *names);
     if (!images || !names) {
         free(images);
         free(names);
         return cli_fail("reading images", SSMJIT_ERR_NO_MEMORY);
     }
-    for (size_t u = 0; u < units; u++) {
-        ssmjit_status st = sj_unit_image(ctx, u, &images[u]);
-        names[u] = ssmjit_unit_name(u);
+    size_t units = 0; /* those load_all loads */
+    for (size_t u = 0; u < all; u++) {
+        if (ssmjit_unit_specialised(u))
+            continue;
+        ssmjit_status st = sj_unit_image(ctx, u, &images[units]);
+        names[units++] = ssmjit_unit_name(u);
         if (st != SSMJIT_OK) {
             free(images);
             free(names);
@@ -189,9 +192,9 @@ static int bench_engine(ssmjit_context *ctx)
     printf("engine    first op call: %.3f ms (a second call: %.3f ms)\n", bench_median(ms[0][0], RUNS),
            bench_median(ms[0][1], RUNS));
     printf("engine    every unit a 130m-shaped model's inference may use: %.3f ms\n", bench_median(ms[1][0], RUNS));
-    printf("engine    every unit (%d, load_all): %.3f ms\n", (int)ssmjit_unit_count(), bench_median(ms[2][0], RUNS));
-    printf("engine    loading the %d images alone: cuModuleLoadData %.3f ms, cuLibraryLoadData %.3f ms\n",
-           (int)ssmjit_unit_count(), bench_median(ms[3][0], RUNS), bench_median(ms[4][0], RUNS));
+    printf("engine    every unit (%zu, load_all): %.3f ms\n", cli_shared_units(), bench_median(ms[2][0], RUNS));
+    printf("engine    loading the %zu images alone: cuModuleLoadData %.3f ms, cuLibraryLoadData %.3f ms\n",
+           cli_shared_units(), bench_median(ms[3][0], RUNS), bench_median(ms[4][0], RUNS));
 
     size_t elementwise = 0;
     while (elementwise < ssmjit_module_count() && strcmp(ssmjit_module_name(elementwise), "elementwise"))

@@ -169,7 +169,7 @@ int cli_prewarm(int argc, char **argv)
     st = ssmjit_cache_resolve_dir(j.cache_dir, dir, sizeof dir);
     if (st != SSMJIT_OK)
         return cli_fail("cache directory", st);
-    printf("prewarming %zu kernels x %zu variants for", ssmjit_unit_count(), j.num_fast);
+    printf("prewarming %zu kernels x %zu variants for", cli_shared_units(), j.num_fast);
     for (size_t i = 0; i < j.num_archs; i++)
         printf(" sm_%d", j.archs[i]);
     printf(" into %s with %ld jobs\n", dir, jobs);

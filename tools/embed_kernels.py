@@ -5,7 +5,10 @@ Usage: embed_kernels.py OUT_C OUT_H --cpp CC... -- FILE...
 Each .cu file becomes one module; each module lists the embedded headers it
 includes (transitively), so the cache key and the NVRTC program see exactly
 those.  A module whose name ends in "_bwd" holds backward kernels: built
-without fast math unless the context says otherwise.  Only quoted includes
+without fast math unless the context says otherwise.  A module with the
+line "#define SJ_MODULE_SPECIALISED" is compiled only with a caller's
+sizes as defines (a model's, src/engine/special.c): prewarm and
+ssmjit_context_load_all leave its units out.  Only quoted includes
 of embedded headers are allowed: kernels must not depend on a CUDA toolkit
 being installed at run time.
 
@@ -23,6 +26,7 @@ import subprocess
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+SPECIALISED = re.compile(rb'^#define SJ_MODULE_SPECIALISED\b', re.M)
 
 
 def c_bytes(data):
@@ -102,8 +106,9 @@ def main():
     for m in modules:
         dl = headers_of[m]
         digest = text_digest(m[:-3].encode(), contents[m], [(h.encode(), contents[h]) for h in dl])
-        c.append('    {"%s", &file_%s, headers_%s, %d, %d, {%s}},' % (
+        c.append('    {"%s", &file_%s, headers_%s, %d, %d, %d, {%s}},' % (
             m[:-3], ident(m), ident(m), len(dl), int(m[:-3].endswith("_bwd")),
+            int(SPECIALISED.search(contents[m]) is not None),
             ",".join("%d" % b for b in digest)))
     c.append("};")
     c.append("")
@@ -129,6 +134,7 @@ def main():
          "    const sj_embedded_file *const *headers; /* every embedded header it includes */",
          "    size_t num_headers;",
          "    int backward; /* backward kernels (name ends in _bwd): exact math by default */",
+         "    int specialised; /* compiled only with a caller's sizes as defines (src/engine/special.c) */",
          "    /* SHA-256 of name, source and headers (sj_module_digest), computed at",
          "     * build time: hashing the texts took longer than reading a module's",
          "     * CUBIN from the cache */",

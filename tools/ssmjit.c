@@ -61,6 +61,14 @@ double cli_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+size_t cli_shared_units(void)
+{
+    size_t n = 0;
+    for (size_t u = 0; u < ssmjit_unit_count(); u++)
+        n += ssmjit_unit_specialised(u) == 0;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {

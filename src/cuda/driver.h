@@ -43,6 +43,8 @@ typedef struct sj_driver {
     CUresult (*LaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                              unsigned by, unsigned bz, unsigned smem, CUstream stream,
                              void **params, void **extra);
+    /* launches with attributes (CUDA 12.0 on): programmatic dependent launch */
+    CUresult (*LaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra);
     CUresult (*MemAlloc)(CUdeviceptr *ptr, size_t bytes);
     CUresult (*MemFree)(CUdeviceptr ptr);
     CUresult (*MemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);

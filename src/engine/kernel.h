@@ -67,6 +67,30 @@ int sj_unit_loaded(const ssmjit_context *ctx, size_t u, int fast);
 ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
                         unsigned smem_bytes, void *stream, void **args);
 
+/* A unit of a specialised module (kernels_src/: compiled with a caller's
+ * sizes as defines, never by prewarm), loaded into a module its caller
+ * owns. */
+typedef struct sj_special_kernel {
+    CUmodule module;
+    CUfunction fn;
+} sj_special_kernel;
+
+/* Kernels `names` of specialised module mod, compiled (or read from the
+ * cache) with `defines` added to the context's, side by side on the pool,
+ * and loaded into out[0 .. n-1].  Waits for all of them; on failure none
+ * is left loaded.  The caller unloads them with sj_special_unload. */
+ssmjit_status sj_special_load(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *const *names,
+                              size_t n, const char *const *defines, size_t num_defines, sj_special_kernel *out);
+void sj_special_unload(ssmjit_context *ctx, sj_special_kernel *k, size_t n);
+
+/* sj_launch without dynamic shared memory, for a kernel that may start
+ * while the one before it on the stream still runs (programmatic dependent
+ * launch, sm_90 on): it must wait for that one (griddepcontrol.wait)
+ * before it touches anything the earlier kernels write.  Elsewhere a
+ * plain launch. */
+ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, void *stream,
+                                void **args);
+
 /* Properties of the context's device, read once at context creation. */
 const sj_device_props *sj_context_props(const ssmjit_context *ctx);
 

@@ -1,3 +1,5 @@
+#include <string.h>
+
 #include "context.h"
 #include "base/error.h"
 
@@ -20,6 +22,25 @@ ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim
     if (st == SSMJIT_OK)
         st = SJ_CU(ctx->drv, LaunchKernel, fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                    smem_bytes, (CUstream)stream, args, NULL);
+    sj_context_leave(ctx, pushed);
+    return st;
+}
+
+ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, void *stream,
+                                void **args)
+{
+    if (ctx->props.cc_major < 9 || !ctx->drv->LaunchKernelEx)
+        return sj_launch(ctx, fn, grid, block, 0, stream, args);
+    int pushed;
+    ssmjit_status st = sj_context_enter(ctx, &pushed);
+    if (st != SSMJIT_OK)
+        return st;
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config = {grid.x, grid.y, grid.z, block.x, block.y, block.z, 0, (CUstream)stream, &attr, 1};
+    st = SJ_CU(ctx->drv, LaunchKernelEx, &config, fn, args, NULL);
     sj_context_leave(ctx, pushed);
     return st;
 }

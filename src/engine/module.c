@@ -112,16 +112,19 @@ ssmjit_status sj_kernels_request(ssmjit_context *ctx, sj_module_id mod, sj_kerne
 
 /* Every unit's image is asked of the pool first, so that compiles (on a
  * cold cache) and reads run side by side while this thread loads them
- * into the context in order, each as soon as it is there. */
+ * into the context in order, each as soon as it is there.  Specialised
+ * units are left to the models that use them (special.c). */
 SSMJIT_API ssmjit_status ssmjit_context_load_all(ssmjit_context *ctx)
 {
     if (!ctx)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_context_load_all: ctx is NULL");
     for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
-        SJ_TRY(sj_unit_request(ctx, u, sj_unit_fast(ctx, u)));
+        if (!sj_modules[sj_units[u].module].specialised)
+            SJ_TRY(sj_unit_request(ctx, u, sj_unit_fast(ctx, u)));
     for (size_t u = 0; u < SJ_UNIT_COUNT; u++) {
         CUfunction fn;
-        SJ_TRY(sj_unit_load(ctx, u, sj_unit_fast(ctx, u), &fn));
+        if (!sj_modules[sj_units[u].module].specialised)
+            SJ_TRY(sj_unit_load(ctx, u, sj_unit_fast(ctx, u), &fn));
     }
     return SSMJIT_OK;
 }

@@ -93,6 +93,10 @@ SSMJIT_API ssmjit_status ssmjit_prewarm_unit(const ssmjit_prewarm_options *opts,
         return sj_error(SSMJIT_ERR_INVALID_ARG, "ssmjit_prewarm_unit: %s is NULL", opts ? "was_cached" : "opts");
     if (unit >= SJ_UNIT_COUNT)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "unit index %zu is not below %d", unit, SJ_UNIT_COUNT);
+    if (sj_modules[sj_units[unit].module].specialised)
+        return sj_error(SSMJIT_ERR_INVALID_ARG,
+                        "unit %s is compiled with a model's sizes, by the model that uses it, not by prewarm",
+                        sj_units[unit].kernel);
     prewarm p;
     SJ_TRY(setup(opts, &p));
     ssmjit_status st = prewarm_one(&p, unit, was_cached);
@@ -172,14 +176,17 @@ SSMJIT_API ssmjit_status ssmjit_prewarm(const ssmjit_prewarm_options *opts, ssmj
     if (st == SSMJIT_OK) {
         pthread_mutex_init(&b->lock, NULL);
         pthread_cond_init(&b->done, NULL);
-        b->left = SJ_UNIT_COUNT;
         /* The costliest units first, so that the batch does not end with
          * one of them alone on the pool; a module's text (source and
-         * headers) stands for what its units cost. */
+         * headers) stands for what its units cost.  Specialised units are
+         * compiled by the models that use them, with their sizes. */
+        size_t n = 0;
         for (size_t i = 0; i < SJ_UNIT_COUNT; i++)
-            tasks[i] = (unit_task){{run_unit, NULL}, b, i, text_bytes(i)};
-        qsort(tasks, SJ_UNIT_COUNT, sizeof *tasks, costlier_first);
-        for (size_t i = 0; i < SJ_UNIT_COUNT; i++)
+            if (!sj_modules[sj_units[i].module].specialised)
+                tasks[n++] = (unit_task){{run_unit, NULL}, b, i, text_bytes(i)};
+        b->left = n;
+        qsort(tasks, n, sizeof *tasks, costlier_first);
+        for (size_t i = 0; i < n; i++)
             sj_pool_submit(&tasks[i].task);
         pthread_mutex_lock(&b->lock);
         while (b->left)

@@ -116,3 +116,8 @@ SSMJIT_API int ssmjit_unit_default_fast_math(size_t i)
 {
     return i < SJ_UNIT_COUNT ? !sj_modules[sj_units[i].module].backward : -1;
 }
+
+SSMJIT_API int ssmjit_unit_specialised(size_t i)
+{
+    return i < SJ_UNIT_COUNT ? sj_modules[sj_units[i].module].specialised : -1;
+}

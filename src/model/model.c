@@ -224,6 +224,7 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     m->dtype = opts->dtype;
     m->res_dtype = cfg->residual_in_fp32 ? SSMJIT_F32 : opts->dtype;
     m->allow_tf32 = opts->allow_tf32;
+    m->decode_force = -1;
     build_table(m);
 
     ssmjit_status st = sj_blas_create(ctx, &m->blas);
@@ -252,6 +253,7 @@ SSMJIT_API void ssmjit_model_destroy(ssmjit_model *m)
         int pushed;
         if (sj_context_enter(m->ctx, &pushed) == SSMJIT_OK) {
             sj_model_drop_graph(m);
+            sj_model_decode_unload(m);
             for (int64_t i = 0; i < m->count; i++) {
                 if (m->t[i].owned)
                     m->drv->MemFree(m->t[i].data);

@@ -45,8 +45,11 @@ typedef struct sj_model_tensor {
 typedef struct sj_model_step_key {
     int64_t batch;
     int host_ids;
-    const void *ids_device, *conv_state, *ssm_state, *logits, *next_ids, *workspace;
+    const void *ids_device, *conv_state, *ssm_state, *logits, *next_ids, *workspace, *sampling, *sampling_steps;
 } sj_model_step_key;
+
+/* The fused decode's kernels: a layer's four and the head's. */
+#define SJ_DECODE_KERNELS 5
 
 /* Event pairs around the GEMMs and scans of a call, for the benchmark's
  * breakdown of a training step (off unless sj_model_profile_start). */
@@ -92,6 +95,12 @@ struct ssmjit_model {
     CUstream capture;       /* the decode graph is captured on this stream */
     sj_model_step_key key;
     CUgraphExec graph;      /* NULL: none captured */
+
+    /* The fused decode's kernels (model_decode.c), compiled with the
+     * model's sizes at its first step; decode_force: -1 the rule, 0 the
+     * unfused path, 1 the fused one. */
+    sj_special_kernel decode[SJ_DECODE_KERNELS];
+    int decode_force;
 };
 
 static inline sj_model_tensor *sj_model_layer_tensor(const ssmjit_model *m, int64_t layer,
@@ -151,11 +160,33 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
 /* The decode step's workspace: one token per sequence. */
 typedef struct sj_model_step_ws {
     size_t total;
-    size_t ids, x, resid, normed, xz, xc, xdbl, dt, y;
+    size_t ids, x, resid, resid2, normed, xz, xc, xdbl, dt, y;
 } sj_model_step_ws;
 
 ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char *op,
                                    sj_model_step_ws *ws);
+
+/* The fused decode (model_decode.c).  Its rule, from bench/NOTES.md
+ * ("Decode, round 1"): fused for batches up to SJ_DECODE_FUSED_MAX_BATCH
+ * (one pass of its staging; at batch 8 the unfused step was 2.5x faster)
+ * and d_model up to SJ_DECODE_FUSED_MAX_D_MODEL (the 130m shape, d_model
+ * 768, gained 1.5x at batch 1; the 1.4b shape, 2048, lost 5%), where
+ * every matrix starts 16-byte aligned; else the unfused step, unless
+ * forced. */
+#define SJ_DECODE_FUSED_MAX_BATCH 2
+#define SJ_DECODE_FUSED_MAX_D_MODEL 1024
+int sj_model_decode_fused(const ssmjit_model *m, int64_t batch);
+/* Forces the path of later steps (tests, benchmarks): -1 the rule, 0 the
+ * unfused path, 1 the fused one (SSMJIT_ERR_UNSUPPORTED where it cannot
+ * run).  Drops a captured graph. */
+ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
+/* Everything a fused step launches after its ids are on the device. */
+ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
+                                   const void *ids_dev, void *stream);
+void sj_model_decode_unload(ssmjit_model *m);
+/* The step's last kernel: next_ids from the logits, greedy or sampled
+ * (nothing without next_ids). */
+ssmjit_status sj_model_pick_next(ssmjit_model *m, const ssmjit_model_step_args *a, void *stream);
 
 /* Device address of a workspace buffer. */
 static inline void *sj_model_ws_at(void *base, size_t offset)

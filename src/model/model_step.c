@@ -1,10 +1,12 @@
 /* Decode: ssmjit_model_step, one token per sequence, replayed from a CUDA
  * graph once its kernels have run. */
+#include <stddef.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "model.h"
 #include "ops/ops_model.h"
+#include "ops/ops_sample.h"
 #include "ops/validate.h"
 
 static const char op[] = "ssmjit_model_step";
@@ -61,8 +63,8 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
     return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, sj_model_ws_at(base, ws->x), dm, stream);
 }
 
-/* Everything a step launches after its ids are on the device. */
-static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args *a,
+/* Everything an unfused step launches after its ids are on the device. */
+static ssmjit_status unfused_kernels(ssmjit_model *m, const ssmjit_model_step_args *a,
                                   const sj_model_step_ws *ws, const void *ids_dev, void *stream)
 {
     const ssmjit_model_config *c = &m->cfg;
@@ -77,10 +79,31 @@ static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args 
                              sj_model_ws_at(base, ws->resid), NULL, stream));
     SJ_TRY(sj_model_linear(m, sj_model_head_tensor(m), B, normed, c->d_model, a->logits, c->vocab_size,
                            stream));
+    return sj_model_pick_next(m, a, stream);
+}
+
+_Static_assert(sizeof(ssmjit_sampling) == sizeof(sj_sample_params) &&
+                   offsetof(ssmjit_sampling, top_p) == offsetof(sj_sample_params, top_p) &&
+                   offsetof(ssmjit_sampling, seed) == offsetof(sj_sample_params, seed),
+               "ssmjit_sampling is the sampling kernel's layout");
+
+ssmjit_status sj_model_pick_next(ssmjit_model *m, const ssmjit_model_step_args *a, void *stream)
+{
+    const int64_t B = a->batch, V = m->cfg.vocab_size;
     if (!a->next_ids)
         return SSMJIT_OK;
-    return sj_argmax_rows(m->ctx, m->dtype, B, c->vocab_size, (ssmjit_matrix){a->logits, 0, 0},
-                          a->next_ids, stream);
+    if (a->sampling)
+        return sj_sample_rows(m->ctx, m->dtype, B, V, (ssmjit_matrix){a->logits, 0, 0},
+                              (const sj_sample_params *)a->sampling, a->sampling_steps, a->next_ids, stream);
+    return sj_argmax_rows(m->ctx, m->dtype, B, V, (ssmjit_matrix){a->logits, 0, 0}, a->next_ids, stream);
+}
+
+static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args *a,
+                                  const sj_model_step_ws *ws, const void *ids_dev, void *stream)
+{
+    if (sj_model_decode_fused(m, a->batch))
+        return sj_model_decode_step(m, a, ws, ids_dev, stream);
+    return unfused_kernels(m, a, ws, ids_dev, stream);
 }
 
 /* Records step_kernels into a graph on the model's capture stream (where
@@ -126,6 +149,11 @@ static ssmjit_status check_args(const ssmjit_model *m, const ssmjit_model_step_a
     SJ_TRY(sj_check_ptr(a->logits, op, "args->logits"));
     if (a->ids)
         SJ_TRY(sj_model_check_ids(m, a->ids, a->batch, 0, op, "args->ids"));
+    if (a->sampling && !a->next_ids)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->sampling is set but args->next_ids is NULL", op);
+    if (a->sampling && !a->sampling_steps)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: args->sampling is set but args->sampling_steps is NULL",
+                        op);
     SJ_TRY(sj_model_step_layout(m, a->batch, op, ws));
     return sj_model_check_workspace(a->workspace, a->workspace_bytes, ws->total, op);
 }
@@ -148,6 +176,8 @@ SSMJIT_API ssmjit_status ssmjit_model_step(ssmjit_model *m, const ssmjit_model_s
     key.logits = a->logits;
     key.next_ids = a->next_ids;
     key.workspace = a->workspace;
+    key.sampling = a->sampling;
+    key.sampling_steps = a->sampling_steps;
     int pushed;
     SJ_TRY(sj_context_enter(m->ctx, &pushed));
     ssmjit_status st = SSMJIT_OK;

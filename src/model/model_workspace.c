@@ -176,6 +176,7 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
     ws->ids = take(&cur, B, 1, 4);
     ws->x = take(&cur, B, dm, es);
     ws->resid = take(&cur, B, dm, rs);
+    ws->resid2 = take(&cur, B, dm, rs); /* the fused decode alternates residual buffers */
     ws->normed = take(&cur, B, dm, es);
     ws->xz = take(&cur, B, 2 * di, es);
     ws->xc = take(&cur, B, di, es);

@@ -1,0 +1,442 @@
+/* The decode step's fused kernels (module "decode"), compiled per model:
+ * its sizes come in as defines (src/model/model_decode.c), so every loop
+ * has a constant trip count and no size is checked at run time.  One
+ * token per sequence; each layer is four kernels:
+ *   decode_in:    RMSNorm of x plus the residual, in_proj, then for the x
+ *                 half the conv state's step and SiLU (xc), the z half as
+ *                 it is (z);
+ *   decode_xproj: x_proj of xc (dt_low, B, C);
+ *   decode_mix:   dt_proj, softplus, the state update, D and the z gate (y);
+ *   decode_out:   out_proj of y (the next layer's x);
+ * and decode_head is the final norm with the LM head (logits).
+ *
+ * A matrix-vector product gives each warp one output row at a time: its
+ * lanes read the row in 16-byte pieces, each weight once for up to
+ * dec_batch() sequences, multiply by those sequences' activations (staged
+ * in shared memory as floats) and meet through a butterfly of shuffles.
+ * The first row's pieces are loaded before the activations are staged, so
+ * the weights' latency overlaps the staging.  Values are rounded where the
+ * unfused step rounds them (each product's output to the model's dtype,
+ * the residual to its own), so the two paths differ only in the order of
+ * the products' sums.
+ */
+#include "ssmjit_types.cuh"
+
+/* The engine compiles this module only with a model's sizes
+ * (tools/embed_kernels.py reads this line). */
+#define SJ_MODULE_SPECIALISED
+
+#ifndef SJ_UNIT_ALL
+#if !defined(SJ_DEC_D_MODEL) || !defined(SJ_DEC_D_INNER) || !defined(SJ_DEC_DT_RANK) || \
+    !defined(SJ_DEC_D_STATE) || !defined(SJ_DEC_D_CONV) || !defined(SJ_DEC_VOCAB) || !defined(SJ_DEC_RES_F32)
+#error "the decode module is compiled with a model's sizes as defines (src/model/model_decode.c)"
+#endif
+
+constexpr int DM = SJ_DEC_D_MODEL, DI = SJ_DEC_D_INNER, RANK = SJ_DEC_DT_RANK, NS = SJ_DEC_D_STATE,
+              WIDTH = SJ_DEC_D_CONV;
+constexpr sj_i64 VOCAB = SJ_DEC_VOCAB;
+constexpr int DBL = RANK + 2 * NS; /* x_proj's rows: dt_low, B, C */
+
+/* Passed by value to every kernel of the module, each using its part;
+ * every field 8 bytes, mirrored in src/model/model_decode.c. */
+struct sj_decode_args {
+    const void *x;        /* [batch, DM]: the layer's input (the final norm's for decode_head) */
+    const void *res_in;   /* [batch, DM] residual stream, NULL at layer 0 */
+    void *res_out;        /* [batch, DM]: x + res_in, the next layer's residual */
+    const float *norm_w;  /* [DM] */
+    const void *w_in;     /* [2 DI, DM] in_proj; [VOCAB, DM] the LM head for decode_head */
+    const float *conv_w;  /* [DI, WIDTH] */
+    const float *conv_b;  /* [DI] or NULL */
+    float *conv_state;    /* [batch, DI, WIDTH], advanced in place */
+    void *xc;             /* [batch, DI] */
+    void *z;              /* [batch, DI] */
+    const void *w_x;      /* [DBL, DI] x_proj */
+    void *xdbl;           /* [batch, DBL] */
+    const void *w_dt;     /* [DI, RANK] dt_proj */
+    const float *dt_bias; /* [DI] */
+    const float *A;       /* [DI, NS] */
+    const float *Dv;      /* [DI] */
+    float *ssm_state;     /* [batch, DI, NS], advanced in place */
+    void *y;              /* [batch, DI] */
+    const void *w_out;    /* [DM, DI] out_proj */
+    void *out;            /* [batch, DM] the next layer's x; [batch, VOCAB] logits for decode_head */
+    sj_i64 batch;
+    float eps;            /* RMSNorm's */
+    float unused;
+};
+static_assert(sizeof(sj_decode_args) == 22 * 8, "host mirror in src/model/model_decode.c");
+
+constexpr int DEC_WARPS = 8; /* a block's warps */
+
+/* Sequences whose activations (K floats each) a block stages at once, in
+ * at most 40 KiB of shared memory: two (four held the registers of eight
+ * accumulators' reads, and the blocks an SM halved). */
+__host__ __device__ constexpr int dec_batch(int K)
+{
+    return K * 4 * 2 <= 40960 ? 2 : 1;
+}
+static_assert(DM * 4 <= 40960 && DI * 4 <= 40960, "the decode kernels stage one sequence in 40 KiB");
+
+template <bool F32, typename T> struct dec_res_of {
+    typedef T type;
+};
+template <typename T> struct dec_res_of<true, T> {
+    typedef float type;
+};
+
+template <typename T> __device__ __forceinline__ float dec_round(float v) { return sj_to_float(sj_from_float<T>(v)); }
+
+/* One warp's row of a [rows, K] matrix of T, in 16-byte pieces where rows
+ * are whole pieces (the host checks that matrices start 16-byte aligned),
+ * else element by element.  load() fetches it into registers, dot() takes
+ * it times BT staged activation rows: acc[b] in every lane.
+ *
+ * Lane l takes pieces l, l + 32, ...: the activations of a piece of E
+ * elements are staged as E / 4 float4s, each in its own plane of the
+ * row (slot()), so that the warp's float4 reads of one plane are 512
+ * consecutive bytes, free of bank conflicts (a piece's 8 floats side by
+ * side put 4 lanes on each bank). */
+template <typename T, int K> struct dec_row {
+    static constexpr int E = 16 / (int)sizeof(T);
+    static constexpr bool VEC = K % E == 0;
+    static constexpr int PIECES = VEC ? K / E : K;          /* 16-byte pieces, or elements */
+    static constexpr int PER_LANE = (PIECES + 31) / 32;
+    static constexpr int HELD = PER_LANE < 8 ? PER_LANE : 8; /* pieces loaded ahead of the products */
+    uint4 held[HELD];
+    const T *row;
+
+    /* Where element k of a sequence's activations is staged. */
+    static __device__ __forceinline__ int slot(int k)
+    {
+        if (!VEC)
+            return k;
+        const int e = k % E;
+        return (e / 4) * (PIECES * 4) + (k / E) * 4 + e % 4;
+    }
+
+    __device__ __forceinline__ uint4 fetch(int p) const
+    {
+        if (VEC)
+            return ((const uint4 *)row)[p];
+        return make_uint4(sj_bits(row[p]), 0u, 0u, 0u);
+    }
+
+    __device__ __forceinline__ void load(const T *w, sj_i64 j)
+    {
+        row = w + j * K;
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int i = 0; i < HELD; ++i)
+            if (lane + 32 * i < PIECES)
+                held[i] = fetch(lane + 32 * i);
+    }
+
+    /* the first NB of the BT staged sequences */
+    template <int BT, int NB>
+    __device__ __forceinline__ void dot(const float (&act)[BT][K], float (&acc)[NB], const T *next)
+    {
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int b = 0; b < NB; ++b)
+            acc[b] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < PER_LANE; ++i) {
+            const int p = lane + 32 * i;
+            if (p < PIECES) {
+                const uint4 v = i < HELD ? held[i] : fetch(p);
+                if (VEC) {
+#pragma unroll
+                    for (int h = 0; h < E / 4; ++h)
+#pragma unroll
+                        for (int b = 0; b < NB; ++b) {
+                            const float4 x = *(const float4 *)&act[b][h * PIECES * 4 + p * 4];
+                            acc[b] = fmaf(sj_lane<T>(v, 4 * h), x.x, acc[b]);
+                            acc[b] = fmaf(sj_lane<T>(v, 4 * h + 1), x.y, acc[b]);
+                            acc[b] = fmaf(sj_lane<T>(v, 4 * h + 2), x.z, acc[b]);
+                            acc[b] = fmaf(sj_lane<T>(v, 4 * h + 3), x.w, acc[b]);
+                        }
+                } else {
+                    const float w = sj_lane<T>(v, 0);
+#pragma unroll
+                    for (int b = 0; b < NB; ++b)
+                        acc[b] = fmaf(w, act[b][p], acc[b]);
+                }
+                /* the next row's piece into the register just freed */
+                if (i < HELD && next)
+                    held[i] = VEC ? ((const uint4 *)next)[p] : make_uint4(sj_bits(next[p]), 0u, 0u, 0u);
+            }
+        }
+        if (next)
+            row = next;
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1)
+#pragma unroll
+            for (int b = 0; b < NB; ++b)
+                acc[b] += __shfl_xor_sync(0xffffffffu, acc[b], m);
+    }
+};
+
+/* acc[lane] for lane < NB, without dynamic indexing of registers. */
+template <int NB> __device__ __forceinline__ float dec_pick(const float (&acc)[NB], int lane)
+{
+    float v = acc[0];
+#pragma unroll
+    for (int b = 1; b < NB; ++b)
+        if (lane == b)
+            v = acc[b];
+    return v;
+}
+
+/* Programmatic dependent launch (sm_90 on; model_decode.c launches each
+ * kernel of the step allowed to start while the one before it runs):
+ * dec_wait() holds a block until the kernel before has finished and its
+ * writes are visible, so a kernel reads and writes activations and states
+ * only after it, and loads only weights before; dec_release() lets the
+ * next kernel start (it then waits in its turn), so that its launch and
+ * its first weights' latency pass while this one works. */
+__device__ __forceinline__ void dec_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void dec_release()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Stages rows b0 .. b0 + nb - 1 of src [batch, K] (T) as floats. */
+template <typename T, int K, int BT>
+__device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, sj_i64 b0, int nb)
+{
+    const T *s = (const T *)src + b0 * K;
+    for (int i = threadIdx.x; i < nb * K; i += blockDim.x)
+        act[i / K][dec_row<T, K>::slot(i % K)] = sj_to_float(s[i]);
+}
+
+/* A warp's rows (first, first + warps, ...) for NB staged sequences from
+ * b0, each row's pieces loaded while the one before is multiplied; r
+ * holds row `first` unless `reload`. */
+template <int NB, typename T, int K, int BT, typename Epilogue>
+__device__ __forceinline__ void dec_rows(dec_row<T, K> r, const float (&act)[BT][K], const void *w, sj_i64 rows,
+                                         sj_i64 first, sj_i64 b0, bool reload, Epilogue &epilogue)
+{
+    const int lane = threadIdx.x & 31;
+    const sj_i64 warps = (sj_i64)gridDim.x * DEC_WARPS;
+    if (reload && first < rows)
+        r.load((const T *)w, first);
+#pragma unroll 1
+    for (sj_i64 j = first; j < rows; j += warps) {
+        float acc[NB];
+        r.template dot<BT, NB>(act, acc, j + warps < rows ? (const T *)w + (j + warps) * K : nullptr);
+        if (lane < NB)
+            epilogue(j, b0 + lane, dec_pick(acc, lane));
+    }
+}
+
+/* The products of rows [0, rows) of w with the staged sequences, each row
+ * given to epilogue(j, lane's sequence, value) in lanes 0 .. nb - 1; the
+ * products take only the sequences there are (one at batch 1). */
+template <typename T, int K, int BT, typename Stage, typename Epilogue>
+__device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 batch, Stage stage, Epilogue epilogue)
+{
+    __shared__ __align__(16) float act[BT][K];
+    const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + (threadIdx.x >> 5);
+    dec_row<T, K> r;
+    if (first < rows)
+        r.load((const T *)w, first);
+    dec_wait();
+    dec_release();
+    for (sj_i64 b0 = 0; b0 < batch; b0 += BT) {
+        const int nb = (int)(batch - b0 < BT ? batch - b0 : BT);
+        if (b0)
+            __syncthreads(); /* every warp is done with the last sequences */
+        stage(act, b0, nb);
+        __syncthreads();
+        static_assert(BT <= 2, "one product for each count of sequences staged");
+        if (nb == BT)
+            dec_rows<BT>(r, act, w, rows, first, b0, b0 != 0, epilogue);
+        else
+            dec_rows<1>(r, act, w, rows, first, b0, b0 != 0, epilogue);
+    }
+}
+
+/* Stages the RMSNorm of x + res_in for the sequences at b0 (the residual
+ * rounded to its dtype, the output to the model's, as the norm kernel
+ * does); block 0 writes the residual out. */
+template <typename T, bool WRITE_RES>
+__device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], const sj_decode_args &a, sj_i64 b0,
+                                               int nb)
+{
+    typedef typename dec_res_of<SJ_DEC_RES_F32 != 0, T>::type R;
+    constexpr int BT = dec_batch(DM);
+    __shared__ float part[BT][DEC_WARPS], rstd[BT];
+    float ss[BT];
+#pragma unroll
+    for (int b = 0; b < BT; ++b)
+        ss[b] = 0.0f;
+    for (int k = threadIdx.x; k < DM; k += blockDim.x)
+#pragma unroll
+        for (int b = 0; b < BT; ++b)
+            if (b < nb) {
+                const sj_i64 i = (b0 + b) * DM + k;
+                float h = sj_to_float(((const T *)a.x)[i]);
+                if (a.res_in)
+                    h = dec_round<R>(h + sj_to_float(((const R *)a.res_in)[i]));
+                if (WRITE_RES && blockIdx.x == 0)
+                    ((R *)a.res_out)[i] = sj_from_float<R>(h);
+                act[b][dec_row<T, DM>::slot(k)] = h;
+                ss[b] = fmaf(h, h, ss[b]);
+            }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int b = 0; b < BT; ++b) {
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1)
+            ss[b] += __shfl_xor_sync(0xffffffffu, ss[b], m);
+        if (lane == 0)
+            part[b][warp] = ss[b];
+    }
+    __syncthreads();
+    if (threadIdx.x < BT) {
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < DEC_WARPS; ++w)
+            s += part[threadIdx.x][w];
+        rstd[threadIdx.x] = rsqrtf(s / (float)DM + a.eps);
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < DM; k += blockDim.x)
+#pragma unroll
+        for (int b = 0; b < BT; ++b)
+            if (b < nb)
+                act[b][dec_row<T, DM>::slot(k)] = dec_round<T>(act[b][dec_row<T, DM>::slot(k)] * rstd[b] * a.norm_w[k]);
+}
+
+template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_args &a)
+{
+    constexpr int BT = dec_batch(DM);
+    dec_matvec<T, DM, BT>(
+        a.w_in, 2 * (sj_i64)DI, a.batch,
+        [&](float (&act)[BT][DM], sj_i64 b0, int nb) { dec_stage_norm<T, true>(act, a, b0, nb); },
+        [&](sj_i64 j, sj_i64 b, float v) {
+            if (j >= DI) {
+                ((T *)a.z)[b * DI + j - DI] = sj_from_float<T>(v);
+                return;
+            }
+            /* the conv's step, summed in the order of conv_update.cu */
+            float *st = a.conv_state + (b * DI + j) * WIDTH;
+            float s[WIDTH];
+#pragma unroll
+            for (int k = 0; k + 1 < WIDTH; ++k)
+                s[k] = st[k + 1];
+            s[WIDTH - 1] = dec_round<T>(v);
+            float acc = a.conv_b ? a.conv_b[j] : 0.0f;
+#pragma unroll
+            for (int k = 0; k < WIDTH; ++k) {
+                acc = fmaf(a.conv_w[j * WIDTH + k], s[k], acc);
+                st[k] = s[k];
+            }
+            ((T *)a.xc)[b * DI + j] = sj_from_float<T>(sj_silu(acc));
+        });
+}
+
+template <typename T> __device__ __forceinline__ void decode_xproj(const sj_decode_args &a)
+{
+    constexpr int BT = dec_batch(DI);
+    dec_matvec<T, DI, BT>(
+        a.w_x, DBL, a.batch,
+        [&](float (&act)[BT][DI], sj_i64 b0, int nb) { dec_stage<T, DI, BT>(act, a.xc, b0, nb); },
+        [&](sj_i64 j, sj_i64 b, float v) { ((T *)a.xdbl)[b * DBL + j] = sj_from_float<T>(v); });
+}
+
+template <typename T> __device__ __forceinline__ void decode_out(const sj_decode_args &a)
+{
+    constexpr int BT = dec_batch(DI);
+    dec_matvec<T, DI, BT>(
+        a.w_out, DM, a.batch, [&](float (&act)[BT][DI], sj_i64 b0, int nb) { dec_stage<T, DI, BT>(act, a.y, b0, nb); },
+        [&](sj_i64 j, sj_i64 b, float v) { ((T *)a.out)[b * DM + j] = sj_from_float<T>(v); });
+}
+
+template <typename T> __device__ __forceinline__ void decode_head(const sj_decode_args &a)
+{
+    constexpr int BT = dec_batch(DM);
+    dec_matvec<T, DM, BT>(
+        a.w_in, VOCAB, a.batch,
+        [&](float (&act)[BT][DM], sj_i64 b0, int nb) { dec_stage_norm<T, false>(act, a, b0, nb); },
+        [&](sj_i64 j, sj_i64 b, float v) { ((T *)a.out)[b * VOCAB + j] = sj_from_float<T>(v); });
+}
+
+/* G lanes share a (sequence, channel) and take 4 adjacent states each, as
+ * state_update.cu's vector path does (and sum in its order), where the
+ * states come in fours and G is a power of two; else one lane takes all. */
+constexpr int MIX_G = NS % 4 == 0 && ((NS / 4) & (NS / 4 - 1)) == 0 && NS / 4 <= 32 ? NS / 4 : 1;
+constexpr int MIX_THREADS = 256;
+
+template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode_args &a)
+{
+    constexpr int G = MIX_G, PER = NS / G;
+    const sj_i64 t = (sj_i64)blockIdx.x * MIX_THREADS + threadIdx.x;
+    const int lane = (int)(t % G);
+    const sj_i64 d = t / G;
+    const bool ok = d < DI;
+    const T *xdbl_all = (const T *)a.xdbl;
+    dec_wait();
+    dec_release();
+    for (sj_i64 b = blockIdx.y; b < a.batch; b += gridDim.y) {
+        const T *xdbl = xdbl_all + b * DBL;
+        float y = 0.0f, x = 0.0f, dt = 0.0f;
+        if (ok) {
+            for (int i = lane; i < RANK; i += G)
+                dt = fmaf(sj_to_float(((const T *)a.w_dt)[d * RANK + i]), sj_to_float(xdbl[i]), dt);
+        }
+#pragma unroll
+        for (int m = G >> 1; m > 0; m >>= 1)
+            dt += __shfl_xor_sync(0xffffffffu, dt, m);
+        if (ok) {
+            x = sj_to_float(((const T *)a.xc)[b * DI + d]);
+            dt = sj_softplus(dec_round<T>(dt) + a.dt_bias[d]);
+            const float dtx = dt * x;
+            float *st = a.ssm_state + (b * DI + d) * NS + lane * PER;
+            const float *A = a.A + d * NS + lane * PER;
+            const T *Bv = xdbl + RANK + lane * PER, *Cv = xdbl + RANK + NS + lane * PER;
+#pragma unroll
+            for (int n = 0; n < PER; ++n) {
+                const float h = fmaf(exp2f(dt * (A[n] * SJ_LOG2E)), st[n], dtx * sj_to_float(Bv[n]));
+                st[n] = h;
+                y = fmaf(sj_to_float(Cv[n]), h, y);
+            }
+        }
+#pragma unroll
+        for (int m = G >> 1; m > 0; m >>= 1)
+            y += __shfl_xor_sync(0xffffffffu, y, m);
+        if (ok && lane == 0) {
+            y = fmaf(a.Dv[d], x, y);
+            y *= sj_silu(sj_to_float(((const T *)a.z)[b * DI + d]));
+            ((T *)a.y)[b * DI + d] = sj_from_float<T>(y);
+        }
+    }
+}
+#endif /* SJ_UNIT_ALL */
+
+/* The products' kernels keep two blocks an SM (128 registers): left
+ * alone, ptxas hoists a whole row's shared-memory reads and takes up to
+ * 255, one block an SM; at three (85) some spill. */
+#define SJ_DECODE_KERNEL(T, sfx, part, threads, blocks)                                                            \
+    SJ_KERNEL(decode_##part##_##sfx)(                                                                              \
+    extern "C" __global__ void __launch_bounds__(threads, blocks) decode_##part##_##sfx(const sj_decode_args a) \
+    {                                                                                                              \
+        decode_##part<T>(a);                                                                                       \
+    })
+
+#define SJ_DECODE_KERNELS(T, sfx, unused)                  \
+    SJ_DECODE_KERNEL(T, sfx, in, DEC_WARPS * 32, 2)        \
+    SJ_DECODE_KERNEL(T, sfx, xproj, DEC_WARPS * 32, 2)     \
+    SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, 1)          \
+    SJ_DECODE_KERNEL(T, sfx, out, DEC_WARPS * 32, 2)       \
+    SJ_DECODE_KERNEL(T, sfx, head, DEC_WARPS * 32, 2)
+
+SJ_FOR_EACH_DTYPE(SJ_DECODE_KERNELS, 0)

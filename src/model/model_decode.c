@@ -1,0 +1,165 @@
+/* The decode step's fused path: kernels_src/decode.cu compiled with the
+ * model's sizes as constants, four kernels a layer and one for the final
+ * norm with the LM head, in place of the unfused step's seven a layer
+ * (four of them GEMMs).  Taken where the rule below says so; the unfused
+ * path (model_step.c) serves the rest. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "model.h"
+#include "io/dtype_convert.h"
+
+/* Host mirror of struct sj_decode_args in kernels_src/decode.cu. */
+typedef struct sj_decode_args {
+    const void *x, *res_in;
+    void *res_out;
+    const float *norm_w;
+    const void *w_in;
+    const float *conv_w, *conv_b;
+    float *conv_state;
+    void *xc, *z;
+    const void *w_x;
+    void *xdbl;
+    const void *w_dt;
+    const float *dt_bias, *A, *Dv;
+    float *ssm_state;
+    void *y;
+    const void *w_out;
+    void *out;
+    int64_t batch;
+    float eps, unused;
+} sj_decode_args;
+_Static_assert(sizeof(sj_decode_args) == 22 * 8, "kernel layout in kernels_src/decode.cu");
+
+enum { DEC_IN, DEC_XPROJ, DEC_MIX, DEC_OUT, DEC_HEAD };
+static const char *const parts[SJ_DECODE_KERNELS] = {"in", "xproj", "mix", "out", "head"};
+
+/* Shared memory the kernels stage one sequence's activations in: 40 KiB
+ * (dec_batch in decode.cu). */
+#define STAGE_FLOATS (40960 / 4)
+
+int sj_model_decode_fused(const ssmjit_model *m, int64_t batch)
+{
+    if (m->decode_force >= 0)
+        return m->decode_force;
+    const ssmjit_model_config *c = &m->cfg;
+    if (batch > SJ_DECODE_FUSED_MAX_BATCH || c->d_model > SJ_DECODE_FUSED_MAX_D_MODEL || c->d_inner > STAGE_FLOATS ||
+        sj_model_head_tensor(m)->shape[0] != c->vocab_size)
+        return 0;
+    /* the kernels read the matrices in 16-byte pieces */
+    static const sj_model_layer_slot mats[] = {SJ_L_IN_PROJ, SJ_L_X_PROJ, SJ_L_DT_PROJ, SJ_L_OUT_PROJ};
+    for (int64_t l = 0; l < c->n_layer; l++)
+        for (size_t i = 0; i < sizeof mats / sizeof *mats; i++)
+            if (sj_model_layer_tensor(m, l, mats[i])->data % 16)
+                return 0;
+    return sj_model_head_tensor(m)->data % 16 == 0;
+}
+
+ssmjit_status sj_model_decode_force(ssmjit_model *m, int path)
+{
+    if (path < -1 || path > 1)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "decode path %d is not -1, 0 or 1", path);
+    if (path == 1 && (m->cfg.d_model > STAGE_FLOATS || m->cfg.d_inner > STAGE_FLOATS))
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "the fused decode takes d_model and d_inner up to %d",
+                        STAGE_FLOATS);
+    if (path != m->decode_force)
+        sj_model_drop_graph(m);
+    m->decode_force = path;
+    return SSMJIT_OK;
+}
+
+/* The kernels for this model's sizes and dtype, compiled (or read from the
+ * cache) on first use. */
+static ssmjit_status load(ssmjit_model *m)
+{
+    if (m->decode[0].fn)
+        return SSMJIT_OK;
+    const ssmjit_model_config *c = &m->cfg;
+    char text[7][48];
+    snprintf(text[0], sizeof text[0], "SJ_DEC_D_MODEL=%lld", (long long)c->d_model);
+    snprintf(text[1], sizeof text[1], "SJ_DEC_D_INNER=%lld", (long long)c->d_inner);
+    snprintf(text[2], sizeof text[2], "SJ_DEC_DT_RANK=%lld", (long long)c->dt_rank);
+    snprintf(text[3], sizeof text[3], "SJ_DEC_D_STATE=%lld", (long long)c->d_state);
+    snprintf(text[4], sizeof text[4], "SJ_DEC_D_CONV=%lld", (long long)c->d_conv);
+    snprintf(text[5], sizeof text[5], "SJ_DEC_VOCAB=%lld", (long long)c->vocab_size);
+    snprintf(text[6], sizeof text[6], "SJ_DEC_RES_F32=%d", m->res_dtype == SSMJIT_F32);
+    const char *defines[7];
+    for (int i = 0; i < 7; i++)
+        defines[i] = text[i];
+    char names[SJ_DECODE_KERNELS][32];
+    const char *name_list[SJ_DECODE_KERNELS];
+    for (int i = 0; i < SJ_DECODE_KERNELS; i++) {
+        snprintf(names[i], sizeof names[i], "decode_%s_%s", parts[i], sj_dtype_suffix(m->dtype));
+        name_list[i] = names[i];
+    }
+    return sj_special_load(m->ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, name_list, SJ_DECODE_KERNELS, defines, 7,
+                           m->decode);
+}
+
+void sj_model_decode_unload(ssmjit_model *m)
+{
+    sj_special_unload(m->ctx, m->decode, SJ_DECODE_KERNELS);
+}
+
+/* Blocks of 8 warps for a product with `rows` outputs: a row a warp where
+ * four blocks an SM reach them all, else each warp takes several. */
+static sj_dim3 matvec_grid(const ssmjit_model *m, int64_t rows)
+{
+    int64_t blocks = sj_min64(sj_ceil_div(rows, 8), 4 * (int64_t)sj_context_props(m->ctx)->sm_count);
+    return (sj_dim3){(unsigned)blocks, 1, 1};
+}
+
+/* Each kernel of the chain may start while the one before runs: the
+ * kernels wait for it before they touch activations or states. */
+static ssmjit_status launch(ssmjit_model *m, int part, sj_dim3 grid, sj_decode_args *a, void *stream)
+{
+    void *args[] = {a};
+    return sj_launch_chained(m->ctx, m->decode[part].fn, grid, (sj_dim3){256, 1, 1}, stream, args);
+}
+
+ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
+                                   const void *ids_dev, void *stream)
+{
+    const ssmjit_model_config *c = &m->cfg;
+    const int64_t B = a->batch, di = c->d_inner, n = c->d_state;
+    SJ_TRY(load(m));
+    SJ_TRY(sj_model_refresh_a(m, stream));
+    void *base = a->workspace, *x = sj_model_ws_at(base, ws->x);
+    void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
+    SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
+    /* the states' lanes: 4 a channel where decode.cu's MIX_G is 4 (N = 16) */
+    const int64_t g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
+    const sj_dim3 mix = {(unsigned)sj_ceil_div(di * g, 256), (unsigned)sj_min64(B, 65535), 1};
+    sj_decode_args d = {
+        .x = x, .xc = sj_model_ws_at(base, ws->xc), .z = sj_model_ws_at(base, ws->xz),
+        .xdbl = sj_model_ws_at(base, ws->xdbl), .y = sj_model_ws_at(base, ws->y), .out = x,
+        .batch = B, .eps = (float)c->norm_eps,
+    };
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        d.res_in = l ? resid[(l - 1) % 2] : NULL;
+        d.res_out = resid[l % 2];
+        d.norm_w = sj_model_weight(m, l, SJ_L_NORM);
+        d.w_in = sj_model_weight(m, l, SJ_L_IN_PROJ);
+        d.conv_w = sj_model_weight(m, l, SJ_L_CONV);
+        d.conv_b = sj_model_weight(m, l, SJ_L_CONV_BIAS);
+        d.conv_state = (float *)a->conv_state + l * B * di * c->d_conv;
+        d.w_x = sj_model_weight(m, l, SJ_L_X_PROJ);
+        d.w_dt = sj_model_weight(m, l, SJ_L_DT_PROJ);
+        d.dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS);
+        d.A = (const float *)(uintptr_t)m->A + l * di * n;
+        d.Dv = sj_model_weight(m, l, SJ_L_D);
+        d.ssm_state = (float *)a->ssm_state + l * B * di * n;
+        d.w_out = sj_model_weight(m, l, SJ_L_OUT_PROJ);
+        SJ_TRY(launch(m, DEC_IN, matvec_grid(m, 2 * di), &d, stream));
+        SJ_TRY(launch(m, DEC_XPROJ, matvec_grid(m, c->dt_rank + 2 * n), &d, stream));
+        SJ_TRY(launch(m, DEC_MIX, mix, &d, stream));
+        SJ_TRY(launch(m, DEC_OUT, matvec_grid(m, c->d_model), &d, stream));
+    }
+    d.res_in = resid[(c->n_layer - 1) % 2];
+    d.norm_w = (const float *)(uintptr_t)m->t[SJ_G_NORM_F].data;
+    d.w_in = sj_model_head_weight(m);
+    d.out = a->logits;
+    SJ_TRY(launch(m, DEC_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
+    return sj_model_pick_next(m, a, stream);
+}
