@@ -725,7 +725,7 @@ static void test_load_checkpoint(void **state)
     fixture f;
     open_fixture(&f, 0, SSMJIT_F32);
     char *dir = tu_mkdtemp();
-    char path[512];
+    char path[4600];
     st_writer s = {f.model, strdup("{"), 1, NULL, 0};
     ref_mamba_foreach(&f.ref, write_tensor, &s);
     strcpy(s.header + s.hlen, "}");
@@ -763,6 +763,25 @@ static void test_load_checkpoint(void **state)
     ref_mamba_forward(&f.ref, B, L, ids, want, NULL, NULL);
     forward(&f, B, L, ids, SSMJIT_MODEL_INFERENCE, 0, got, NULL, NULL, NULL);
     assert_true(tu_rel_err(got, want, B * L * V) <= F32_TOL);
+    /* ssmjit run on it: sampled runs with one seed draw the same tokens,
+     * from a prompt of several tokens or of one (no prefill) */
+    static const char *const runs[][2] = {
+        {"--tokens 5,9,2", "--temperature 0.8 --top-k 20 --top-p 0.9 --seed 11"},
+        {"--tokens 5", "--temperature 1.5 --seed 3"},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        char line[2][256];
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "'%s' run --model '%s' --dtype f32 --steps 6 %s %s | grep '^tokens:'",
+                     getenv("SSMJIT_CLI"), dir, runs[r][0], runs[r][1]);
+            FILE *p = popen(path, "r");
+            assert_non_null(p);
+            assert_non_null(fgets(line[k], sizeof line[k], p));
+            assert_int_equal(pclose(p), 0);
+        }
+        print_message("ssmjit run %s %s: %s", runs[r][0], runs[r][1], line[0]);
+        assert_string_equal(line[0], line[1]);
+    }
     free(ids);
     free(want);
     free(got);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "toolchain.h"
 #include "context.h"
 #include "model.h"
 #include "ops_prepare.h"
@@ -169,6 +170,58 @@ static void test_decode_rule(void **state)
     free(m.t);
 }
 
+static void count_compile(const ssmjit_compile_event *ev, void *user)
+{
+    if (ev->done && ev->status == SSMJIT_OK)
+        ++*(int *)user;
+}
+
+/* A model's fused decode kernels queued ahead of need (twice, as two
+ * models of one shape would) and then loaded compile once each; the load
+ * compiles before it needs the driver, and failing there (this stand-in
+ * context has none) leaves nothing loaded.  Needs NVRTC. */
+static void test_decode_prepared_once(void **state)
+{
+    (void)state;
+    sj_toolchain tc;
+    if (sj_toolchain_get(NULL, 1, &tc) != SSMJIT_OK)
+        skip();
+    static const sj_driver no_driver;
+    ssmjit_context *ctx = sj_context_alloc();
+    assert_non_null(ctx);
+    ctx->drv = &no_driver;
+    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
+    ctx->want_arch = 90;
+    ctx->fast_math = -1;
+    ctx->cache.mode = SSMJIT_CACHE_OFF;
+    int compiles = 0;
+    ctx->owner.on_compile = count_compile;
+    ctx->owner.user = &compiles;
+    /* sizes no other test compiles, so that nothing comes from memory */
+    ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 136, .d_inner = 272, .d_state = 8, .d_conv = 4,
+                             .dt_rank = 9, .n_layer = 2, .vocab_size = 321, .norm_eps = 1e-5, .tie_embeddings = 1,
+                             .residual_in_fp32 = 1};
+    assert_int_equal(sj_model_decode_prepare(ctx, &c, SSMJIT_F16), SSMJIT_OK);
+    assert_int_equal(sj_model_decode_prepare(ctx, &c, SSMJIT_F16), SSMJIT_OK);
+    /* the load's own list: a define or name that differs compiles anew */
+    sj_special_kernel k[SJ_DECODE_KERNELS];
+    static const char *const names[] = {"decode_in_f16", "decode_xproj_f16", "decode_mix_f16", "decode_out_f16",
+                                        "decode_head_f16"};
+    static const char *const defines[] = {"SJ_DEC_D_MODEL=136", "SJ_DEC_D_INNER=272", "SJ_DEC_DT_RANK=9",
+                                          "SJ_DEC_D_STATE=8",   "SJ_DEC_D_CONV=4",    "SJ_DEC_VOCAB=321",
+                                          "SJ_DEC_RES_F32=1"};
+    ssmjit_status st = sj_special_load(ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, names, SJ_DECODE_KERNELS, defines,
+                                       7, k);
+    assert_int_not_equal(st, SSMJIT_OK);
+    assert_int_equal(compiles, SJ_DECODE_KERNELS);
+    for (int i = 0; i < SJ_DECODE_KERNELS; i++)
+        assert_null(k[i].fn);
+    /* a module that is not specialised is refused */
+    assert_int_equal(sj_special_request(ctx, SJ_MODULE_ELEMENTWISE, SJ_ROLE_FORWARD, names, 1, defines, 7),
+                     SSMJIT_ERR_INTERNAL);
+    ssmjit_context_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_model_units),
         cmocka_unit_test(test_model_units_on_a_device),
         cmocka_unit_test(test_decode_rule),
+        cmocka_unit_test(test_decode_prepared_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,10 +75,16 @@ typedef struct sj_special_kernel {
     CUfunction fn;
 } sj_special_kernel;
 
-/* Kernels `names` of specialised module mod, compiled (or read from the
- * cache) with `defines` added to the context's, side by side on the pool,
- * and loaded into out[0 .. n-1].  Waits for all of them; on failure none
- * is left loaded.  The caller unloads them with sj_special_unload. */
+/* Queues kernels `names` of specialised module mod, compiled (or read
+ * from the cache) with `defines` added to the context's, on the pool
+ * (ahead of need: a later load of the same waits only for what is left). */
+ssmjit_status sj_special_request(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
+                                 const char *const *names, size_t n, const char *const *defines,
+                                 size_t num_defines);
+
+/* Those kernels, compiled side by side on the pool, loaded into
+ * out[0 .. n-1]; on failure none is left loaded.  The caller unloads
+ * them with sj_special_unload. */
 ssmjit_status sj_special_load(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *const *names,
                               size_t n, const char *const *defines, size_t num_defines, sj_special_kernel *out);
 void sj_special_unload(ssmjit_context *ctx, sj_special_kernel *k, size_t n);

@@ -2,20 +2,36 @@
  * (kernels_src/, "#define SJ_MODULE_SPECIALISED") compiled with the
  * caller's defines added to the context's, each into a module the caller
  * owns.  The defines are part of the spec, so of the cache key: each set
- * of sizes is its own cache entry, compiled once. */
+ * of sizes is its own cache entry, compiled once.  The specs live in the
+ * context (until its queued compiles are released at destroy), so that a
+ * caller can queue units ahead of need and go. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "context.h"
 
-ssmjit_status sj_special_load(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *const *names,
-                              size_t n, const char *const *defines, size_t num_defines, sj_special_kernel *out)
+struct sj_special_spec {
+    sj_compile_spec spec;
+    char **defines; /* normalised, one block: spec.defines */
+    struct sj_special_spec *next;
+};
+
+static int same_defines(const sj_compile_spec *a, char **defines, size_t n)
 {
-    memset(out, 0, n * sizeof *out);
-    if (!sj_modules[mod].specialised)
-        return sj_error(SSMJIT_ERR_INTERNAL, "module %s is not specialised", sj_modules[mod].name);
-    const int fast = sj_context_fast(ctx, role);
+    if (a->num_defines != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a->defines[i], defines[i]))
+            return 0;
+    return 1;
+}
+
+/* The context's spec for variant `fast` with `defines` added (made once
+ * per set of defines, kept until the context goes). */
+static ssmjit_status special_spec(ssmjit_context *ctx, int fast, const char *const *defines, size_t num_defines,
+                                  const sj_compile_spec **out)
+{
     const sj_compile_spec *base;
     SJ_TRY(sj_context_spec(ctx, fast, &base));
     size_t total = base->num_defines + num_defines;
@@ -27,54 +43,106 @@ ssmjit_status sj_special_load(ssmjit_context *ctx, sj_module_id mod, sj_kernel_r
     for (size_t i = 0; i < num_defines; i++)
         all[base->num_defines + i] = defines[i];
     char **norm;
-    size_t num_norm;
-    ssmjit_status st = sj_defines_normalize(all, total, &norm, &num_norm);
+    size_t n;
+    ssmjit_status st = sj_defines_normalize(all, total, &norm, &n);
     free(all);
     SJ_TRY(st);
-    sj_compile_spec spec = *base;
-    spec.defines = (const char *const *)norm;
-    spec.num_defines = num_norm;
-
-    /* Every unit is asked of the pool first, so that they compile side by
-     * side; each get below waits for its own.  The queued tasks point at
-     * `spec`, so every one is waited for before it goes, failure or not. */
-    int *units = malloc((n ? n : 1) * sizeof *units);
-    if (!units) {
+    pthread_mutex_lock(&ctx->special_lock);
+    struct sj_special_spec *s = ctx->special_specs;
+    while (s && !(s->spec.fast_math == base->fast_math && same_defines(&s->spec, norm, n)))
+        s = s->next;
+    if (s) {
         free(norm);
+    } else if ((s = malloc(sizeof *s)) != NULL) {
+        s->spec = *base;
+        s->spec.defines = (const char *const *)norm;
+        s->spec.num_defines = n;
+        s->defines = norm;
+        s->next = ctx->special_specs;
+        ctx->special_specs = s;
+    } else {
+        free(norm);
+    }
+    pthread_mutex_unlock(&ctx->special_lock);
+    if (!s)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
+    *out = &s->spec;
+    return SSMJIT_OK;
+}
+
+void sj_special_specs_free(ssmjit_context *ctx)
+{
+    for (struct sj_special_spec *s = ctx->special_specs, *next; s; s = next) {
+        next = s->next;
+        free(s->defines);
+        free(s);
     }
+    ctx->special_specs = NULL;
+}
+
+/* The jobs of `names` in specialised module mod. */
+static ssmjit_status special_jobs(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
+                                  const char *const *names, size_t n, const char *const *defines,
+                                  size_t num_defines, sj_image_job *jobs)
+{
+    if (!sj_modules[mod].specialised)
+        return sj_error(SSMJIT_ERR_INTERNAL, "module %s is not specialised", sj_modules[mod].name);
+    const sj_compile_spec *spec = NULL;
+    SJ_TRY(special_spec(ctx, sj_context_fast(ctx, role), defines, num_defines, &spec));
+    for (size_t i = 0; i < n; i++) {
+        int u = sj_unit_find(mod, names[i]);
+        if (u < 0)
+            return sj_error(SSMJIT_ERR_INTERNAL, "module %s has no kernel %s", sj_modules[mod].name, names[i]);
+        jobs[i] = (sj_image_job){(size_t)u, spec, &ctx->cache, &ctx->owner, 1};
+    }
+    return SSMJIT_OK;
+}
+
+ssmjit_status sj_special_request(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
+                                 const char *const *names, size_t n, const char *const *defines,
+                                 size_t num_defines)
+{
+    sj_image_job *jobs = malloc((n ? n : 1) * sizeof *jobs);
+    if (!jobs)
+        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
+    ssmjit_status st = special_jobs(ctx, mod, role, names, n, defines, num_defines, jobs);
+    for (size_t i = 0; i < n && st == SSMJIT_OK; i++)
+        st = sj_image_request(&jobs[i]);
+    free(jobs);
+    return st;
+}
+
+ssmjit_status sj_special_load(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *const *names,
+                              size_t n, const char *const *defines, size_t num_defines, sj_special_kernel *out)
+{
+    memset(out, 0, n * sizeof *out);
+    /* every unit asked of the pool first, so that they compile side by
+     * side; each get below waits for its own */
+    SJ_TRY(sj_special_request(ctx, mod, role, names, n, defines, num_defines));
+    sj_image_job *jobs = malloc((n ? n : 1) * sizeof *jobs);
+    if (!jobs)
+        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
+    const void **images = malloc((n ? n : 1) * sizeof *images);
+    ssmjit_status st = images ? special_jobs(ctx, mod, role, names, n, defines, num_defines, jobs)
+                              : sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < n && st == SSMJIT_OK; i++) {
-        units[i] = sj_unit_find(mod, names[i]);
-        if (units[i] < 0)
-            st = sj_error(SSMJIT_ERR_INTERNAL, "module %s has no kernel %s", sj_modules[mod].name, names[i]);
-    }
-    size_t queued = 0;
-    for (; queued < n && st == SSMJIT_OK; queued++) {
-        sj_image_job job = {(size_t)units[queued], &spec, &ctx->cache, &ctx->owner, 1};
-        st = sj_image_request(&job);
-    }
-    int pushed = 0;
-    ssmjit_status entered = sj_context_enter(ctx, &pushed);
-    for (size_t i = 0; i < queued; i++) {
-        sj_image_job job = {(size_t)units[i], &spec, &ctx->cache, &ctx->owner, 1};
-        const void *image;
         size_t size;
-        ssmjit_status got = sj_image_get(&job, &image, &size, NULL);
-        if (st != SSMJIT_OK || got != SSMJIT_OK || entered != SSMJIT_OK) {
-            if (st == SSMJIT_OK)
-                st = got != SSMJIT_OK ? got : entered;
-            continue;
-        }
-        st = SJ_CU(ctx->drv, ModuleLoadData, &out[i].module, image);
+        st = sj_image_get(&jobs[i], &images[i], &size, NULL);
+    }
+    int pushed = 0, entered = 0;
+    if (st == SSMJIT_OK)
+        entered = (st = sj_context_enter(ctx, &pushed)) == SSMJIT_OK;
+    for (size_t i = 0; i < n && st == SSMJIT_OK; i++) {
+        st = SJ_CU(ctx->drv, ModuleLoadData, &out[i].module, images[i]);
         if (st == SSMJIT_OK)
             st = SJ_CU(ctx->drv, ModuleGetFunction, &out[i].fn, out[i].module, names[i]);
         if (st != SSMJIT_OK)
             sj_error_append(" (loading a specialised unit)");
     }
-    if (entered == SSMJIT_OK)
+    if (entered)
         sj_context_leave(ctx, pushed);
-    free(units);
-    free(norm);
+    free(images);
+    free(jobs);
     if (st != SSMJIT_OK)
         sj_special_unload(ctx, out, n);
     return st;

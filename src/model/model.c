@@ -210,6 +210,8 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
      * without it. */
     if (sj_model_prepare(ctx, cfg, opts->dtype, opts->prepare, 0) != SSMJIT_OK)
         sj_error_clear();
+    if (opts->prepare != SSMJIT_MODEL_PREPARE_NONE && sj_model_decode_prepare(ctx, cfg, opts->dtype) != SSMJIT_OK)
+        sj_error_clear();
 
     ssmjit_model *m = calloc(1, sizeof *m);
     if (m)

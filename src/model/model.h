@@ -184,6 +184,10 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
                                    const void *ids_dev, void *stream);
 void sj_model_decode_unload(ssmjit_model *m);
+/* Queues the fused kernels of a model of config c in dtype on the compile
+ * pool where the rule may take them (ahead of need, as model load does
+ * for the other kernels). */
+ssmjit_status sj_model_decode_prepare(ssmjit_context *ctx, const ssmjit_model_config *c, ssmjit_dtype dtype);
 /* The step's last kernel: next_ids from the logits, greedy or sampled
  * (nothing without next_ids). */
 ssmjit_status sj_model_pick_next(ssmjit_model *m, const ssmjit_model_step_args *a, void *stream);

@@ -39,13 +39,18 @@ static const char *const parts[SJ_DECODE_KERNELS] = {"in", "xproj", "mix", "out"
  * (dec_batch in decode.cu). */
 #define STAGE_FLOATS (40960 / 4)
 
+/* Whether the rule can take the fused path for a model of config c. */
+static int rule_sizes(const ssmjit_model_config *c)
+{
+    return c->d_model <= SJ_DECODE_FUSED_MAX_D_MODEL && c->d_inner <= STAGE_FLOATS;
+}
+
 int sj_model_decode_fused(const ssmjit_model *m, int64_t batch)
 {
     if (m->decode_force >= 0)
         return m->decode_force;
     const ssmjit_model_config *c = &m->cfg;
-    if (batch > SJ_DECODE_FUSED_MAX_BATCH || c->d_model > SJ_DECODE_FUSED_MAX_D_MODEL || c->d_inner > STAGE_FLOATS ||
-        sj_model_head_tensor(m)->shape[0] != c->vocab_size)
+    if (batch > SJ_DECODE_FUSED_MAX_BATCH || !rule_sizes(c) || sj_model_head_tensor(m)->shape[0] != c->vocab_size)
         return 0;
     /* the kernels read the matrices in 16-byte pieces */
     static const sj_model_layer_slot mats[] = {SJ_L_IN_PROJ, SJ_L_X_PROJ, SJ_L_DT_PROJ, SJ_L_OUT_PROJ};
@@ -69,32 +74,51 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path)
     return SSMJIT_OK;
 }
 
+/* The fused kernels of a model of config c in dtype: their names, and the
+ * defines that specialise them. */
+#define NUM_DEFINES 7
+typedef struct decode_units {
+    char text[NUM_DEFINES][48], names[SJ_DECODE_KERNELS][32];
+    const char *defines[NUM_DEFINES], *name_list[SJ_DECODE_KERNELS];
+} decode_units;
+
+static void units_of(const ssmjit_model_config *c, ssmjit_dtype dtype, decode_units *u)
+{
+    snprintf(u->text[0], sizeof u->text[0], "SJ_DEC_D_MODEL=%lld", (long long)c->d_model);
+    snprintf(u->text[1], sizeof u->text[1], "SJ_DEC_D_INNER=%lld", (long long)c->d_inner);
+    snprintf(u->text[2], sizeof u->text[2], "SJ_DEC_DT_RANK=%lld", (long long)c->dt_rank);
+    snprintf(u->text[3], sizeof u->text[3], "SJ_DEC_D_STATE=%lld", (long long)c->d_state);
+    snprintf(u->text[4], sizeof u->text[4], "SJ_DEC_D_CONV=%lld", (long long)c->d_conv);
+    snprintf(u->text[5], sizeof u->text[5], "SJ_DEC_VOCAB=%lld", (long long)c->vocab_size);
+    snprintf(u->text[6], sizeof u->text[6], "SJ_DEC_RES_F32=%d", c->residual_in_fp32 || dtype == SSMJIT_F32);
+    for (int i = 0; i < NUM_DEFINES; i++)
+        u->defines[i] = u->text[i];
+    for (int i = 0; i < SJ_DECODE_KERNELS; i++) {
+        snprintf(u->names[i], sizeof u->names[i], "decode_%s_%s", parts[i], sj_dtype_suffix(dtype));
+        u->name_list[i] = u->names[i];
+    }
+}
+
+ssmjit_status sj_model_decode_prepare(ssmjit_context *ctx, const ssmjit_model_config *c, ssmjit_dtype dtype)
+{
+    if (!rule_sizes(c))
+        return SSMJIT_OK;
+    decode_units u;
+    units_of(c, dtype, &u);
+    return sj_special_request(ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, u.name_list, SJ_DECODE_KERNELS, u.defines,
+                              NUM_DEFINES);
+}
+
 /* The kernels for this model's sizes and dtype, compiled (or read from the
- * cache) on first use. */
+ * cache) on first use, unless the model's load queued them. */
 static ssmjit_status load(ssmjit_model *m)
 {
     if (m->decode[0].fn)
         return SSMJIT_OK;
-    const ssmjit_model_config *c = &m->cfg;
-    char text[7][48];
-    snprintf(text[0], sizeof text[0], "SJ_DEC_D_MODEL=%lld", (long long)c->d_model);
-    snprintf(text[1], sizeof text[1], "SJ_DEC_D_INNER=%lld", (long long)c->d_inner);
-    snprintf(text[2], sizeof text[2], "SJ_DEC_DT_RANK=%lld", (long long)c->dt_rank);
-    snprintf(text[3], sizeof text[3], "SJ_DEC_D_STATE=%lld", (long long)c->d_state);
-    snprintf(text[4], sizeof text[4], "SJ_DEC_D_CONV=%lld", (long long)c->d_conv);
-    snprintf(text[5], sizeof text[5], "SJ_DEC_VOCAB=%lld", (long long)c->vocab_size);
-    snprintf(text[6], sizeof text[6], "SJ_DEC_RES_F32=%d", m->res_dtype == SSMJIT_F32);
-    const char *defines[7];
-    for (int i = 0; i < 7; i++)
-        defines[i] = text[i];
-    char names[SJ_DECODE_KERNELS][32];
-    const char *name_list[SJ_DECODE_KERNELS];
-    for (int i = 0; i < SJ_DECODE_KERNELS; i++) {
-        snprintf(names[i], sizeof names[i], "decode_%s_%s", parts[i], sj_dtype_suffix(m->dtype));
-        name_list[i] = names[i];
-    }
-    return sj_special_load(m->ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, name_list, SJ_DECODE_KERNELS, defines, 7,
-                           m->decode);
+    decode_units u;
+    units_of(&m->cfg, m->dtype, &u);
+    return sj_special_load(m->ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, u.name_list, SJ_DECODE_KERNELS, u.defines,
+                           NUM_DEFINES, m->decode);
 }
 
 void sj_model_decode_unload(ssmjit_model *m)
