@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context.h"
 #include "driver.h"
 #include "dtype_convert.h"
 
@@ -211,4 +212,17 @@ void gu_view_free(gu_view *v)
 {
     gu_free(v->base);
     v->base = NULL;
+}
+
+ssmjit_context *gu_stand_in_context(void)
+{
+    static const sj_driver no_driver;
+    ssmjit_context *ctx = sj_context_alloc();
+    assert_non_null(ctx);
+    ctx->drv = &no_driver;
+    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
+    ctx->want_arch = 90;
+    ctx->fast_math = -1;
+    ctx->cache.mode = SSMJIT_CACHE_OFF;
+    return ctx;
 }

@@ -15,6 +15,11 @@
  * ssmjit_context_destroy. */
 ssmjit_context *gu_context(ssmjit_fast_math fast_math);
 
+/* A context with no device, for CPU tests of what the engine and ops
+ * decide: an H200's properties (sm_90, 132 SMs), a driver with no entry
+ * points (any call fails), its own fast-math defaults, no cache. */
+ssmjit_context *gu_stand_in_context(void);
+
 /* Skips the calling test where this machine has no usable GPU: for tests
  * that make their own contexts. */
 void gu_require_gpu(void);

@@ -29,6 +29,7 @@
 #include "context.h"
 #include "error.h"
 #include "gemm.h"
+#include "gpu_util.h"
 #include "kernel.h"
 #include "ops_model.h"
 #include "ops_sample.h"
@@ -1455,15 +1456,8 @@ typedef struct fixture {
  * loaded so that no kernel is compiled. */
 static ssmjit_context *stand_in_context(void)
 {
-    static const sj_driver no_driver;
     static char loaded;
-    ssmjit_context *ctx = sj_context_alloc();
-    assert_non_null(ctx);
-    ctx->drv = &no_driver;
-    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
-    ctx->want_arch = 90;
-    ctx->fast_math = -1;
-    ctx->cache.mode = SSMJIT_CACHE_OFF;
+    ssmjit_context *ctx = gu_stand_in_context();
     /* fn set, module left NULL: nothing for destroy to unload */
     for (size_t u = 0; u < SJ_UNIT_COUNT; u++)
         for (int f = 0; f < 2; f++)

@@ -14,6 +14,7 @@
 #include "compile.h"
 #include "toolchain.h"
 #include "context.h"
+#include "gpu_util.h"
 #include "model.h"
 #include "ops_prepare.h"
 #include "ops_scan.h"
@@ -115,9 +116,7 @@ static void test_model_units(void **state)
 static void test_model_units_on_a_device(void **state)
 {
     (void)state;
-    ssmjit_context *ctx = sj_context_alloc();
-    assert_non_null(ctx);
-    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
+    ssmjit_context *ctx = gu_stand_in_context();
     ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
                              .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
                              .residual_in_fp32 = 1};
@@ -186,14 +185,7 @@ static void test_decode_prepared_once(void **state)
     sj_toolchain tc;
     if (sj_toolchain_get(NULL, 1, &tc) != SSMJIT_OK)
         skip();
-    static const sj_driver no_driver;
-    ssmjit_context *ctx = sj_context_alloc();
-    assert_non_null(ctx);
-    ctx->drv = &no_driver;
-    ctx->props = (sj_device_props){9, 0, 132, 2048, 232448, 233472, 52428800};
-    ctx->want_arch = 90;
-    ctx->fast_math = -1;
-    ctx->cache.mode = SSMJIT_CACHE_OFF;
+    ssmjit_context *ctx = gu_stand_in_context();
     int compiles = 0;
     ctx->owner.on_compile = count_compile;
     ctx->owner.user = &compiles;
