@@ -284,6 +284,53 @@ static void test_depth_limit(void **state)
 }
 
 /* Decimal points are '.' whatever the application's locale says. */
+/* Objects of many keys (a tokenizer's vocabulary): all kept in input
+ * order, and a duplicate anywhere is found at its second occurrence,
+ * also among keys that differ only in their last bytes. */
+static void test_many_keys(void **state)
+{
+    (void)state;
+    enum { KEYS = 30000 };
+    char *text = malloc((size_t)KEYS * 32 + 64);
+    assert_non_null(text);
+    static const int dups[] = {-1, 0, KEYS / 2, KEYS - 2};
+    for (size_t d = 0; d < sizeof dups / sizeof *dups; d++) {
+        const int dup = dups[d];
+        size_t n = 0, dup_at = 0;
+        text[n++] = '{';
+        for (int i = 0; i < KEYS; i++) {
+            /* the last key repeats key `dup` when dup >= 0 */
+            int k = i == KEYS - 1 && dup >= 0 ? dup : i;
+            if (i == KEYS - 1)
+                dup_at = n + (i ? 1 : 0);
+            n += (size_t)sprintf(text + n, "%s\"k%07d\":%d", i ? "," : "", k, i);
+        }
+        text[n++] = '}';
+        sj_json_doc *doc;
+        ssmjit_status st = sj_json_parse(text, n, "keys", &doc);
+        if (dup < 0) {
+            assert_int_equal(st, SSMJIT_OK);
+            const sj_json *root = sj_json_root(doc);
+            assert_int_equal(root->count, KEYS);
+            for (int i = 0; i < KEYS; i += 997) {
+                char key[16];
+                snprintf(key, sizeof key, "k%07d", i);
+                assert_string_equal(root->items[i].key, key);
+                assert_int_equal(root->items[i].i, i);
+            }
+            sj_json_free(doc);
+        } else {
+            char want[96];
+            assert_int_equal(st, SSMJIT_ERR_INVALID_ARG);
+            snprintf(want, sizeof want, "at byte %zu ", dup_at);
+            assert_non_null(strstr(ssmjit_last_error(), want));
+            snprintf(want, sizeof want, "duplicate key \"k%07d\"", dup);
+            assert_non_null(strstr(ssmjit_last_error(), want));
+        }
+    }
+    free(text);
+}
+
 static void test_numbers_ignore_locale(void **state)
 {
     (void)state;
@@ -316,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_prefixes_at_page_end),
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_depth_limit),
+        cmocka_unit_test(test_many_keys),
         cmocka_unit_test(test_numbers_ignore_locale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -382,12 +382,18 @@ static int literal(parser *ps, const char *word, sj_json_type type, int boolean,
     return 0;
 }
 
+/* FNV-1a, then the splitmix64 finaliser: the slot comes from the top
+ * bits, each of which depends on every byte, so that keys from an
+ * untrusted file cannot be made to share slots short of a brute-force
+ * search (FNV's low bits alone can be steered). */
 static uint64_t key_hash(const char *key)
 {
-    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+    uint64_t h = 0xcbf29ce484222325u;
     for (const unsigned char *c = (const unsigned char *)key; *c; c++)
         h = (h ^ *c) * 0x100000001b3u;
-    return h;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+    return h ^ (h >> 31);
 }
 
 /* The first member, in input order, whose key an earlier one has: an
@@ -398,15 +404,18 @@ static int check_duplicates(parser *ps, const sj_json *items, size_t n)
     if (n < 2)
         return 0;
     size_t slots = 4;
-    while (slots < 2 * n)
+    int bits = 2;
+    while (slots < 2 * n) {
         slots *= 2;
+        bits++;
+    }
     const sj_json **set = reserve(ps, ps->set, &ps->set_cap, slots, sizeof *set);
     if (!set)
         return -1;
     ps->set = set;
     memset(set, 0, slots * sizeof *set);
     for (size_t i = 0; i < n; i++) {
-        size_t j = (size_t)key_hash(items[i].key) & (slots - 1);
+        size_t j = (size_t)(key_hash(items[i].key) >> (64 - bits));
         for (; set[j]; j = (j + 1) & (slots - 1))
             if (strcmp(set[j]->key, items[i].key) == 0)
                 return fail(ps, items[i].pos, "duplicate key \"%.100s\"", items[i].key);
