@@ -4,7 +4,6 @@
  * (four of them GEMMs).  Taken where the rule below says so; the unfused
  * path (model_step.c) serves the rest. */
 #include <stdio.h>
-#include <string.h>
 
 #include "base/error.h"
 #include "model.h"
