@@ -1,14 +1,19 @@
 /* The decode step's fused kernels (module "decode"), compiled per model:
  * its sizes come in as defines (src/model/model_decode.c), so every loop
  * has a constant trip count and no size is checked at run time.  One
- * token per sequence; each layer is four kernels:
- *   decode_in:    RMSNorm of x plus the residual, in_proj, then for the x
- *                 half the conv state's step and SiLU (xc), the z half as
- *                 it is (z);
- *   decode_xproj: x_proj of xc (dt_low, B, C);
- *   decode_mix:   dt_proj, softplus, the state update, D and the z gate (y);
- *   decode_out:   out_proj of y (the next layer's x);
- * and decode_head is the final norm with the LM head (logits).
+ * token per sequence; each layer is three kernels:
+ *   decode_in:  RMSNorm of x plus the residual, in_proj, then for the x
+ *               half the conv state's step and SiLU (xc) and each block's
+ *               part of x_proj's sums, the z half as it is (z);
+ *   decode_mix: x_proj's parts summed (dt_low, B, C), dt_proj, softplus,
+ *               the state update, D and the z gate (y);
+ *   decode_out: out_proj of y (the next layer's x);
+ * and decode_head is the final norm with the LM head (logits).  x_proj
+ * has no kernel of its own: its rows are few (dt_rank + 2 d_state) and
+ * each needs all of xc, so a kernel of its own was a whole step of the
+ * chain for a few hundred kilobytes; each block of decode_in multiplies
+ * its channels' columns instead, and decode_mix adds the blocks' parts in
+ * a fixed order (the same sums every run).
  *
  * A matrix-vector product gives each warp one output row at a time: its
  * lanes read the row in 16-byte pieces, each weight once for up to
@@ -35,7 +40,8 @@
 constexpr int DM = SJ_DEC_D_MODEL, DI = SJ_DEC_D_INNER, RANK = SJ_DEC_DT_RANK, NS = SJ_DEC_D_STATE,
               WIDTH = SJ_DEC_D_CONV;
 constexpr sj_i64 VOCAB = SJ_DEC_VOCAB;
-constexpr int DBL = RANK + 2 * NS; /* x_proj's rows: dt_low, B, C */
+constexpr int DBL = RANK + 2 * NS;  /* x_proj's rows: dt_low, B, C */
+constexpr int DBLP = (DBL + 3) & ~3; /* a part's row, in float4s */
 
 /* Passed by value to every kernel of the module, each using its part;
  * every field 8 bytes, mirrored in src/model/model_decode.c. */
@@ -51,7 +57,7 @@ struct sj_decode_args {
     void *xc;             /* [batch, DI] */
     void *z;              /* [batch, DI] */
     const void *w_x;      /* [DBL, DI] x_proj */
-    void *xdbl;           /* [batch, DBL] */
+    float *xpart;         /* [xparts, batch, DBLP]: decode_in's blocks' parts of x_proj */
     const void *w_dt;     /* [DI, RANK] dt_proj */
     const float *dt_bias; /* [DI] */
     const float *A;       /* [DI, NS] */
@@ -62,11 +68,12 @@ struct sj_decode_args {
     void *out;            /* [batch, DM] the next layer's x; [batch, VOCAB] logits for decode_head */
     sj_i64 batch;
     float eps;            /* RMSNorm's */
-    float unused;
+    int xparts;           /* decode_in's blocks that have x rows (the first ones) */
 };
 static_assert(sizeof(sj_decode_args) == 22 * 8, "host mirror in src/model/model_decode.c");
 
 constexpr int DEC_WARPS = 8; /* a block's warps */
+constexpr int DEC_BLOCKS_PER_SM = 2; /* the products' occupancy, mirrored in model_decode.c */
 
 /* Sequences whose activations (K floats each) a block stages at once, in
  * at most 40 KiB of shared memory: two (four held the registers of eight
@@ -219,7 +226,9 @@ __device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, 
 
 /* A warp's rows (first, first + warps, ...) for NB staged sequences from
  * b0, each row's pieces loaded while the one before is multiplied; r
- * holds row `first` unless `reload`. */
+ * holds row `first` unless `reload`.  epilogue(j, b0, NB, v) runs in
+ * every lane of the warp, v being row j times sequence b0 + lane in lanes
+ * below NB. */
 template <int NB, typename T, int K, int BT, typename Epilogue>
 __device__ __forceinline__ void dec_rows(dec_row<T, K> r, const float (&act)[BT][K], const void *w, sj_i64 rows,
                                          sj_i64 first, sj_i64 b0, bool reload, Epilogue &epilogue)
@@ -232,16 +241,33 @@ __device__ __forceinline__ void dec_rows(dec_row<T, K> r, const float (&act)[BT]
     for (sj_i64 j = first; j < rows; j += warps) {
         float acc[NB];
         r.template dot<BT, NB>(act, acc, j + warps < rows ? (const T *)w + (j + warps) * K : nullptr);
-        if (lane < NB)
-            epilogue(j, b0 + lane, dec_pick(acc, lane));
+        epilogue(j, b0, NB, dec_pick(acc, lane));
     }
 }
 
+/* An epilogue that takes each sequence's value in its own lane. */
+template <typename F> struct dec_per_lane {
+    F f;
+    __device__ __forceinline__ void operator()(sj_i64 j, sj_i64 b0, int nb, float v)
+    {
+        const int lane = threadIdx.x & 31;
+        if (lane < nb)
+            f(j, b0 + lane, v);
+    }
+};
+template <typename F> __device__ __forceinline__ dec_per_lane<F> dec_each(F f) { return dec_per_lane<F>{f}; }
+
+struct dec_no_finish {
+    __device__ __forceinline__ void operator()(sj_i64, int) {}
+};
+
 /* The products of rows [0, rows) of w with the staged sequences, each row
- * given to epilogue(j, lane's sequence, value) in lanes 0 .. nb - 1; the
- * products take only the sequences there are (one at batch 1). */
-template <typename T, int K, int BT, typename Stage, typename Epilogue>
-__device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 batch, Stage stage, Epilogue epilogue)
+ * given to epilogue (dec_rows); the products take only the sequences
+ * there are (one at batch 1).  finish(b0, nb) runs in the whole block
+ * after each pass over the rows. */
+template <typename T, int K, int BT, typename Stage, typename Epilogue, typename Finish = dec_no_finish>
+__device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 batch, Stage stage, Epilogue epilogue,
+                                           Finish finish = Finish())
 {
     __shared__ __align__(16) float act[BT][K];
     const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + (threadIdx.x >> 5);
@@ -261,6 +287,7 @@ __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 ba
             dec_rows<BT>(r, act, w, rows, first, b0, b0 != 0, epilogue);
         else
             dec_rows<1>(r, act, w, rows, first, b0, b0 != 0, epilogue);
+        finish(b0, nb);
     }
 }
 
@@ -316,41 +343,99 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
                 act[b][dec_row<T, DM>::slot(k)] = dec_round<T>(act[b][dec_row<T, DM>::slot(k)] * rstd[b] * a.norm_w[k]);
 }
 
+/* x_proj's rows a lane of decode_in keeps sums of: lane, lane + 32, ... */
+constexpr int XP_LANE = (DBL + 31) / 32;
+
 template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_args &a)
 {
     constexpr int BT = dec_batch(DM);
+    __shared__ __align__(16) float wpart[DEC_WARPS][BT][DBLP];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + warp;
+    const T *w_x = (const T *)a.w_x;
+    /* Ahead of the wait (only this kernel touches a layer's conv state):
+     * the first row's conv weights and x_proj column, and the first
+     * sequences' conv states. */
+    float cw[WIDTH], cs[WIDTH], cb = 0.0f, wx[XP_LANE];
+    if (first < DI) {
+#pragma unroll
+        for (int k = 0; k < WIDTH; ++k) {
+            cw[k] = a.conv_w[first * WIDTH + k];
+            cs[k] = lane < a.batch && lane < BT ? a.conv_state[(lane * DI + first) * WIDTH + k] : 0.0f;
+        }
+        cb = a.conv_b ? a.conv_b[first] : 0.0f;
+#pragma unroll
+        for (int i = 0; i < XP_LANE; ++i)
+            wx[i] = lane + 32 * i < DBL ? sj_to_float(w_x[(lane + 32 * i) * (sj_i64)DI + first]) : 0.0f;
+    }
+    float xp[BT][XP_LANE]; /* this warp's part of x_proj for the staged sequences */
+#pragma unroll
+    for (int b = 0; b < BT; ++b)
+#pragma unroll
+        for (int i = 0; i < XP_LANE; ++i)
+            xp[b][i] = 0.0f;
     dec_matvec<T, DM, BT>(
         a.w_in, 2 * (sj_i64)DI, a.batch,
         [&](float (&act)[BT][DM], sj_i64 b0, int nb) { dec_stage_norm<T, true>(act, a, b0, nb); },
-        [&](sj_i64 j, sj_i64 b, float v) {
+        [&](sj_i64 j, sj_i64 b0, int nb, float v) {
             if (j >= DI) {
-                ((T *)a.z)[b * DI + j - DI] = sj_from_float<T>(v);
+                if (lane < nb)
+                    ((T *)a.z)[(b0 + lane) * DI + j - DI] = sj_from_float<T>(v);
                 return;
             }
-            /* the conv's step, summed in the order of conv_update.cu */
-            float *st = a.conv_state + (b * DI + j) * WIDTH;
-            float s[WIDTH];
+            const bool held = j == first;
+            float x = 0.0f;
+            if (lane < nb) {
+                /* the conv's step, summed in the order of conv_update.cu */
+                const sj_i64 b = b0 + lane;
+                float *st = a.conv_state + (b * DI + j) * WIDTH;
+                float s[WIDTH];
 #pragma unroll
-            for (int k = 0; k + 1 < WIDTH; ++k)
-                s[k] = st[k + 1];
-            s[WIDTH - 1] = dec_round<T>(v);
-            float acc = a.conv_b ? a.conv_b[j] : 0.0f;
+                for (int k = 0; k + 1 < WIDTH; ++k)
+                    s[k] = held && b0 == 0 ? cs[k + 1] : st[k + 1];
+                s[WIDTH - 1] = dec_round<T>(v);
+                float acc = held ? cb : a.conv_b ? a.conv_b[j] : 0.0f;
 #pragma unroll
-            for (int k = 0; k < WIDTH; ++k) {
-                acc = fmaf(a.conv_w[j * WIDTH + k], s[k], acc);
-                st[k] = s[k];
+                for (int k = 0; k < WIDTH; ++k) {
+                    acc = fmaf(held ? cw[k] : a.conv_w[j * WIDTH + k], s[k], acc);
+                    st[k] = s[k];
+                }
+                x = dec_round<T>(sj_silu(acc));
+                ((T *)a.xc)[b * DI + j] = sj_from_float<T>(x);
             }
-            ((T *)a.xc)[b * DI + j] = sj_from_float<T>(sj_silu(acc));
+            /* channel j's column of x_proj times each sequence's xc */
+#pragma unroll
+            for (int i = 0; i < XP_LANE; ++i) {
+                const float w = held                 ? wx[i]
+                                : lane + 32 * i < DBL ? sj_to_float(w_x[(lane + 32 * i) * (sj_i64)DI + j])
+                                                      : 0.0f;
+#pragma unroll
+                for (int b = 0; b < BT; ++b)
+                    if (b < nb)
+                        xp[b][i] = fmaf(w, __shfl_sync(0xffffffffu, x, b), xp[b][i]);
+            }
+        },
+        [&](sj_i64 b0, int nb) {
+            /* the block's part: its warps' sums added in warp order */
+            if (blockIdx.x >= a.xparts)
+                return;
+#pragma unroll
+            for (int b = 0; b < BT; ++b)
+#pragma unroll
+                for (int i = 0; i < XP_LANE; ++i) {
+                    if (lane + 32 * i < DBLP)
+                        wpart[warp][b][lane + 32 * i] = xp[b][i];
+                    xp[b][i] = 0.0f;
+                }
+            __syncthreads();
+            for (int t = threadIdx.x; t < nb * DBLP; t += blockDim.x) {
+                float s = 0.0f;
+#pragma unroll
+                for (int w = 0; w < DEC_WARPS; ++w)
+                    s += wpart[w][t / DBLP][t % DBLP];
+                a.xpart[((sj_i64)blockIdx.x * a.batch + b0) * DBLP + t] = s;
+            }
         });
-}
-
-template <typename T> __device__ __forceinline__ void decode_xproj(const sj_decode_args &a)
-{
-    constexpr int BT = dec_batch(DI);
-    dec_matvec<T, DI, BT>(
-        a.w_x, DBL, a.batch,
-        [&](float (&act)[BT][DI], sj_i64 b0, int nb) { dec_stage<T, DI, BT>(act, a.xc, b0, nb); },
-        [&](sj_i64 j, sj_i64 b, float v) { ((T *)a.xdbl)[b * DBL + j] = sj_from_float<T>(v); });
 }
 
 template <typename T> __device__ __forceinline__ void decode_out(const sj_decode_args &a)
@@ -358,7 +443,7 @@ template <typename T> __device__ __forceinline__ void decode_out(const sj_decode
     constexpr int BT = dec_batch(DI);
     dec_matvec<T, DI, BT>(
         a.w_out, DM, a.batch, [&](float (&act)[BT][DI], sj_i64 b0, int nb) { dec_stage<T, DI, BT>(act, a.y, b0, nb); },
-        [&](sj_i64 j, sj_i64 b, float v) { ((T *)a.out)[b * DM + j] = sj_from_float<T>(v); });
+        dec_each([&](sj_i64 j, sj_i64 b, float v) { ((T *)a.out)[b * DM + j] = sj_from_float<T>(v); }));
 }
 
 template <typename T> __device__ __forceinline__ void decode_head(const sj_decode_args &a)
@@ -367,7 +452,7 @@ template <typename T> __device__ __forceinline__ void decode_head(const sj_decod
     dec_matvec<T, DM, BT>(
         a.w_in, VOCAB, a.batch,
         [&](float (&act)[BT][DM], sj_i64 b0, int nb) { dec_stage_norm<T, false>(act, a, b0, nb); },
-        [&](sj_i64 j, sj_i64 b, float v) { ((T *)a.out)[b * VOCAB + j] = sj_from_float<T>(v); });
+        dec_each([&](sj_i64 j, sj_i64 b, float v) { ((T *)a.out)[b * VOCAB + j] = sj_from_float<T>(v); }));
 }
 
 /* G lanes share a (sequence, channel) and take 4 adjacent states each, as
@@ -376,45 +461,102 @@ template <typename T> __device__ __forceinline__ void decode_head(const sj_decod
 constexpr int MIX_G = NS % 4 == 0 && ((NS / 4) & (NS / 4 - 1)) == 0 && NS / 4 <= 32 ? NS / 4 : 1;
 constexpr int MIX_THREADS = 256;
 
+/* Sequence b's x_proj (dt_low, B, C) into xd: decode_in's parts summed,
+ * each thread adding every `groups`-th part of one float4 column, then
+ * the groups in order, rounded to the model's dtype as the unfused x_proj
+ * rounds its output. */
+template <typename T>
+__device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b, float (&xd)[DBLP])
+{
+    constexpr int COLS = DBLP / 4, GROUPS = MIX_THREADS / COLS;
+    static_assert(DBLP <= MIX_THREADS, "x_proj's rows fit a block's threads");
+    __shared__ float4 red[GROUPS][COLS];
+    const int c = threadIdx.x % COLS, g = threadIdx.x / COLS;
+    __syncthreads(); /* the last sequence's xd is read */
+    if (g < GROUPS) {
+        float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float4 *p = (const float4 *)(a.xpart + b * DBLP) + c;
+        const sj_i64 stride = a.batch * COLS;
+#pragma unroll 8
+        for (int q = g; q < a.xparts; q += GROUPS) {
+            const float4 v = p[q * stride];
+            s.x += v.x;
+            s.y += v.y;
+            s.z += v.z;
+            s.w += v.w;
+        }
+        red[g][c] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x < DBL) {
+        float s = 0.0f;
+        for (int q = 0; q < GROUPS; ++q)
+            s += ((const float *)&red[q][0])[threadIdx.x];
+        xd[threadIdx.x] = dec_round<T>(s);
+    }
+    __syncthreads();
+}
+
 template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode_args &a)
 {
-    constexpr int G = MIX_G, PER = NS / G;
+    constexpr int G = MIX_G, PER = NS / G, RANK_LANE = (RANK + G - 1) / G;
+    __shared__ float xd[DBLP];
     const sj_i64 t = (sj_i64)blockIdx.x * MIX_THREADS + threadIdx.x;
     const int lane = (int)(t % G);
     const sj_i64 d = t / G;
     const bool ok = d < DI;
-    const T *xdbl_all = (const T *)a.xdbl;
+    /* Ahead of the wait: the channel's weights, and its state for the
+     * first sequence (only this kernel touches a layer's states). */
+    float wdt[RANK_LANE], A[PER], st[PER], bias = 0.0f, Dd = 0.0f;
+    sj_i64 b = blockIdx.y;
+    if (ok) {
+#pragma unroll
+        for (int i = 0; i < RANK_LANE; ++i)
+            wdt[i] = lane + G * i < RANK ? sj_to_float(((const T *)a.w_dt)[d * RANK + lane + G * i]) : 0.0f;
+#pragma unroll
+        for (int n = 0; n < PER; ++n) {
+            A[n] = a.A[d * NS + lane * PER + n] * SJ_LOG2E;
+            st[n] = b < a.batch ? a.ssm_state[(b * DI + d) * NS + lane * PER + n] : 0.0f;
+        }
+        bias = a.dt_bias[d];
+        Dd = a.Dv[d];
+    }
     dec_wait();
     dec_release();
-    for (sj_i64 b = blockIdx.y; b < a.batch; b += gridDim.y) {
-        const T *xdbl = xdbl_all + b * DBL;
+    for (; b < a.batch; b += gridDim.y) {
+        dec_sum_parts<T>(a, b, xd);
         float y = 0.0f, x = 0.0f, dt = 0.0f;
+        float *state = a.ssm_state + (b * DI + d) * NS + lane * PER;
         if (ok) {
-            for (int i = lane; i < RANK; i += G)
-                dt = fmaf(sj_to_float(((const T *)a.w_dt)[d * RANK + i]), sj_to_float(xdbl[i]), dt);
+#pragma unroll
+            for (int i = 0; i < RANK_LANE; ++i)
+                if (lane + G * i < RANK)
+                    dt = fmaf(wdt[i], xd[lane + G * i], dt);
+            if (b != blockIdx.y)
+#pragma unroll
+                for (int n = 0; n < PER; ++n)
+                    st[n] = state[n];
         }
 #pragma unroll
         for (int m = G >> 1; m > 0; m >>= 1)
             dt += __shfl_xor_sync(0xffffffffu, dt, m);
         if (ok) {
             x = sj_to_float(((const T *)a.xc)[b * DI + d]);
-            dt = sj_softplus(dec_round<T>(dt) + a.dt_bias[d]);
+            dt = sj_softplus(dec_round<T>(dt) + bias);
             const float dtx = dt * x;
-            float *st = a.ssm_state + (b * DI + d) * NS + lane * PER;
-            const float *A = a.A + d * NS + lane * PER;
-            const T *Bv = xdbl + RANK + lane * PER, *Cv = xdbl + RANK + NS + lane * PER;
+            const float *Bv = xd + RANK + lane * PER, *Cv = xd + RANK + NS + lane * PER;
 #pragma unroll
             for (int n = 0; n < PER; ++n) {
-                const float h = fmaf(exp2f(dt * (A[n] * SJ_LOG2E)), st[n], dtx * sj_to_float(Bv[n]));
-                st[n] = h;
-                y = fmaf(sj_to_float(Cv[n]), h, y);
+                const float h = fmaf(exp2f(dt * A[n]), st[n], dtx * Bv[n]);
+                state[n] = h;
+                y = fmaf(Cv[n], h, y);
             }
         }
 #pragma unroll
         for (int m = G >> 1; m > 0; m >>= 1)
             y += __shfl_xor_sync(0xffffffffu, y, m);
         if (ok && lane == 0) {
-            y = fmaf(a.Dv[d], x, y);
+            y = fmaf(Dd, x, y);
             y *= sj_silu(sj_to_float(((const T *)a.z)[b * DI + d]));
             ((T *)a.y)[b * DI + d] = sj_from_float<T>(y);
         }
@@ -433,10 +575,9 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
     })
 
 #define SJ_DECODE_KERNELS(T, sfx, unused)                  \
-    SJ_DECODE_KERNEL(T, sfx, in, DEC_WARPS * 32, 2)        \
-    SJ_DECODE_KERNEL(T, sfx, xproj, DEC_WARPS * 32, 2)     \
-    SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, 1)          \
-    SJ_DECODE_KERNEL(T, sfx, out, DEC_WARPS * 32, 2)       \
-    SJ_DECODE_KERNEL(T, sfx, head, DEC_WARPS * 32, 2)
+    SJ_DECODE_KERNEL(T, sfx, in, DEC_WARPS * 32, DEC_BLOCKS_PER_SM)   \
+    SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, 1)                     \
+    SJ_DECODE_KERNEL(T, sfx, out, DEC_WARPS * 32, DEC_BLOCKS_PER_SM)  \
+    SJ_DECODE_KERNEL(T, sfx, head, DEC_WARPS * 32, DEC_BLOCKS_PER_SM)
 
 SJ_FOR_EACH_DTYPE(SJ_DECODE_KERNELS, 0)

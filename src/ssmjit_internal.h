@@ -143,6 +143,16 @@ ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *c
  * graph. */
 ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
 
+/* The benchmark's breakdown of a fused decode step: later fused steps
+ * leave out the launches of the parts whose bits are set (their results
+ * are then garbage), 0 launching everything.  The parts, bit by bit: 0 a
+ * layer's first kernel (norm, in_proj, conv step, x_proj's parts), 1 its
+ * second (x_proj's sums, dt_proj, the state update), 2 its out_proj, 3
+ * the head (final norm, LM head), 4 the embedding, 5 the pick of the next
+ * ids.  Drops a captured graph. */
+#define SJ_DECODE_PARTS 6
+void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
+
 /* Profiling of a model's calls: start records an event pair around each
  * GEMM and scan that follows; stop waits for them, sets ms[0] to the
  * milliseconds in GEMMs and ms[1] to those in scans, and turns profiling

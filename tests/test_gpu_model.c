@@ -242,7 +242,9 @@ typedef struct decode_case {
     ssmjit_dtype dtype;
     size_t B;
     int path; /* sj_model_decode_force: -1 the rule */
-    int odd;  /* 0: small_cfg; 1: d_model 200, dt_rank 13; 2: also N = 5, conv 3, nothing 16-byte */
+    int odd;  /* 0: small_cfg; 1: d_model 200, dt_rank 13; 2: also N = 5, conv 3, nothing 16-byte;
+               * 3: d_inner 4608, more x rows than the fused in_proj has warps on any GPU of up to
+               * 288 SMs */
     int residual_in_fp32;
 } decode_case;
 
@@ -260,6 +262,11 @@ static ref_mamba_cfg decode_cfg(int odd)
         c.d_state = 5;
         c.d_conv = 3;
         c.tied = 0;
+    }
+    if (odd == 3) {
+        c.d_model = 1024;
+        c.d_inner = 4608;
+        c.dt_rank = 64;
     }
     return c;
 }
@@ -332,6 +339,7 @@ static void test_decode_paths(void **state)
         {SSMJIT_F32, 3, 1, 1, 1},   {SSMJIT_F32, 5, 1, 2, 1},   {SSMJIT_F32, 5, 0, 2, 1},
         {SSMJIT_BF16, 1, 1, 0, 1},  {SSMJIT_BF16, 3, 1, 0, 0},  {SSMJIT_BF16, 64, 1, 1, 1},
         {SSMJIT_BF16, 100, 1, 2, 0}, {SSMJIT_F16, 3, 1, 0, 1},  {SSMJIT_F16, 64, 1, 2, 1},
+        {SSMJIT_F32, 3, 1, 3, 1},   {SSMJIT_BF16, 2, 1, 3, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         decode_after_prefill(&cases[i]);

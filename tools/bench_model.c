@@ -171,6 +171,39 @@ static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype d
     return st == SSMJIT_OK ? sj_model_decode_force(b->m, -1) : st;
 }
 
+/* What each part of the fused step costs at batch B: the step's time less
+ * that of a step leaving the part out (sj_model_decode_skip), which is
+ * what the part adds to the chain of kernels, the overlap of each with
+ * the next included. */
+static ssmjit_status decode_parts(model_bench *b, int64_t B, int steps)
+{
+    static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "embed", "pick"};
+    const int64_t L = b->c.n_layer, per_step[SJ_DECODE_PARTS] = {L, L, L, 1, 1, 1}; /* launches a step */
+    double whole = 0, without[SJ_DECODE_PARTS];
+    ssmjit_status st = sj_model_decode_force(b->m, 1);
+    if (st == SSMJIT_OK)
+        st = time_decode(b, B, steps, &whole);
+    for (int p = 0; p < SJ_DECODE_PARTS && st == SSMJIT_OK; p++) {
+        sj_model_decode_skip(b->m, 1u << p);
+        st = time_decode(b, B, steps, &without[p]);
+    }
+    sj_model_decode_skip(b->m, 0);
+    if (st != SSMJIT_OK)
+        return st;
+    const double us = (double)B / whole * 1e6;
+    int64_t kernels = 0;
+    for (int p = 0; p < SJ_DECODE_PARTS; p++)
+        kernels += per_step[p];
+    printf("model   decode step by parts (fused, batch %lld, %lld kernels, %.1f us; each part's cost is the step's "
+           "time less that of a step without it):", (long long)B, (long long)kernels, us);
+    for (int p = 0; p < SJ_DECODE_PARTS; p++) {
+        const double cost = us - (double)B / without[p] * 1e6;
+        printf(" %s %lld x %.2f us = %.1f us%s", names[p], (long long)per_step[p], cost / (double)per_step[p], cost,
+               p + 1 < SJ_DECODE_PARTS ? "," : "\n");
+    }
+    return sj_model_decode_force(b->m, -1);
+}
+
 /* Decode rows of another model (the 130m shape in f32, the 1.4b shape)
  * on both paths. */
 static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model_config c, ssmjit_dtype dtype,
@@ -222,6 +255,8 @@ int bench_model(ssmjit_context *ctx, int quick)
     for (size_t i = 0; i < sizeof batches / sizeof *batches; i++)
         for (int path = 1; path >= 0 && st == SSMJIT_OK; path--)
             st = decode_row(&b, "130m", SSMJIT_BF16, batches[i], quick ? 50 : batches[i] > 8 ? 300 : 500, path, copy);
+    if (st == SSMJIT_OK)
+        st = decode_parts(&b, 1, quick ? 50 : 500);
     if (st == SSMJIT_OK)
         st = decode_other(&b, "130m", bench_130m, SSMJIT_F32, quick ? 50 : 300, copy);
     if (st == SSMJIT_OK && !quick) {

@@ -48,8 +48,19 @@ typedef struct sj_model_step_key {
     const void *ids_device, *conv_state, *ssm_state, *logits, *next_ids, *workspace, *sampling, *sampling_steps;
 } sj_model_step_key;
 
-/* The fused decode's kernels: a layer's four and the head's. */
-#define SJ_DECODE_KERNELS 5
+/* What a fused decode step launches, a layer's kernels first (the first
+ * SJ_DECODE_KERNELS are the model's specialised kernels); the benchmark
+ * times the step without each (sj_model_decode_skip). */
+typedef enum sj_decode_part {
+    SJ_DECODE_IN,   /* a layer's norm, in_proj, conv step and x_proj parts */
+    SJ_DECODE_MIX,  /* a layer's x_proj sums, dt_proj and state update */
+    SJ_DECODE_OUT,  /* a layer's out_proj */
+    SJ_DECODE_HEAD, /* the final norm and the LM head */
+    SJ_DECODE_EMBED,
+    SJ_DECODE_PICK, /* the next ids: argmax or sampling */
+    SJ_DECODE_PART_COUNT
+} sj_decode_part;
+#define SJ_DECODE_KERNELS (SJ_DECODE_HEAD + 1)
 
 /* Event pairs around the GEMMs and scans of a call, for the benchmark's
  * breakdown of a training step (off unless sj_model_profile_start). */
@@ -97,9 +108,11 @@ struct ssmjit_model {
     CUgraphExec graph;      /* NULL: none captured */
 
     /* The fused decode's kernels (model_decode.c), compiled with the
-     * model's sizes at its first step; decode_force: -1 the rule, 0 the
+     * model's sizes at its first step; decode_skip: parts a fused step
+     * leaves out (sj_model_decode_skip); decode_force: -1 the rule, 0 the
      * unfused path, 1 the fused one. */
     sj_special_kernel decode[SJ_DECODE_KERNELS];
+    unsigned decode_skip;
     int decode_force;
 };
 
@@ -161,6 +174,7 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
 typedef struct sj_model_step_ws {
     size_t total;
     size_t ids, x, resid, resid2, normed, xz, xc, xdbl, dt, y;
+    size_t xpart; /* the fused path's parts of x_proj (sj_model_decode_xparts) */
 } sj_model_step_ws;
 
 ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char *op,
@@ -180,10 +194,18 @@ int sj_model_decode_fused(const ssmjit_model *m, int64_t batch);
  * unfused path, 1 the fused one (SSMJIT_ERR_UNSUPPORTED where it cannot
  * run).  Drops a captured graph. */
 ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
+/* Later fused steps leave out the launches of the parts whose bits
+ * (1 << sj_decode_part) are set, so that their results are garbage; 0
+ * launches everything.  Drops a captured graph. */
+void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
 /* Everything a fused step launches after its ids are on the device. */
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
                                    const void *ids_dev, void *stream);
 void sj_model_decode_unload(ssmjit_model *m);
+/* The fused path's x_proj is summed from this many parts a sequence, of
+ * sj_model_decode_part_floats floats each (0 where it cannot run). */
+int64_t sj_model_decode_xparts(const ssmjit_model *m);
+int64_t sj_model_decode_part_floats(const ssmjit_model_config *c);
 /* Queues the fused kernels of a model of config c in dtype on the compile
  * pool where the rule may take them (ahead of need, as model load does
  * for the other kernels). */

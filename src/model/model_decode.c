@@ -1,5 +1,5 @@
 /* The decode step's fused path: kernels_src/decode.cu compiled with the
- * model's sizes as constants, four kernels a layer and one for the final
+ * model's sizes as constants, three kernels a layer and one for the final
  * norm with the LM head, in place of the unfused step's seven a layer
  * (four of them GEMMs).  Taken where the rule below says so; the unfused
  * path (model_step.c) serves the rest. */
@@ -19,7 +19,7 @@ typedef struct sj_decode_args {
     float *conv_state;
     void *xc, *z;
     const void *w_x;
-    void *xdbl;
+    float *xpart;
     const void *w_dt;
     const float *dt_bias, *A, *Dv;
     float *ssm_state;
@@ -27,12 +27,16 @@ typedef struct sj_decode_args {
     const void *w_out;
     void *out;
     int64_t batch;
-    float eps, unused;
+    float eps;
+    int32_t xparts;
 } sj_decode_args;
 _Static_assert(sizeof(sj_decode_args) == 22 * 8, "kernel layout in kernels_src/decode.cu");
 
-enum { DEC_IN, DEC_XPROJ, DEC_MIX, DEC_OUT, DEC_HEAD };
-static const char *const parts[SJ_DECODE_KERNELS] = {"in", "xproj", "mix", "out", "head"};
+static const char *const parts[SJ_DECODE_KERNELS] = {"in", "mix", "out", "head"};
+
+/* The products' blocks of 8 warps an SM (DEC_BLOCKS_PER_SM in decode.cu:
+ * their launch bounds). */
+#define BLOCKS_PER_SM 2
 
 /* Shared memory the kernels stage one sequence's activations in: 40 KiB
  * (dec_batch in decode.cu). */
@@ -125,18 +129,46 @@ void sj_model_decode_unload(ssmjit_model *m)
     sj_special_unload(m->ctx, m->decode, SJ_DECODE_KERNELS);
 }
 
-/* Blocks of 8 warps for a product with `rows` outputs: a row a warp where
- * four blocks an SM reach them all, else each warp takes several. */
+/* Blocks of 8 warps for a product with `rows` outputs: a row a warp
+ * where the blocks an SM holds at once reach them all, else each warp
+ * takes several (a second wave of blocks would stage the activations
+ * again). */
 static sj_dim3 matvec_grid(const ssmjit_model *m, int64_t rows)
 {
-    int64_t blocks = sj_min64(sj_ceil_div(rows, 8), 4 * (int64_t)sj_context_props(m->ctx)->sm_count);
+    int64_t blocks = sj_min64(sj_ceil_div(rows, 8), BLOCKS_PER_SM * (int64_t)sj_context_props(m->ctx)->sm_count);
     return (sj_dim3){(unsigned)blocks, 1, 1};
+}
+
+/* decode_in's blocks with x rows: warp w takes rows w, w + warps, ... of
+ * in_proj's 2 d_inner, so the blocks whose first row is below d_inner. */
+int64_t sj_model_decode_xparts(const ssmjit_model *m)
+{
+    const ssmjit_model_config *c = &m->cfg;
+    if (c->d_model > STAGE_FLOATS || c->d_inner > STAGE_FLOATS)
+        return 0;
+    return sj_min64(matvec_grid(m, 2 * c->d_inner).x, sj_ceil_div(c->d_inner, 8));
+}
+
+/* A part's row: x_proj's dt_rank + 2 d_state sums, padded to float4s
+ * (DBLP in decode.cu). */
+int64_t sj_model_decode_part_floats(const ssmjit_model_config *c)
+{
+    return (c->dt_rank + 2 * c->d_state + 3) & ~(int64_t)3;
+}
+
+void sj_model_decode_skip(ssmjit_model *m, unsigned parts)
+{
+    if (parts != m->decode_skip)
+        sj_model_drop_graph(m);
+    m->decode_skip = parts;
 }
 
 /* Each kernel of the chain may start while the one before runs: the
  * kernels wait for it before they touch activations or states. */
-static ssmjit_status launch(ssmjit_model *m, int part, sj_dim3 grid, sj_decode_args *a, void *stream)
+static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, sj_decode_args *a, void *stream)
 {
+    if (m->decode_skip & 1u << part)
+        return SSMJIT_OK;
     void *args[] = {a};
     return sj_launch_chained(m->ctx, m->decode[part].fn, grid, (sj_dim3){256, 1, 1}, stream, args);
 }
@@ -150,14 +182,15 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     SJ_TRY(sj_model_refresh_a(m, stream));
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x);
     void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
-    SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
+    if (!(m->decode_skip & 1u << SJ_DECODE_EMBED))
+        SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
     /* the states' lanes: 4 a channel where decode.cu's MIX_G is 4 (N = 16) */
     const int64_t g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
-    const sj_dim3 mix = {(unsigned)sj_ceil_div(di * g, 256), (unsigned)sj_min64(B, 65535), 1};
+    const sj_dim3 in = matvec_grid(m, 2 * di), mix = {(unsigned)sj_ceil_div(di * g, 256), (unsigned)sj_min64(B, 65535), 1};
     sj_decode_args d = {
         .x = x, .xc = sj_model_ws_at(base, ws->xc), .z = sj_model_ws_at(base, ws->xz),
-        .xdbl = sj_model_ws_at(base, ws->xdbl), .y = sj_model_ws_at(base, ws->y), .out = x,
-        .batch = B, .eps = (float)c->norm_eps,
+        .xpart = sj_model_ws_at(base, ws->xpart), .y = sj_model_ws_at(base, ws->y), .out = x,
+        .batch = B, .eps = (float)c->norm_eps, .xparts = (int32_t)sj_model_decode_xparts(m),
     };
     for (int64_t l = 0; l < c->n_layer; l++) {
         d.res_in = l ? resid[(l - 1) % 2] : NULL;
@@ -174,15 +207,16 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
         d.Dv = sj_model_weight(m, l, SJ_L_D);
         d.ssm_state = (float *)a->ssm_state + l * B * di * n;
         d.w_out = sj_model_weight(m, l, SJ_L_OUT_PROJ);
-        SJ_TRY(launch(m, DEC_IN, matvec_grid(m, 2 * di), &d, stream));
-        SJ_TRY(launch(m, DEC_XPROJ, matvec_grid(m, c->dt_rank + 2 * n), &d, stream));
-        SJ_TRY(launch(m, DEC_MIX, mix, &d, stream));
-        SJ_TRY(launch(m, DEC_OUT, matvec_grid(m, c->d_model), &d, stream));
+        SJ_TRY(launch(m, SJ_DECODE_IN, in, &d, stream));
+        SJ_TRY(launch(m, SJ_DECODE_MIX, mix, &d, stream));
+        SJ_TRY(launch(m, SJ_DECODE_OUT, matvec_grid(m, c->d_model), &d, stream));
     }
     d.res_in = resid[(c->n_layer - 1) % 2];
     d.norm_w = (const float *)(uintptr_t)m->t[SJ_G_NORM_F].data;
     d.w_in = sj_model_head_weight(m);
     d.out = a->logits;
-    SJ_TRY(launch(m, DEC_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
+    SJ_TRY(launch(m, SJ_DECODE_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
+    if (m->decode_skip & 1u << SJ_DECODE_PICK)
+        return SSMJIT_OK;
     return sj_model_pick_next(m, a, stream);
 }

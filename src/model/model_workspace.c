@@ -183,6 +183,7 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
     ws->xdbl = take(&cur, B, dbl, es);
     ws->dt = take(&cur, B, di, es);
     ws->y = take(&cur, B, di, es);
+    ws->xpart = take(&cur, B * sj_model_decode_xparts(m), sj_model_decode_part_floats(c), 4);
     if (cur.overflow)
         return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: the workspace for batch %lld is too large", op,
                         (long long)B);
