@@ -25,6 +25,7 @@
  * the residual to its own), so the two paths differ only in the order of
  * the products' sums.
  */
+#include "row_argmax.cuh"
 #include "ssmjit_types.cuh"
 
 /* The engine compiles this module only with a model's sizes
@@ -42,6 +43,11 @@ constexpr int DM = SJ_DEC_D_MODEL, DI = SJ_DEC_D_INNER, RANK = SJ_DEC_DT_RANK, N
 constexpr sj_i64 VOCAB = SJ_DEC_VOCAB;
 constexpr int DBL = RANK + 2 * NS;  /* x_proj's rows: dt_low, B, C */
 constexpr int DBLP = (DBL + 3) & ~3; /* a part's row, in float4s */
+
+struct sj_argmax_part {
+    float v;
+    int i;
+};
 
 /* Passed by value to every kernel of the module, each using its part;
  * every field 8 bytes, mirrored in src/model/model_decode.c. */
@@ -66,11 +72,14 @@ struct sj_decode_args {
     void *y;              /* [batch, DI] */
     const void *w_out;    /* [DM, DI] out_proj */
     void *out;            /* [batch, DM] the next layer's x; [batch, VOCAB] logits for decode_head */
+    int *next_ids;        /* [batch]: decode_head's argmax, or NULL for none */
+    sj_argmax_part *pick; /* [gridDim.x of decode_head, batch]: its blocks' argmax */
+    unsigned *picked;     /* decode_head's blocks done with pick, zeroed by decode_in */
     sj_i64 batch;
     float eps;            /* RMSNorm's */
     int xparts;           /* decode_in's blocks that have x rows (the first ones) */
 };
-static_assert(sizeof(sj_decode_args) == 22 * 8, "host mirror in src/model/model_decode.c");
+static_assert(sizeof(sj_decode_args) == 25 * 8, "host mirror in src/model/model_decode.c");
 
 constexpr int DEC_WARPS = 8; /* a block's warps */
 constexpr int DEC_BLOCKS_PER_SM = 2; /* the products' occupancy, mirrored in model_decode.c */
@@ -225,24 +234,31 @@ __device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, 
 }
 
 /* A warp's rows (first, first + warps, ...) for NB staged sequences from
- * b0, each row's pieces loaded while the one before is multiplied; r
- * holds row `first` unless `reload`.  epilogue(j, b0, NB, v) runs in
- * every lane of the warp, v being row j times sequence b0 + lane in lanes
- * below NB. */
-template <int NB, typename T, int K, int BT, typename Epilogue>
-__device__ __forceinline__ void dec_rows(dec_row<T, K> r, const float (&act)[BT][K], const void *w, sj_i64 rows,
-                                         sj_i64 first, sj_i64 b0, bool reload, Epilogue &epilogue)
+ * b0, each row's pieces loaded AHEAD rows before it is multiplied; r
+ * holds rows first, first + warps, ... unless `reload`.  epilogue(j, b0,
+ * NB, v) runs in every lane of the warp, v being row j times sequence
+ * b0 + lane in lanes below NB. */
+template <int NB, int AHEAD, typename T, int K, int BT, typename Epilogue>
+__device__ __forceinline__ void dec_rows(dec_row<T, K> (&r)[AHEAD], const float (&act)[BT][K], const void *w,
+                                         sj_i64 rows, sj_i64 first, sj_i64 b0, bool reload, Epilogue &epilogue)
 {
     const int lane = threadIdx.x & 31;
     const sj_i64 warps = (sj_i64)gridDim.x * DEC_WARPS;
-    if (reload && first < rows)
-        r.load((const T *)w, first);
+#pragma unroll
+    for (int k = 0; k < AHEAD; ++k)
+        if (reload && first + k * warps < rows)
+            r[k].load((const T *)w, first + k * warps);
 #pragma unroll 1
-    for (sj_i64 j = first; j < rows; j += warps) {
-        float acc[NB];
-        r.template dot<BT, NB>(act, acc, j + warps < rows ? (const T *)w + (j + warps) * K : nullptr);
-        epilogue(j, b0, NB, dec_pick(acc, lane));
-    }
+    for (sj_i64 j0 = first; j0 < rows; j0 += AHEAD * warps)
+#pragma unroll
+        for (int k = 0; k < AHEAD; ++k) {
+            const sj_i64 j = j0 + k * warps, next = j + AHEAD * warps;
+            if (j < rows) {
+                float acc[NB];
+                r[k].template dot<BT, NB>(act, acc, next < rows ? (const T *)w + next * K : nullptr);
+                epilogue(j, b0, NB, dec_pick(acc, lane));
+            }
+        }
 }
 
 /* An epilogue that takes each sequence's value in its own lane. */
@@ -264,16 +280,20 @@ struct dec_no_finish {
 /* The products of rows [0, rows) of w with the staged sequences, each row
  * given to epilogue (dec_rows); the products take only the sequences
  * there are (one at batch 1).  finish(b0, nb) runs in the whole block
- * after each pass over the rows. */
-template <typename T, int K, int BT, typename Stage, typename Epilogue, typename Finish = dec_no_finish>
+ * after each pass over the rows.  A warp holds the pieces of its next
+ * AHEAD rows, the first ones loaded before the wait. */
+template <typename T, int K, int BT, int AHEAD = 1, typename Stage, typename Epilogue,
+          typename Finish = dec_no_finish>
 __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 batch, Stage stage, Epilogue epilogue,
                                            Finish finish = Finish())
 {
     __shared__ __align__(16) float act[BT][K];
-    const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + (threadIdx.x >> 5);
-    dec_row<T, K> r;
-    if (first < rows)
-        r.load((const T *)w, first);
+    const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + (threadIdx.x >> 5), warps = (sj_i64)gridDim.x * DEC_WARPS;
+    dec_row<T, K> r[AHEAD];
+#pragma unroll
+    for (int k = 0; k < AHEAD; ++k)
+        if (first + k * warps < rows)
+            r[k].load((const T *)w, first + k * warps);
     dec_wait();
     dec_release();
     for (sj_i64 b0 = 0; b0 < batch; b0 += BT) {
@@ -289,6 +309,14 @@ __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 ba
             dec_rows<1>(r, act, w, rows, first, b0, b0 != 0, epilogue);
         finish(b0, nb);
     }
+}
+
+/* Two rows ahead where a row's pieces take at most 3 registers' fours (16
+ * bits, K up to 768): a warp of decode_in then has both of its rows (x
+ * and z at the 130m shape) in flight before the wait; more would spill. */
+template <typename T, int K> __host__ __device__ constexpr int dec_ahead()
+{
+    return dec_row<T, K>::HELD <= 3 ? 2 : 1;
 }
 
 /* Stages the RMSNorm of x + res_in for the sequences at b0 (the residual
@@ -374,9 +402,13 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
 #pragma unroll
         for (int i = 0; i < XP_LANE; ++i)
             xp[b][i] = 0.0f;
-    dec_matvec<T, DM, BT>(
+    dec_matvec<T, DM, BT, dec_ahead<T, DM>()>(
         a.w_in, 2 * (sj_i64)DI, a.batch,
-        [&](float (&act)[BT][DM], sj_i64 b0, int nb) { dec_stage_norm<T, true>(act, a, b0, nb); },
+        [&](float (&act)[BT][DM], sj_i64 b0, int nb) {
+            if (a.picked && b0 == 0 && blockIdx.x == 0 && threadIdx.x == 0)
+                *a.picked = 0; /* the last step's head is done: this is after the wait */
+            dec_stage_norm<T, true>(act, a, b0, nb);
+        },
         [&](sj_i64 j, sj_i64 b0, int nb, float v) {
             if (j >= DI) {
                 if (lane < nb)
@@ -446,13 +478,73 @@ template <typename T> __device__ __forceinline__ void decode_out(const sj_decode
         dec_each([&](sj_i64 j, sj_i64 b, float v) { ((T *)a.out)[b * DM + j] = sj_from_float<T>(v); }));
 }
 
+/* The logits, and with next_ids their argmax (in row_argmax.cuh's order,
+ * so the same token as the unfused step's): each lane keeps its
+ * sequence's best row, each block writes its best to pick, and the last
+ * block to finish takes the best of those. */
 template <typename T> __device__ __forceinline__ void decode_head(const sj_decode_args &a)
 {
     constexpr int BT = dec_batch(DM);
-    dec_matvec<T, DM, BT>(
+    __shared__ sj_argmax_part wbest[DEC_WARPS][BT];
+    __shared__ bool last;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float bv = 0.0f;
+    int bi = 0;
+    dec_matvec<T, DM, BT, dec_ahead<T, DM>()>(
         a.w_in, VOCAB, a.batch,
-        [&](float (&act)[BT][DM], sj_i64 b0, int nb) { dec_stage_norm<T, false>(act, a, b0, nb); },
-        dec_each([&](sj_i64 j, sj_i64 b, float v) { ((T *)a.out)[b * VOCAB + j] = sj_from_float<T>(v); }));
+        [&](float (&act)[BT][DM], sj_i64 b0, int nb) {
+            bv = __uint_as_float(0xff800000u); /* -inf: the first row always wins */
+            bi = 0x7fffffff;
+            dec_stage_norm<T, false>(act, a, b0, nb);
+        },
+        dec_each([&](sj_i64 j, sj_i64 b, float v) {
+            const T out = sj_from_float<T>(v);
+            ((T *)a.out)[b * VOCAB + j] = out;
+            sj_argmax_take(bv, bi, sj_to_float(out), (int)j);
+        }),
+        [&](sj_i64 b0, int nb) {
+            if (!a.next_ids)
+                return;
+            if (lane < nb)
+                wbest[warp][lane] = sj_argmax_part{bv, bi};
+            __syncthreads();
+            if (threadIdx.x < nb) {
+                sj_argmax_part p = wbest[0][threadIdx.x];
+                for (int w = 1; w < DEC_WARPS; ++w)
+                    sj_argmax_take(p.v, p.i, wbest[w][threadIdx.x].v, wbest[w][threadIdx.x].i);
+                a.pick[blockIdx.x * a.batch + b0 + threadIdx.x] = p;
+            }
+        });
+    if (!a.next_ids)
+        return;
+    /* the last block: every block's pick is written and visible */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(a.picked, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    for (sj_i64 b = 0; b < a.batch; ++b) {
+        float v = __uint_as_float(0xff800000u);
+        int i = 0x7fffffff;
+        for (unsigned k = threadIdx.x; k < gridDim.x; k += blockDim.x) {
+            const sj_argmax_part *p = a.pick + k * a.batch + b; /* from L2: other blocks wrote it */
+            sj_argmax_take(v, i, __ldcg(&p->v), __ldcg(&p->i));
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            sj_argmax_take(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
+        __syncthreads(); /* the last sequence's wbest is read */
+        if (lane == 0)
+            wbest[warp][0] = sj_argmax_part{v, i};
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < DEC_WARPS; ++w)
+                sj_argmax_take(v, i, wbest[w][0].v, wbest[w][0].i);
+            a.next_ids[b] = i;
+        }
+    }
 }
 
 /* G lanes share a (sequence, channel) and take 4 adjacent states each, as

@@ -148,8 +148,9 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
  * are then garbage), 0 launching everything.  The parts, bit by bit: 0 a
  * layer's first kernel (norm, in_proj, conv step, x_proj's parts), 1 its
  * second (x_proj's sums, dt_proj, the state update), 2 its out_proj, 3
- * the head (final norm, LM head), 4 the embedding, 5 the pick of the next
- * ids.  Drops a captured graph. */
+ * the head (final norm, LM head, greedy's argmax), 4 the embedding, 5 the
+ * pick of the next ids (the head's argmax, or the draw).  Drops a
+ * captured graph. */
 #define SJ_DECODE_PARTS 6
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
 

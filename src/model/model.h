@@ -55,9 +55,9 @@ typedef enum sj_decode_part {
     SJ_DECODE_IN,   /* a layer's norm, in_proj, conv step and x_proj parts */
     SJ_DECODE_MIX,  /* a layer's x_proj sums, dt_proj and state update */
     SJ_DECODE_OUT,  /* a layer's out_proj */
-    SJ_DECODE_HEAD, /* the final norm and the LM head */
+    SJ_DECODE_HEAD, /* the final norm and the LM head (and the argmax) */
     SJ_DECODE_EMBED,
-    SJ_DECODE_PICK, /* the next ids: argmax or sampling */
+    SJ_DECODE_PICK, /* the next ids: the head's argmax, or the draw */
     SJ_DECODE_PART_COUNT
 } sj_decode_part;
 #define SJ_DECODE_KERNELS (SJ_DECODE_HEAD + 1)
@@ -175,6 +175,7 @@ typedef struct sj_model_step_ws {
     size_t total;
     size_t ids, x, resid, resid2, normed, xz, xc, xdbl, dt, y;
     size_t xpart; /* the fused path's parts of x_proj (sj_model_decode_xparts) */
+    size_t pick, picked; /* its head's blocks' argmax, and their count done */
 } sj_model_step_ws;
 
 ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char *op,
@@ -206,6 +207,8 @@ void sj_model_decode_unload(ssmjit_model *m);
  * sj_model_decode_part_floats floats each (0 where it cannot run). */
 int64_t sj_model_decode_xparts(const ssmjit_model *m);
 int64_t sj_model_decode_part_floats(const ssmjit_model_config *c);
+/* The fused head's blocks (0 where it cannot run). */
+int64_t sj_model_decode_head_blocks(const ssmjit_model *m);
 /* Queues the fused kernels of a model of config c in dtype on the compile
  * pool where the rule may take them (ahead of need, as model load does
  * for the other kernels). */

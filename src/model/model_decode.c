@@ -26,11 +26,14 @@ typedef struct sj_decode_args {
     void *y;
     const void *w_out;
     void *out;
+    int32_t *next_ids;
+    void *pick;
+    uint32_t *picked;
     int64_t batch;
     float eps;
     int32_t xparts;
 } sj_decode_args;
-_Static_assert(sizeof(sj_decode_args) == 22 * 8, "kernel layout in kernels_src/decode.cu");
+_Static_assert(sizeof(sj_decode_args) == 25 * 8, "kernel layout in kernels_src/decode.cu");
 
 static const char *const parts[SJ_DECODE_KERNELS] = {"in", "mix", "out", "head"};
 
@@ -149,6 +152,14 @@ int64_t sj_model_decode_xparts(const ssmjit_model *m)
     return sj_min64(matvec_grid(m, 2 * c->d_inner).x, sj_ceil_div(c->d_inner, 8));
 }
 
+int64_t sj_model_decode_head_blocks(const ssmjit_model *m)
+{
+    const ssmjit_model_config *c = &m->cfg;
+    if (c->d_model > STAGE_FLOATS || c->d_inner > STAGE_FLOATS)
+        return 0;
+    return matvec_grid(m, c->vocab_size).x;
+}
+
 /* A part's row: x_proj's dt_rank + 2 d_state sums, padded to float4s
  * (DBLP in decode.cu). */
 int64_t sj_model_decode_part_floats(const ssmjit_model_config *c)
@@ -187,9 +198,13 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     /* the states' lanes: 4 a channel where decode.cu's MIX_G is 4 (N = 16) */
     const int64_t g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
     const sj_dim3 in = matvec_grid(m, 2 * di), mix = {(unsigned)sj_ceil_div(di * g, 256), (unsigned)sj_min64(B, 65535), 1};
+    /* greedy: the head takes the argmax too; a draw is a kernel of its own */
+    const int greedy = a->next_ids && !a->sampling && !(m->decode_skip & 1u << SJ_DECODE_PICK);
     sj_decode_args d = {
         .x = x, .xc = sj_model_ws_at(base, ws->xc), .z = sj_model_ws_at(base, ws->xz),
         .xpart = sj_model_ws_at(base, ws->xpart), .y = sj_model_ws_at(base, ws->y), .out = x,
+        .next_ids = greedy ? a->next_ids : NULL, .pick = sj_model_ws_at(base, ws->pick),
+        .picked = greedy ? sj_model_ws_at(base, ws->picked) : NULL,
         .batch = B, .eps = (float)c->norm_eps, .xparts = (int32_t)sj_model_decode_xparts(m),
     };
     for (int64_t l = 0; l < c->n_layer; l++) {
@@ -216,7 +231,7 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     d.w_in = sj_model_head_weight(m);
     d.out = a->logits;
     SJ_TRY(launch(m, SJ_DECODE_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
-    if (m->decode_skip & 1u << SJ_DECODE_PICK)
+    if (greedy || (m->decode_skip & 1u << SJ_DECODE_PICK))
         return SSMJIT_OK;
     return sj_model_pick_next(m, a, stream);
 }

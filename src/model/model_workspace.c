@@ -184,6 +184,8 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
     ws->dt = take(&cur, B, di, es);
     ws->y = take(&cur, B, di, es);
     ws->xpart = take(&cur, B * sj_model_decode_xparts(m), sj_model_decode_part_floats(c), 4);
+    ws->pick = take(&cur, B, sj_model_decode_head_blocks(m), 8);
+    ws->picked = take(&cur, 1, 1, 4);
     if (cur.overflow)
         return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: the workspace for batch %lld is too large", op,
                         (long long)B);
