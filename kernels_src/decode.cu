@@ -234,31 +234,24 @@ __device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, 
 }
 
 /* A warp's rows (first, first + warps, ...) for NB staged sequences from
- * b0, each row's pieces loaded AHEAD rows before it is multiplied; r
- * holds rows first, first + warps, ... unless `reload`.  epilogue(j, b0,
- * NB, v) runs in every lane of the warp, v being row j times sequence
- * b0 + lane in lanes below NB. */
-template <int NB, int AHEAD, typename T, int K, int BT, typename Epilogue>
-__device__ __forceinline__ void dec_rows(dec_row<T, K> (&r)[AHEAD], const float (&act)[BT][K], const void *w,
-                                         sj_i64 rows, sj_i64 first, sj_i64 b0, bool reload, Epilogue &epilogue)
+ * b0, each row's pieces loaded while the one before is multiplied; r
+ * holds row `first` unless `reload`.  epilogue(j, b0, NB, v) runs in
+ * every lane of the warp, v being row j times sequence b0 + lane in lanes
+ * below NB. */
+template <int NB, typename T, int K, int BT, typename Epilogue>
+__device__ __forceinline__ void dec_rows(dec_row<T, K> r, const float (&act)[BT][K], const void *w, sj_i64 rows,
+                                         sj_i64 first, sj_i64 b0, bool reload, Epilogue &epilogue)
 {
     const int lane = threadIdx.x & 31;
     const sj_i64 warps = (sj_i64)gridDim.x * DEC_WARPS;
-#pragma unroll
-    for (int k = 0; k < AHEAD; ++k)
-        if (reload && first + k * warps < rows)
-            r[k].load((const T *)w, first + k * warps);
+    if (reload && first < rows)
+        r.load((const T *)w, first);
 #pragma unroll 1
-    for (sj_i64 j0 = first; j0 < rows; j0 += AHEAD * warps)
-#pragma unroll
-        for (int k = 0; k < AHEAD; ++k) {
-            const sj_i64 j = j0 + k * warps, next = j + AHEAD * warps;
-            if (j < rows) {
-                float acc[NB];
-                r[k].template dot<BT, NB>(act, acc, next < rows ? (const T *)w + next * K : nullptr);
-                epilogue(j, b0, NB, dec_pick(acc, lane));
-            }
-        }
+    for (sj_i64 j = first; j < rows; j += warps) {
+        float acc[NB];
+        r.template dot<BT, NB>(act, acc, j + warps < rows ? (const T *)w + (j + warps) * K : nullptr);
+        epilogue(j, b0, NB, dec_pick(acc, lane));
+    }
 }
 
 /* An epilogue that takes each sequence's value in its own lane. */
@@ -280,20 +273,16 @@ struct dec_no_finish {
 /* The products of rows [0, rows) of w with the staged sequences, each row
  * given to epilogue (dec_rows); the products take only the sequences
  * there are (one at batch 1).  finish(b0, nb) runs in the whole block
- * after each pass over the rows.  A warp holds the pieces of its next
- * AHEAD rows, the first ones loaded before the wait. */
-template <typename T, int K, int BT, int AHEAD = 1, typename Stage, typename Epilogue,
-          typename Finish = dec_no_finish>
+ * after each pass over the rows. */
+template <typename T, int K, int BT, typename Stage, typename Epilogue, typename Finish = dec_no_finish>
 __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 batch, Stage stage, Epilogue epilogue,
                                            Finish finish = Finish())
 {
     __shared__ __align__(16) float act[BT][K];
-    const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + (threadIdx.x >> 5), warps = (sj_i64)gridDim.x * DEC_WARPS;
-    dec_row<T, K> r[AHEAD];
-#pragma unroll
-    for (int k = 0; k < AHEAD; ++k)
-        if (first + k * warps < rows)
-            r[k].load((const T *)w, first + k * warps);
+    const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + (threadIdx.x >> 5);
+    dec_row<T, K> r;
+    if (first < rows)
+        r.load((const T *)w, first);
     dec_wait();
     dec_release();
     for (sj_i64 b0 = 0; b0 < batch; b0 += BT) {
@@ -311,20 +300,27 @@ __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 ba
     }
 }
 
-/* Two rows ahead where a row's pieces take at most 3 registers' fours (16
- * bits, K up to 768): a warp of decode_in then has both of its rows (x
- * and z at the 130m shape) in flight before the wait; more would spill. */
-template <typename T, int K> __host__ __device__ constexpr int dec_ahead()
+/* The norm's weights a thread of decode_in or decode_head applies
+ * (elements threadIdx.x + DEC_THREADS i), loaded before the wait: they
+ * are a layer's first read, far back in the step's stream of weights, so
+ * their latency is DRAM's. */
+constexpr int DEC_THREADS = DEC_WARPS * 32, NORM_PER = (DM + DEC_THREADS - 1) / DEC_THREADS;
+
+__device__ __forceinline__ void dec_load_norm(const float *w, float (&nw)[NORM_PER])
 {
-    return dec_row<T, K>::HELD <= 3 ? 2 : 1;
+#pragma unroll
+    for (int i = 0; i < NORM_PER; ++i) {
+        const int k = threadIdx.x + DEC_THREADS * i;
+        nw[i] = k < DM ? w[k] : 0.0f;
+    }
 }
 
 /* Stages the RMSNorm of x + res_in for the sequences at b0 (the residual
  * rounded to its dtype, the output to the model's, as the norm kernel
- * does); block 0 writes the residual out. */
+ * does), nw from dec_load_norm; block 0 writes the residual out. */
 template <typename T, bool WRITE_RES>
 __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], const sj_decode_args &a, sj_i64 b0,
-                                               int nb)
+                                               int nb, const float (&nw)[NORM_PER])
 {
     typedef typename dec_res_of<SJ_DEC_RES_F32 != 0, T>::type R;
     constexpr int BT = dec_batch(DM);
@@ -333,10 +329,12 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
 #pragma unroll
     for (int b = 0; b < BT; ++b)
         ss[b] = 0.0f;
-    for (int k = threadIdx.x; k < DM; k += blockDim.x)
+#pragma unroll
+    for (int n = 0; n < NORM_PER; ++n) {
+        const int k = threadIdx.x + DEC_THREADS * n;
 #pragma unroll
         for (int b = 0; b < BT; ++b)
-            if (b < nb) {
+            if (b < nb && k < DM) {
                 const sj_i64 i = (b0 + b) * DM + k;
                 float h = sj_to_float(((const T *)a.x)[i]);
                 if (a.res_in)
@@ -346,6 +344,7 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
                 act[b][dec_row<T, DM>::slot(k)] = h;
                 ss[b] = fmaf(h, h, ss[b]);
             }
+    }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
     for (int b = 0; b < BT; ++b) {
@@ -364,11 +363,14 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
         rstd[threadIdx.x] = rsqrtf(s / (float)DM + a.eps);
     }
     __syncthreads();
-    for (int k = threadIdx.x; k < DM; k += blockDim.x)
+#pragma unroll
+    for (int n = 0; n < NORM_PER; ++n) {
+        const int k = threadIdx.x + DEC_THREADS * n;
 #pragma unroll
         for (int b = 0; b < BT; ++b)
-            if (b < nb)
-                act[b][dec_row<T, DM>::slot(k)] = dec_round<T>(act[b][dec_row<T, DM>::slot(k)] * rstd[b] * a.norm_w[k]);
+            if (b < nb && k < DM)
+                act[b][dec_row<T, DM>::slot(k)] = dec_round<T>(act[b][dec_row<T, DM>::slot(k)] * rstd[b] * nw[n]);
+    }
 }
 
 /* x_proj's rows a lane of decode_in keeps sums of: lane, lane + 32, ... */
@@ -382,9 +384,10 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
     const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + warp;
     const T *w_x = (const T *)a.w_x;
     /* Ahead of the wait (only this kernel touches a layer's conv state):
-     * the first row's conv weights and x_proj column, and the first
-     * sequences' conv states. */
-    float cw[WIDTH], cs[WIDTH], cb = 0.0f, wx[XP_LANE];
+     * the norm's weights, the first row's conv weights and x_proj column,
+     * and the first sequences' conv states. */
+    float nw[NORM_PER], cw[WIDTH], cs[WIDTH], cb = 0.0f, wx[XP_LANE];
+    dec_load_norm(a.norm_w, nw);
     if (first < DI) {
 #pragma unroll
         for (int k = 0; k < WIDTH; ++k) {
@@ -402,12 +405,12 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
 #pragma unroll
         for (int i = 0; i < XP_LANE; ++i)
             xp[b][i] = 0.0f;
-    dec_matvec<T, DM, BT, dec_ahead<T, DM>()>(
+    dec_matvec<T, DM, BT>(
         a.w_in, 2 * (sj_i64)DI, a.batch,
         [&](float (&act)[BT][DM], sj_i64 b0, int nb) {
             if (a.picked && b0 == 0 && blockIdx.x == 0 && threadIdx.x == 0)
                 *a.picked = 0; /* the last step's head is done: this is after the wait */
-            dec_stage_norm<T, true>(act, a, b0, nb);
+            dec_stage_norm<T, true>(act, a, b0, nb, nw);
         },
         [&](sj_i64 j, sj_i64 b0, int nb, float v) {
             if (j >= DI) {
@@ -488,14 +491,15 @@ template <typename T> __device__ __forceinline__ void decode_head(const sj_decod
     __shared__ sj_argmax_part wbest[DEC_WARPS][BT];
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float bv = 0.0f;
+    float bv = 0.0f, nw[NORM_PER];
     int bi = 0;
-    dec_matvec<T, DM, BT, dec_ahead<T, DM>()>(
+    dec_load_norm(a.norm_w, nw);
+    dec_matvec<T, DM, BT>(
         a.w_in, VOCAB, a.batch,
         [&](float (&act)[BT][DM], sj_i64 b0, int nb) {
             bv = __uint_as_float(0xff800000u); /* -inf: the first row always wins */
             bi = 0x7fffffff;
-            dec_stage_norm<T, false>(act, a, b0, nb);
+            dec_stage_norm<T, false>(act, a, b0, nb, nw);
         },
         dec_each([&](sj_i64 j, sj_i64 b, float v) {
             const T out = sj_from_float<T>(v);
@@ -666,10 +670,10 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
         decode_##part<T>(a);                                                                                       \
     })
 
-#define SJ_DECODE_KERNELS(T, sfx, unused)                  \
-    SJ_DECODE_KERNEL(T, sfx, in, DEC_WARPS * 32, DEC_BLOCKS_PER_SM)   \
-    SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, 1)                     \
-    SJ_DECODE_KERNEL(T, sfx, out, DEC_WARPS * 32, DEC_BLOCKS_PER_SM)  \
-    SJ_DECODE_KERNEL(T, sfx, head, DEC_WARPS * 32, DEC_BLOCKS_PER_SM)
+#define SJ_DECODE_KERNELS(T, sfx, unused)                            \
+    SJ_DECODE_KERNEL(T, sfx, in, DEC_THREADS, DEC_BLOCKS_PER_SM)     \
+    SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, 1)                    \
+    SJ_DECODE_KERNEL(T, sfx, out, DEC_THREADS, DEC_BLOCKS_PER_SM)    \
+    SJ_DECODE_KERNEL(T, sfx, head, DEC_THREADS, DEC_BLOCKS_PER_SM)
 
 SJ_FOR_EACH_DTYPE(SJ_DECODE_KERNELS, 0)
