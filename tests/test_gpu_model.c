@@ -243,8 +243,8 @@ typedef struct decode_case {
     size_t B;
     int path; /* sj_model_decode_force: -1 the rule */
     int odd;  /* 0: small_cfg; 1: d_model 200, dt_rank 13; 2: also N = 5, conv 3, nothing 16-byte;
-               * 3: d_inner 4608, more x rows than the fused in_proj has warps on any GPU of up to
-               * 288 SMs */
+               * 3: d_model 2048 (the largest the rule fuses), d_inner 4608, more x rows than the
+               * fused in_proj has warps on any GPU of up to 288 SMs */
     int residual_in_fp32;
 } decode_case;
 
@@ -264,7 +264,7 @@ static ref_mamba_cfg decode_cfg(int odd)
         c.tied = 0;
     }
     if (odd == 3) {
-        c.d_model = 1024;
+        c.d_model = 2048;
         c.d_inner = 4608;
         c.dt_rank = 64;
     }

@@ -132,7 +132,7 @@ static void test_model_units_on_a_device(void **state)
 }
 
 /* The decode step's rule (model.h): the fused kernels for one or two
- * sequences of a model up to d_model 1024 whose matrices all start 16-byte
+ * sequences of a model up to d_model 2048 whose matrices all start 16-byte
  * aligned, else the unfused step; forcing overrides it, within what the
  * fused kernels can stage. */
 static void test_decode_rule(void **state)
@@ -156,6 +156,10 @@ static void test_decode_rule(void **state)
     sj_model_layer_tensor(&m, 1, SJ_L_X_PROJ)->data += 8;
     assert_int_equal(sj_model_decode_fused(&m, 1), 1);
     m.cfg.d_model = 2048;
+    m.cfg.d_inner = 4096;
+    assert_int_equal(sj_model_decode_fused(&m, 1), 1);
+    m.cfg.d_model = 2560;
+    m.cfg.d_inner = 5120;
     assert_int_equal(sj_model_decode_fused(&m, 1), 0);
     assert_int_equal(sj_model_decode_force(&m, 1), SSMJIT_OK);
     assert_int_equal(sj_model_decode_fused(&m, 64), 1);

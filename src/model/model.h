@@ -182,14 +182,14 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
                                    sj_model_step_ws *ws);
 
 /* The fused decode (model_decode.c).  Its rule, from bench/NOTES.md
- * ("Decode, round 1"): fused for batches up to SJ_DECODE_FUSED_MAX_BATCH
- * (one pass of its staging; at batch 8 the unfused step was 2.5x faster)
+ * ("Decode, round 2"): fused for batches up to SJ_DECODE_FUSED_MAX_BATCH
+ * (one pass of its staging; at batch 8 the unfused step was 1.6x faster)
  * and d_model up to SJ_DECODE_FUSED_MAX_D_MODEL (the 130m shape, d_model
- * 768, gained 1.5x at batch 1; the 1.4b shape, 2048, lost 5%), where
- * every matrix starts 16-byte aligned; else the unfused step, unless
- * forced. */
+ * 768, gained 2.4x at batch 1 in bf16; the 1.4b shape, 2048, 1.2x; no
+ * larger model measured), where every matrix starts 16-byte aligned;
+ * else the unfused step, unless forced. */
 #define SJ_DECODE_FUSED_MAX_BATCH 2
-#define SJ_DECODE_FUSED_MAX_D_MODEL 1024
+#define SJ_DECODE_FUSED_MAX_D_MODEL 2048
 int sj_model_decode_fused(const ssmjit_model *m, int64_t batch);
 /* Forces the path of later steps (tests, benchmarks): -1 the rule, 0 the
  * unfused path, 1 the fused one (SSMJIT_ERR_UNSUPPORTED where it cannot
