@@ -27,15 +27,17 @@ LOGITS_TOL, GRAD_TOL, LOSS_TOL = 1e-4, 1e-3, 1e-5
 B, L, PROMPT, NEW = 2, 96, [5, 17, 301, 42, 7], 16
 
 
+# ssmjit.h's argument structs, struct_size first as their _init or the
+# caller sets it.
 class ForwardArgs(C.Structure):
-    _fields_ = [("batch", C.c_int64), ("seqlen", C.c_int64), ("ids", C.c_void_p),
+    _fields_ = [("struct_size", C.c_size_t), ("batch", C.c_int64), ("seqlen", C.c_int64), ("ids", C.c_void_p),
                 ("embeds", C.c_void_p), ("mode", C.c_int), ("logits", C.c_void_p),
                 ("last_only", C.c_int), ("conv_state", C.c_void_p), ("ssm_state", C.c_void_p),
                 ("workspace", C.c_void_p), ("workspace_bytes", C.c_size_t)]
 
 
 class BackwardArgs(C.Structure):
-    _fields_ = [("logits", C.c_void_p), ("targets", C.c_void_p), ("loss", C.c_void_p),
+    _fields_ = [("struct_size", C.c_size_t), ("logits", C.c_void_p), ("targets", C.c_void_p), ("loss", C.c_void_p),
                 ("dlogits", C.c_void_p), ("d_embeds", C.c_void_p)]
 
 
@@ -45,7 +47,8 @@ class TensorInfo(C.Structure):
 
 
 class ModelOptions(C.Structure):
-    _fields_ = [("struct_size", C.c_size_t), ("dtype", C.c_int), ("allow_tf32", C.c_int)]
+    _fields_ = [("struct_size", C.c_size_t), ("dtype", C.c_int), ("allow_tf32", C.c_int),
+                ("prepare", C.c_int)]
 
 
 def check(lib, status, what):
@@ -102,13 +105,14 @@ def main():
     targets = np.full((B, L), -100, dtype=np.int32)
     targets[:, :-1] = host_ids[:, 1:]
     torch.cuda.synchronize()
-    fa = ForwardArgs(B, L, host_ids.ctypes.data, None, 1, logits.data_ptr(), 0, None, None,
-                     ws.data_ptr(), ws_bytes.value)
+    fa = ForwardArgs(C.sizeof(ForwardArgs), B, L, host_ids.ctypes.data, None, 1, logits.data_ptr(), 0,
+                     None, None, ws.data_ptr(), ws_bytes.value)
     check(lib, lib.ssmjit_model_forward(model, C.byref(fa), None), "forward")
     torch.cuda.synchronize()
     ours = logits.cpu().numpy().reshape(B * L, vocab)
     loss = torch.full((1,), float("nan"), device="cuda")
-    ba = BackwardArgs(logits.data_ptr(), targets.ctypes.data, loss.data_ptr(), None, None)
+    ba = BackwardArgs(C.sizeof(BackwardArgs), logits.data_ptr(), targets.ctypes.data, loss.data_ptr(),
+                      None, None)
     check(lib, lib.ssmjit_model_backward(model, C.byref(ba), None), "backward")
     torch.cuda.synchronize()
 
