@@ -174,8 +174,10 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
 typedef struct sj_model_step_ws {
     size_t total;
     size_t ids, x, resid, resid2, normed, xz, xc, xdbl, dt, y;
-    size_t xpart; /* the fused path's parts of x_proj (sj_model_decode_xparts) */
-    size_t pick, picked; /* its head's blocks' argmax, and their count done */
+    /* the fused path's only (0 on the unfused one): x_proj's parts
+     * (sj_model_decode_xparts), its head's blocks' argmax and their
+     * count done */
+    size_t xpart, pick, picked;
 } sj_model_step_ws;
 
 ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char *op,
@@ -203,11 +205,11 @@ void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
                                    const void *ids_dev, void *stream);
 void sj_model_decode_unload(ssmjit_model *m);
-/* The fused path's x_proj is summed from this many parts a sequence, of
- * sj_model_decode_part_floats floats each (0 where it cannot run). */
+/* For a model the fused path can run: its x_proj is summed from this many
+ * parts a sequence, of sj_model_decode_part_floats floats each, and its
+ * head has sj_model_decode_head_blocks blocks. */
 int64_t sj_model_decode_xparts(const ssmjit_model *m);
 int64_t sj_model_decode_part_floats(const ssmjit_model_config *c);
-/* The fused head's blocks (0 where it cannot run). */
 int64_t sj_model_decode_head_blocks(const ssmjit_model *m);
 /* Queues the fused kernels of a model of config c in dtype on the compile
  * pool where the rule may take them (ahead of need, as model load does

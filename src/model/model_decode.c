@@ -147,17 +147,12 @@ static sj_dim3 matvec_grid(const ssmjit_model *m, int64_t rows)
 int64_t sj_model_decode_xparts(const ssmjit_model *m)
 {
     const ssmjit_model_config *c = &m->cfg;
-    if (c->d_model > STAGE_FLOATS || c->d_inner > STAGE_FLOATS)
-        return 0;
     return sj_min64(matvec_grid(m, 2 * c->d_inner).x, sj_ceil_div(c->d_inner, 8));
 }
 
 int64_t sj_model_decode_head_blocks(const ssmjit_model *m)
 {
-    const ssmjit_model_config *c = &m->cfg;
-    if (c->d_model > STAGE_FLOATS || c->d_inner > STAGE_FLOATS)
-        return 0;
-    return matvec_grid(m, c->vocab_size).x;
+    return matvec_grid(m, m->cfg.vocab_size).x;
 }
 
 /* A part's row: x_proj's dt_rank + 2 d_state sums, padded to float4s
@@ -174,11 +169,17 @@ void sj_model_decode_skip(ssmjit_model *m, unsigned parts)
     m->decode_skip = parts;
 }
 
+/* Whether the benchmark's sj_model_decode_skip leaves `part` out. */
+static int skipped(const ssmjit_model *m, sj_decode_part part)
+{
+    return m->decode_skip >> part & 1u;
+}
+
 /* Each kernel of the chain may start while the one before runs: the
  * kernels wait for it before they touch activations or states. */
 static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, sj_decode_args *a, void *stream)
 {
-    if (m->decode_skip & 1u << part)
+    if (skipped(m, part))
         return SSMJIT_OK;
     void *args[] = {a};
     return sj_launch_chained(m->ctx, m->decode[part].fn, grid, (sj_dim3){256, 1, 1}, stream, args);
@@ -193,13 +194,13 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     SJ_TRY(sj_model_refresh_a(m, stream));
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x);
     void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
-    if (!(m->decode_skip & 1u << SJ_DECODE_EMBED))
+    if (!skipped(m, SJ_DECODE_EMBED))
         SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
     /* the states' lanes: 4 a channel where decode.cu's MIX_G is 4 (N = 16) */
     const int64_t g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
     const sj_dim3 in = matvec_grid(m, 2 * di), mix = {(unsigned)sj_ceil_div(di * g, 256), (unsigned)sj_min64(B, 65535), 1};
     /* greedy: the head takes the argmax too; a draw is a kernel of its own */
-    const int greedy = a->next_ids && !a->sampling && !(m->decode_skip & 1u << SJ_DECODE_PICK);
+    const int greedy = a->next_ids && !a->sampling && !skipped(m, SJ_DECODE_PICK);
     sj_decode_args d = {
         .x = x, .xc = sj_model_ws_at(base, ws->xc), .z = sj_model_ws_at(base, ws->xz),
         .xpart = sj_model_ws_at(base, ws->xpart), .y = sj_model_ws_at(base, ws->y), .out = x,
@@ -231,7 +232,7 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     d.w_in = sj_model_head_weight(m);
     d.out = a->logits;
     SJ_TRY(launch(m, SJ_DECODE_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
-    if (greedy || (m->decode_skip & 1u << SJ_DECODE_PICK))
+    if (greedy || skipped(m, SJ_DECODE_PICK))
         return SSMJIT_OK;
     return sj_model_pick_next(m, a, stream);
 }

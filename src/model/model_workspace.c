@@ -183,9 +183,14 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
     ws->xdbl = take(&cur, B, dbl, es);
     ws->dt = take(&cur, B, di, es);
     ws->y = take(&cur, B, di, es);
-    ws->xpart = take(&cur, B * sj_model_decode_xparts(m), sj_model_decode_part_floats(c), 4);
-    ws->pick = take(&cur, B, sj_model_decode_head_blocks(m), 8);
-    ws->picked = take(&cur, 1, 1, 4);
+    ws->xpart = ws->pick = ws->picked = 0;
+    /* sized for the path the step takes now (a path forced later than the
+     * size was asked finds the workspace too small and says so) */
+    if (sj_model_decode_fused(m, B)) {
+        ws->xpart = take(&cur, B * sj_model_decode_xparts(m), sj_model_decode_part_floats(c), 4);
+        ws->pick = take(&cur, B, sj_model_decode_head_blocks(m), 8);
+        ws->picked = take(&cur, 1, 1, 4);
+    }
     if (cur.overflow)
         return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: the workspace for batch %lld is too large", op,
                         (long long)B);
