@@ -687,7 +687,7 @@ extern "C" __global__ void scan_bwd_reduce_params(const float *ws_dA, const floa
  * adjoints entering the segments' ends.
  */
 
-SJ_SCAN_SPLIT_KERNELS
+SJ_SCAN_SPLIT_KERNELS(true)
 
 /* The state entering each view row r = b S + s: init[b] (or 0) for s = 0,
  * else the checkpoint's state after the row's previous chunk (r nch - 1,

@@ -734,6 +734,136 @@ __device__ __forceinline__ void sj_scan_split_carry(const float *A, const float 
     }
 }
 
+/* The split's first pass over the view's rows: what leaves each row with
+ * nothing entering it, and nothing else.  Forward (BWD false): the state
+ * after the row's last token from a zero state, into final_state [R, D,
+ * N].  Backward: the adjoint leaving the row's first token (the gradient
+ * of its start state) with none entering its last, into dinit [R, D, N].
+ * The full scans ran this pass before, computing y or every gradient
+ * only to have the second pass overwrite them; this reads only what the
+ * recurrence needs (forward: dt, dt u, B; backward: dt, dy silu(z), C).
+ * Its operations are those of sj_scan_fwd's and sj_scan_bwd's
+ * recurrences in the same order, each module's math, so the values are
+ * theirs bit for bit.
+ *
+ * Block: SJ_ENDS_BD channels (lanes) x 4 warps of 4 states, a slice of
+ * SJ_ENDS_SLICE states a blockIdx.z.  Chunks of SJ_ENDS_TS tokens (the
+ * last first, backward) staged in shared memory: dt and the channel's
+ * value [TS][BD], the states' value [TS][SLICE]; the next chunk's raw
+ * values load into registers while this one is scanned.  Tokens past L
+ * stage as dt = 0 and values 0, which leave a state as it is (a decay of
+ * exactly 1, nothing added). */
+#define SJ_ENDS_BD 32
+#define SJ_ENDS_TS 32
+#define SJ_ENDS_SLICE 16
+
+template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_ends(const sj_scan_params &p)
+{
+    constexpr int BD = SJ_ENDS_BD, TS = SJ_ENDS_TS, SL = SJ_ENDS_SLICE, NT = BD * SL / 4;
+    constexpr int CI = TS * BD / NT, SI = TS * SL / NT, CROWS = NT / BD, SROWS = NT / SL;
+    static_assert(BD == 32 && TS * BD % NT == 0 && TS * SL % NT == 0, "a lane a channel; whole items a thread");
+    __shared__ float sdt[TS][BD], sv[TS][BD], sbc[TS][SL], sbias[BD];
+    const int tid = threadIdx.x, lane = tid & 31, g = tid >> 5, scol = tid % SL, srow = tid / SL;
+    const sj_i64 r = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + lane, N = p.N,
+                 nslice = (sj_i64)blockIdx.z * SL, n0 = nslice + 4 * g;
+    const bool dok = d < p.D, sok = nslice + scol < N;
+    float A2[4], h[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        A2[k] = dok && n0 + k < N ? p.A[d * N + n0 + k] * SJ_LOG2E : 0.0f;
+        h[k] = 0.0f;
+    }
+    if (tid < BD)
+        sbias[tid] = d0 + tid < p.D && p.dbias ? p.dbias[d0 + tid] : 0.0f;
+
+    /* This thread's raw items of chunk c: channel d at tokens g + CROWS m
+     * (delta, and u, or dy and z), state nslice + scol at tokens srow +
+     * SROWS m (B, or C). */
+    const T *const delta = (const T *)p.delta, *const u = (const T *)p.u, *const dy = (const T *)p.dy,
+                   *const z = (const T *)p.z, *const bc = (const T *)(BWD ? p.C : p.B);
+    const sj_i64 sbc_stride = BWD ? p.sC : p.sB;
+    float rd[CI], ra[CI], rz[CI], rs[SI];
+    auto load = [&](sj_i64 c) {
+#pragma unroll
+        for (int m = 0; m < CI; ++m) {
+            const sj_i64 t = c * TS + g + CROWS * m, row = r * p.pitch + t;
+            const bool in = dok && t < p.L;
+            rd[m] = in ? sj_to_float(delta[row * p.sdelta + d]) : 0.0f;
+            ra[m] = in ? sj_to_float(BWD ? dy[row * p.sdy + d] : u[row * p.su + d]) : 0.0f;
+            rz[m] = BWD && in && z ? sj_to_float(z[row * p.sz + d]) : 0.0f;
+        }
+#pragma unroll
+        for (int m = 0; m < SI; ++m) {
+            const sj_i64 t = c * TS + srow + SROWS * m;
+            rs[m] = sok && t < p.L ? sj_to_float(bc[(r * p.pitch + t) * sbc_stride + nslice + scol]) : 0.0f;
+        }
+    };
+    auto commit = [&](sj_i64 c) {
+#pragma unroll
+        for (int m = 0; m < CI; ++m) {
+            const int i = g + CROWS * m;
+            const bool in = dok && c * TS + i < p.L;
+            const float x = rd[m] + sbias[lane];
+            float dt, v;
+            if (BWD) {
+                /* sj_scan_bwd's conversion */
+                const float sp = sj_softplus_and_grad(x).x, sz = z ? sj_silu_and_grad(rz[m]).x : 1.0f;
+                dt = p.softplus ? sp : x;
+                v = ra[m] * sz;
+            } else {
+                /* sj_scan_fwd's staging, and its step's dt u */
+                dt = p.softplus ? sj_softplus(x) : x;
+                v = dt * ra[m];
+            }
+            sdt[i][lane] = in ? dt : 0.0f;
+            sv[i][lane] = in ? v : 0.0f;
+        }
+#pragma unroll
+        for (int m = 0; m < SI; ++m)
+            sbc[srow + SROWS * m][scol] = rs[m];
+    };
+    auto scan_token = [&](int i) {
+        const float dt = sdt[i][lane], v = sv[i][lane];
+        const float4 q = *(const float4 *)&sbc[i][4 * g];
+        const float w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if (BWD)
+                h[k] = sj_exp2_ftz(dt * A2[k]) * fmaf(w[k], v, h[k]);
+            else
+                h[k] = fmaf(sj_exp2_ftz(dt * A2[k]), h[k], v * w[k]);
+        }
+    };
+
+    const sj_i64 nch = (p.L + TS - 1) / TS;
+    auto chunk_at = [&](sj_i64 k) { return BWD ? nch - 1 - k : k; };
+    if (nch > 0)
+        load(chunk_at(0));
+    for (sj_i64 k = 0; k < nch; ++k) {
+        __syncthreads(); /* sbias; the last chunk's scan is done with the stage */
+        commit(chunk_at(k));
+        __syncthreads();
+        if (k + 1 < nch)
+            load(chunk_at(k + 1));
+#pragma unroll
+        for (int i = 0; i < TS; ++i)
+            scan_token(BWD ? TS - 1 - i : i);
+    }
+    float *out = BWD ? p.dinit : p.final_state;
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+        if (dok && n0 + k < N)
+            out[(r * p.D + d) * N + n0 + k] = h[k];
+}
+
+#define SJ_SCAN_SPLIT_ENDS_KERNEL(T, sfx, bwd)                                                                   \
+    SJ_KERNEL(scan_split_ends_##sfx)(                                                                          \
+    extern "C" __global__ void __launch_bounds__(SJ_ENDS_BD * SJ_ENDS_SLICE / 4)                               \
+        scan_split_ends_##sfx(const sj_scan_params p)                                                          \
+    {                                                                                                          \
+        sj_scan_split_ends<T, bwd>(p);                                                                         \
+    })
+
 #define SJ_SCAN_SPLIT_DTSUM_KERNEL(T, sfx, unused)                                                            \
     SJ_KERNEL(scan_split_dtsum_##sfx)(                                                                        \
     extern "C" __global__ void __launch_bounds__(SJ_SPLIT_CH * SJ_SPLIT_SLICES)                               \
@@ -743,9 +873,10 @@ __device__ __forceinline__ void sj_scan_split_carry(const float *A, const float 
         sj_scan_split_dtsum<T>(delta, sdelta, dbias, softplus, Ls, D, dtsum);                                 \
     })
 
-/* The split's kernels, in the forward's module and the backward's (each
- * with its own math: dt as its scan computes it). */
-#define SJ_SCAN_SPLIT_KERNELS                                                                                  \
+/* The split's kernels, in the forward's module (BWD false) and the
+ * backward's (true), each with its own math: dt as its scan computes it. */
+#define SJ_SCAN_SPLIT_KERNELS(BWD)                                                                             \
+    SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_ENDS_KERNEL, BWD)                                                          \
     SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_DTSUM_KERNEL, 0)                                                           \
     SJ_KERNEL(scan_split_carry)(                                                                               \
     extern "C" __global__ void scan_split_carry(const float *A, const float *from, const float *dtsum,         \

@@ -38,4 +38,4 @@ SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_TP_KERNEL, 0)
  * states (scan_common.cuh has the split's kernels).
  */
 
-SJ_SCAN_SPLIT_KERNELS
+SJ_SCAN_SPLIT_KERNELS(false)

@@ -260,8 +260,8 @@ static ssmjit_status check_grads(const char *op, const ssmjit_selective_scan_des
 static ssmjit_status request_bwd_kernels(ssmjit_context *ctx, ssmjit_dtype dtype, int states, int split)
 {
     const char *sfx = sj_dtype_suffix(dtype);
-    char names[7][48];
-    const char *list[7];
+    char names[8][48];
+    const char *list[8];
     size_t n = 0;
     snprintf(names[n++], sizeof names[0], "scan_bwd_%s", sfx);
     snprintf(names[n++], sizeof names[0], "scan_bwd_reduce_bc_%s", sfx);
@@ -270,6 +270,7 @@ static ssmjit_status request_bwd_kernels(ssmjit_context *ctx, ssmjit_dtype dtype
         snprintf(names[n++], sizeof names[0], "scan_states_ns8_%s", sfx);
     if (split) {
         snprintf(names[n++], sizeof names[0], "scan_split_starts");
+        snprintf(names[n++], sizeof names[0], "scan_split_ends_%s", sfx);
         snprintf(names[n++], sizeof names[0], "scan_split_dtsum_%s", sfx);
         snprintf(names[n++], sizeof names[0], "scan_split_carry");
     }

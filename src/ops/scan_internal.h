@@ -25,6 +25,10 @@
     (2 * SJ_SCAN_BWD_BUF + 2 * SJ_SCAN_BWD_BD + 8 * 8 * SJ_SCAN_BWD_TP + SJ_SCAN_CHUNK * 8 * 32 + SJ_SCAN_BWD_BD * SJ_SCAN_BWD_NBLK + 6 * SJ_SCAN_BWD_THREADS)
 
 #define SJ_SCAN_MAX_N 256
+/* The split's first pass (scan_split_ends): SJ_ENDS_BD channels x
+ * SJ_ENDS_SLICE states a block, 4 states a thread. */
+#define SJ_SCAN_ENDS_BD 32
+#define SJ_SCAN_ENDS_SLICE 16
 /* The token-parallel forward (kernels_src/scan_fwd_tp.cuh): SJ_TP_CB
  * channels a block of 32 SJ_TP_CB threads, at most 4 SJ_TP_NG states. */
 #define SJ_SCAN_TP_CB 8

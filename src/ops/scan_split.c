@@ -352,6 +352,25 @@ static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_select
     return sj_launch(ctx, fn, sj_scan_flat_grid(B * D * N), block, 0, stream, args);
 }
 
+/* The split's first pass (scan_split_ends, kernels_src/scan_common.cuh)
+ * over view v's rows: the forward's (bwd = 0) states leaving each row
+ * from a zero state into p->final_state, or the backward's adjoints
+ * leaving each row's start with none entering its end into p->dinit. */
+static ssmjit_status launch_split_ends(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *v,
+                                       sj_scan_params *p, int bwd, void *stream)
+{
+    char name[48];
+    snprintf(name, sizeof name, "scan_split_ends_%s", sj_dtype_suffix(dtype));
+    CUfunction fn;
+    SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
+                         name, &fn));
+    sj_dim3 grid = {(unsigned)sj_ceil_div(v->D, SJ_SCAN_ENDS_BD), (unsigned)v->B,
+                    (unsigned)sj_ceil_div(v->N, SJ_SCAN_ENDS_SLICE)};
+    sj_dim3 block = {SJ_SCAN_ENDS_BD * SJ_SCAN_ENDS_SLICE / 4, 1, 1};
+    void *args[] = {p};
+    return sj_launch(ctx, fn, grid, block, 0, stream, args);
+}
+
 /* The forward over the segments of plan sp. */
 ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                 const ssmjit_selective_scan_fwd_args *a, const sj_scan_extents *sh,
@@ -368,11 +387,12 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.final_state = sj_dptr(st);
     p.ckpt = 0;
     /* the split's own kernels compile on the pool meanwhile (first call) */
-    char dtsum_name[48];
+    char ends_name[48], dtsum_name[48];
+    snprintf(ends_name, sizeof ends_name, "scan_split_ends_%s", sj_dtype_suffix(desc->dtype));
     snprintf(dtsum_name, sizeof dtsum_name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
-    const char *const split_kernels[] = {dtsum_name, "scan_split_carry"};
-    SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 2));
-    SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
+    const char *const split_kernels[] = {ends_name, dtsum_name, "scan_split_carry"};
+    SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 3));
+    SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 0, stream));
     SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, dtsum, 0, stream));
     SJ_TRY(launch_split_carry(ctx, &a->in, sh, sp->S, 0, a->in.initial_state, dtsum, st, st,
                               sp->tail ? last : a->final_state, stream));
@@ -457,23 +477,22 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
                                 token_at(dC, r0, es), dC->stride, stream));
     }
     /* The segments with no adjoint entering their ends: the gradients of
-     * their start states alone (the other outputs are overwritten). */
+     * their start states alone. */
     sj_scan_params p = *op;
     p.L = p.pitch = v.L;
     p.nseq = R;
-    p.init = sj_dptr(starts);
-    p.dfinal = 0;
     p.dinit = sj_dptr(local);
+    SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 1, stream));
+    SJ_TRY(launch_split_carry(ctx, &a->in, sh, S, 1, sp->tail ? (const void *)tail_dinit : a->d_final_state, dtsum,
+                              local, enter, a->d_initial_state, stream));
+    /* The backward proper, with the carried adjoints entering the
+     * segments' ends. */
+    p.init = sj_dptr(starts);
+    p.dfinal = sj_dptr(enter);
+    p.dinit = 0;
     p.ws_dA = sj_dptr(sw + sp->part[SJ_SPLIT_DA]);
     p.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]);
     p.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]);
-    SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, sj_dptr(dB->data), dB->stride, sj_dptr(dC->data),
-                            dC->stride, stream));
-    SJ_TRY(launch_split_carry(ctx, &a->in, sh, S, 1, sp->tail ? (const void *)tail_dinit : a->d_final_state, dtsum,
-                              local, enter, a->d_initial_state, stream));
-    /* Again, with the carried adjoints entering the segments' ends. */
-    p.dfinal = sj_dptr(enter);
-    p.dinit = 0;
     SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, sj_dptr(dB->data), dB->stride, sj_dptr(dC->data),
                             dC->stride, stream));
     return sj_scan_reduce_params(ctx, a, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SJ_SPLIT_DA],
