@@ -23,13 +23,14 @@ void sj_scan_force_split(int segments)
 int sj_scan_forced_split(void) { return atomic_load_explicit(&forced_split, memory_order_relaxed); }
 
 #define SPLIT_MAX 64        /* segments a row */
-/* A segment's least tokens, unless forced: the forward's 128, the
+/* A segment's least tokens, unless forced: the forward's 64, the
  * backward's 256, or 64 where its segments are whole and their blocks all
  * run at once (bwd_min_tokens).  Their launches' and blocks' fixed costs
  * weigh on short segments more than the models say (bench/NOTES.md: the
  * backward at 1 x 2048 x 1536 in segments of 64 tokens ran f32 0.426 ms,
- * of 256 0.385; the forward at 1 x 2048 x 1536 best at 128). */
-#define SPLIT_MIN_TOKENS 128
+ * of 256 0.385; the forward at 1 x 1024 x 768 to 2048 ran fastest in
+ * segments of 64). */
+#define SPLIT_MIN_TOKENS 64
 #define SPLIT_MIN_TOKENS_BWD 256
 #define SPLIT_MIN_TOKENS_BWD_ONE_WAVE 64
 #define SPLIT_CH 64         /* SJ_SPLIT_CH, SJ_SPLIT_SLICES of scan_split_dtsum */
@@ -113,38 +114,39 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
 }
 
 /* The segments (1: none) of the forward's or backward's split that the
- * model times fastest: twice the op over the segments, the tail, and for
- * the launches more and the sums of dt (an element's softplus some 16
- * instructions, issued a warp a cycle on each of an SM's 4 schedulers) a
- * rough estimate; the backward's split measured some 120,000 to 235,000
- * cycles (0.06 to 0.12 ms) beyond its two modelled passes at one sequence
- * of 512 to 2048 tokens, hence its 150,000 (bench/NOTES.md). */
+ * model times fastest.  A split costs its second pass over the segments
+ * (the op over B S rows of L / S tokens) and the tail, times a factor,
+ * plus a fixed cost and a cost a segment; the forward adds its sums of dt
+ * (an element's softplus some 16 instructions, issued a warp a cycle on
+ * each of an SM's 4 schedulers).  The factor and costs hold the first pass
+ * (scan_split_ends), the carry and the launches; they were fitted to every
+ * split from 2 to 64 segments timed at one or two sequences of 1024 to 8192
+ * tokens and D = 768 to 5120 (bench/NOTES.md), where the choice then ran
+ * at the fastest split's time, the backward's within 5%. */
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
+    const double factor = bwd ? 1.5 : 1.8, per_segment = bwd ? 4000.0 : 1000.0;
     const double overhead =
-        (bwd ? 150000.0 : 3 * 4000.0) + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+        bwd ? 100000.0 : 40000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
     double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
         cost[S] = -1;
-        if (!split_fits(sh, S, bwd ? bwd_min_tokens(pr, sh, S) : SPLIT_MIN_TOKENS, whole))
+        if ((S & (S - 1)) || !split_fits(sh, S, bwd ? bwd_min_tokens(pr, sh, S) : SPLIT_MIN_TOKENS, whole))
             continue;
         const int64_t Ls = split_tokens(sh, S, whole), tail = sh->L - S * Ls;
         const double seg = cycles(pr, sh, sh->B * S, Ls), rest = tail ? cycles(pr, sh, 1, tail) : 0;
         if (seg > 0 && rest >= 0)
-            cost[S] = 2 * seg + rest + overhead;
+            cost[S] = factor * (seg + rest) + overhead + per_segment * (double)S;
         if (cost[S] > 0 && (least < 0 || cost[S] < least))
             least = cost[S];
     }
     const double unsplit = cycles(pr, sh, sh->B, sh->L);
     if (least < 0 || unsplit < 0 || least >= unsplit * SPLIT_GAIN)
         return 1;
-    /* Once the segments fill every SM more of them cost the same work in
-     * smaller waves: the fewest segments within 3% of the least time (a
-     * smaller workspace, longer segments). */
     int64_t S = 2;
-    while (!(cost[S] > 0 && cost[S] <= least * 1.03))
+    while (cost[S] != least)
         S++;
     return S;
 }
