@@ -120,15 +120,17 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * (an element's softplus some 16 instructions, issued a warp a cycle on
  * each of an SM's 4 schedulers).  The factor and costs hold the first pass
  * (scan_split_ends), the carry and the launches; they were fitted to every
- * split from 2 to 64 segments timed at one or two sequences of 1024 to 8192
- * tokens and D = 768 to 5120 (bench/NOTES.md), where the choice then ran
- * at the fastest split's time, the backward's within 5%. */
+ * power-of-two split from 2 to 64 segments timed at one or two sequences
+ * of 512 to 8192 tokens and D = 768 to 5120 (bench/NOTES.md), where the
+ * choice then ran within 2% of the fastest split's time (the backward's
+ * within 5%).  Only powers of two are taken: the model was not fitted to
+ * the others, and they leave tails. */
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
     const double factor = bwd ? 1.5 : 1.8, per_segment = bwd ? 4000.0 : 1000.0;
     const double overhead =
-        bwd ? 100000.0 : 40000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+        bwd ? 100000.0 : 20000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
     double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
