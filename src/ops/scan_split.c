@@ -115,22 +115,23 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
 
 /* The segments (1: none) of the forward's or backward's split that the
  * model times fastest.  A split costs its second pass over the segments
- * (the op over B S rows of L / S tokens) and the tail, times a factor,
- * plus a fixed cost and a cost a segment; the forward adds its sums of dt
- * (an element's softplus some 16 instructions, issued a warp a cycle on
- * each of an SM's 4 schedulers).  The factor and costs hold the first pass
- * (scan_split_ends), the carry and the launches; they were fitted to every
- * power-of-two split from 2 to 64 segments timed at one or two sequences
- * of 512 to 8192 tokens and D = 768 to 5120 (bench/NOTES.md), where the
- * choice then ran within 2% of the fastest split's time (the backward's
- * within 5%).  Only powers of two are taken: the model was not fitted to
- * the others, and they leave tails. */
+ * (the op over B S rows of L / S tokens) and the tail, times a factor;
+ * a fixed cost; a cost a segment; and a cost for each segment's states (B
+ * S D of them, N each: the first pass writes them, the carry reads and
+ * writes them, the second pass starts from them).  The forward adds its
+ * sums of dt (an element's softplus some 16 instructions, issued a warp a
+ * cycle on each of an SM's 4 schedulers).  The factors and costs were
+ * fitted to every power-of-two split from 2 to 64 segments timed at one
+ * or two sequences of 512 to 16384 tokens and D = 768 to 5120
+ * (bench/NOTES.md), where the choice then ran within 4.2% of the fastest
+ * split's time (the backward's 3.8%).  Only powers of two are taken: the
+ * model was not fitted to the others, and they leave tails. */
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
-    const double factor = bwd ? 1.5 : 1.8, per_segment = bwd ? 4000.0 : 1000.0;
-    const double overhead =
-        bwd ? 100000.0 : 20000.0 + (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+    const double factor = bwd ? 1.4 : 2.0, fixed = bwd ? 20000.0 : 10000.0, per_segment = bwd ? 2000.0 : 0.0;
+    const double per_state_row = 200.0 * (double)sh->B * (double)sh->D / sms,
+                 dt_sums = bwd ? 0.0 : (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
     double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
@@ -140,7 +141,7 @@ static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents
         const int64_t Ls = split_tokens(sh, S, whole), tail = sh->L - S * Ls;
         const double seg = cycles(pr, sh, sh->B * S, Ls), rest = tail ? cycles(pr, sh, 1, tail) : 0;
         if (seg > 0 && rest >= 0)
-            cost[S] = factor * (seg + rest) + overhead + per_segment * (double)S;
+            cost[S] = factor * (seg + rest) + fixed + dt_sums + (per_segment + per_state_row) * (double)S;
         if (cost[S] > 0 && (least < 0 || cost[S] < least))
             least = cost[S];
     }
