@@ -680,11 +680,11 @@ extern "C" __global__ void scan_bwd_reduce_params(const float *ws_dA, const floa
 /* ------------------------------------------------------------------------ */
 /*
  * The segments of whole chunks (scan_common.cuh) are the rows of a view
- * whose checkpoint is the rows': the backward runs over them once with no
- * adjoint entering their ends, which gives each segment's gradient of its
- * start state alone; scan_split_carry carries the adjoints from the last
- * segment to the first; the backward runs again with the carried
- * adjoints entering the segments' ends.
+ * whose checkpoint is the rows': scan_split_ends finds each segment's
+ * gradient of its start state with no adjoint entering its end;
+ * scan_split_carry carries the adjoints from the last segment to the
+ * first; the backward runs over the segments with the carried adjoints
+ * entering their ends.
  */
 
 SJ_SCAN_SPLIT_KERNELS(true)

@@ -32,10 +32,10 @@ SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_TP_KERNEL, 0)
 /* ------------------------------------------------------------------------ */
 /*
  * Each batch row's tokens as S segments of Ls, the segments of all rows
- * R = B S rows of a [R, Ls] view: scan_fwd scans them from a zero state
- * (their final states into st), scan_split_carry carries the states
- * across the segments, and scan_fwd scans them again from the carried
- * states (scan_common.cuh has the split's kernels).
+ * R = B S rows of a [R, Ls] view: scan_split_ends finds each one's final
+ * state from a zero state (into st), scan_split_carry carries the states
+ * across the segments, and scan_fwd scans them from the carried states
+ * (scan_common.cuh has the split's kernels).
  */
 
 SJ_SCAN_SPLIT_KERNELS(false)
