@@ -762,7 +762,8 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
     constexpr int BD = SJ_ENDS_BD, TS = SJ_ENDS_TS, SL = SJ_ENDS_SLICE, NT = BD * SL / 4;
     constexpr int CI = TS * BD / NT, SI = TS * SL / NT, CROWS = NT / BD, SROWS = NT / SL;
     static_assert(BD == 32 && TS * BD % NT == 0 && TS * SL % NT == 0, "a lane a channel; whole items a thread");
-    __shared__ float sdt[TS][BD], sv[TS][BD], sbc[TS][SL], sbias[BD];
+    __shared__ float sdt[TS][BD], sv[TS][BD], sbias[BD];
+    __shared__ __align__(16) float sbc[TS][SL]; /* read as float4 */
     const int tid = threadIdx.x, lane = tid & 31, g = tid >> 5, scol = tid % SL, srow = tid / SL;
     const sj_i64 r = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + lane, N = p.N,
                  nslice = (sj_i64)blockIdx.z * SL, n0 = nslice + 4 * g;
