@@ -124,7 +124,7 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * fitted to every power-of-two split from 2 to 64 segments timed at one
  * or two sequences of 512 to 16384 tokens and D = 768 to 5120
  * (bench/NOTES.md), where the choice then ran within 4.2% of the fastest
- * split's time (the backward's 3.8%).  Only powers of two are taken: the
+ * split's time (the backward's 4.4%).  Only powers of two are taken: the
  * model was not fitted to the others, and they leave tails. */
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd)
 {
