@@ -309,12 +309,14 @@ static ssmjit_status reserve_id(const char *what, ssmjit_tokenizer *tok, int64_t
     return SSMJIT_OK;
 }
 
-/* Appends s[0..n) to tok->bytes; *off is where. */
+/* Appends s[0..n) to tok->bytes; *off is where.  The buffer exists after
+ * the first call even for an empty token, so that every token's bytes
+ * (tok->bytes + off) are an address. */
 static ssmjit_status put_bytes(const char *what, ssmjit_tokenizer *tok, const void *s, size_t n, uint32_t *off)
 {
     if (n > UINT32_MAX - tok->bytes_len)
         return sj_error(SSMJIT_ERR_UNSUPPORTED, "'%s': the tokens add up to over 4 GiB", what);
-    if (tok->bytes_cap - tok->bytes_len < n) {
+    if (!tok->bytes || tok->bytes_cap - tok->bytes_len < n) {
         size_t cap = tok->bytes_cap ? tok->bytes_cap : 65536;
         while (cap - tok->bytes_len < n)
             cap *= 2;
