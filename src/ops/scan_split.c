@@ -320,17 +320,34 @@ static void tail_inputs(sj_scan_params *q, const ssmjit_selective_scan_desc *des
     q->C = token_at(&sh->m.C, r0, es);
 }
 
+/* The name of the split's kernel `prefix`, with the dtype's suffix where
+ * it has one (dtype >= 0). */
+static void split_kernel_name(char name[48], const char *prefix, int dtype)
+{
+    if (dtype < 0)
+        snprintf(name, 48, "%s", prefix);
+    else
+        snprintf(name, 48, "%s_%s", prefix, sj_dtype_suffix((ssmjit_dtype)dtype));
+}
+
+/* The split's kernel `prefix` (split_kernel_name) of the forward's module
+ * (bwd = 0) or the backward's, each with its own math. */
+static ssmjit_status split_kernel(ssmjit_context *ctx, int bwd, const char *prefix, int dtype, CUfunction *fn)
+{
+    char name[48];
+    split_kernel_name(name, prefix, dtype);
+    return sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
+                         name, fn);
+}
+
 /* The segments' sums of dt, by the forward's module (bwd = 0) or the
  * backward's, each computing dt as its scan does. */
 static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                         const ssmjit_selective_scan_inputs *in, const sj_scan_extents *v, float *dtsum,
                                         int bwd, void *stream)
 {
-    char name[48];
-    snprintf(name, sizeof name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
     CUfunction fn;
-    SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
-                         name, &fn));
+    SJ_TRY(split_kernel(ctx, bwd, "scan_split_dtsum", (int)desc->dtype, &fn));
     uint64_t delta = sj_dptr(v->m.delta.data), dbias = sj_dptr(in->delta_bias), out = sj_dptr(dtsum);
     int64_t sdelta = v->m.delta.stride, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
     void *args[] = {&delta, &sdelta, &dbias, &softplus, &Ls, &D, &out};
@@ -347,8 +364,7 @@ static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_select
                                         const float *dtsum, const float *own, float *out, void *last, void *stream)
 {
     CUfunction fn;
-    SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
-                         "scan_split_carry", &fn));
+    SJ_TRY(split_kernel(ctx, bwd, "scan_split_carry", -1, &fn));
     uint64_t A = sj_dptr(in->A), f = sj_dptr(from), sums = sj_dptr(dtsum), parts = sj_dptr(own), to = sj_dptr(out),
              end = sj_dptr(last);
     int64_t B = sh->B, D = sh->D, N = sh->N, reverse = bwd;
@@ -364,11 +380,8 @@ static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_select
 static ssmjit_status launch_split_ends(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *v,
                                        sj_scan_params *p, int bwd, void *stream)
 {
-    char name[48];
-    snprintf(name, sizeof name, "scan_split_ends_%s", sj_dtype_suffix(dtype));
     CUfunction fn;
-    SJ_TRY(sj_kernel_get(ctx, bwd ? SJ_MODULE_SCAN_BWD : SJ_MODULE_SCAN_FWD, bwd ? SJ_ROLE_BACKWARD : SJ_ROLE_FORWARD,
-                         name, &fn));
+    SJ_TRY(split_kernel(ctx, bwd, "scan_split_ends", (int)dtype, &fn));
     sj_dim3 grid = {(unsigned)sj_ceil_div(v->D, SJ_SCAN_ENDS_BD), (unsigned)v->B,
                     (unsigned)sj_ceil_div(v->N, SJ_SCAN_ENDS_SLICE)};
     sj_dim3 block = {SJ_SCAN_ENDS_BD * SJ_SCAN_ENDS_SLICE / 4, 1, 1};
@@ -393,8 +406,8 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.ckpt = 0;
     /* the split's own kernels compile on the pool meanwhile (first call) */
     char ends_name[48], dtsum_name[48];
-    snprintf(ends_name, sizeof ends_name, "scan_split_ends_%s", sj_dtype_suffix(desc->dtype));
-    snprintf(dtsum_name, sizeof dtsum_name, "scan_split_dtsum_%s", sj_dtype_suffix(desc->dtype));
+    split_kernel_name(ends_name, "scan_split_ends", (int)desc->dtype);
+    split_kernel_name(dtsum_name, "scan_split_dtsum", (int)desc->dtype);
     const char *const split_kernels[] = {ends_name, dtsum_name, "scan_split_carry"};
     SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 3));
     SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 0, stream));
