@@ -69,6 +69,11 @@ static void test_help_and_usage_errors(void **state)
     assert_int_equal(cli("bench --scan-split 0"), 2);
     assert_int_equal(cli("bench --scan-split 65"), 2);
     assert_int_equal(cli("bench --scan-split x"), 2);
+    assert_int_equal(cli("bench --shape"), 2);
+    assert_int_equal(cli("bench --shape 2x4096"), 2);
+    assert_int_equal(cli("bench --shape 2x4096x0"), 2);
+    assert_int_equal(cli("bench --shape 2x4096x2560x1"), 2);
+    assert_int_equal(cli("bench --shape 2x4096x2560z"), 2);
     assert_int_equal(cli("run"), 2);
     assert_int_equal(cli("run --model m"), 2);
     assert_int_equal(cli("run --model m --tokens 1,x"), 2);

@@ -139,7 +139,7 @@ typedef struct sweep_row {
     int cached; /* its sets together move less than BENCH_ROTATE_BYTES */
 } sweep_row;
 
-static void sweep_explain(const char *gpu, int full, int shapes)
+static void sweep_explain(const char *gpu, const char *which, int shapes)
 {
     printf("selective scan sweep on %s: N = %d with z, D, delta_bias and softplus;\n"
            "the forward is given the split workspace, the backward its full workspace and\n"
@@ -151,10 +151,10 @@ static void sweep_explain(const char *gpu, int full, int shapes)
            "floor: the least bytes a call moves over the copy bandwidth: fwd reads u, delta,\n"
            "z, B, C and writes y; fwd+ckpt also writes the f32 checkpoint; bwd reads u,\n"
            "delta, z, B, C, dy and the checkpoint and writes du, ddelta, dz, dB, dC.\n"
-           "%% floor = floor ms / ms x 100.  %d shapes: grid A%s;\n"
+           "%% floor = floor ms / ms x 100.  %d shapes: %s;\n"
            "a shape one set of whose buffers passes %.0f GiB is skipped.\n\n",
            gpu, BENCH_SWEEP_N, RUNS, WARMUP, BENCH_SWEEP_SETS, BENCH_ROTATE_BYTES / (1 << 20), shapes,
-           full ? ", then grid B less grid A's" : "", (double)SWEEP_LIMIT / (1 << 30));
+           which, (double)SWEEP_LIMIT / (1 << 30));
     printf("%6s %6s %5s %-5s %-8s %10s %9s %8s %5s\n", "B", "L", "D", "dtype", "dir", "ms", "floor ms", "% floor",
            "sets");
 }
@@ -227,9 +227,9 @@ static void sweep_table(const char *gpu, double copy, const sweep_row *rows, int
                BENCH_ROTATE_BYTES / (1 << 20));
 }
 
-int bench_sweep(ssmjit_context *ctx, int full, const char *only)
+int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_scan_shape *shape)
 {
-    const int count = bench_sweep_shapes(full, NULL, 0);
+    const int count = shape ? 1 : bench_sweep_shapes(full, NULL, 0);
     bench_scan_shape *shapes = malloc((size_t)count * sizeof *shapes);
     sweep_row *rows = malloc((size_t)count * 3 * BENCH_SCAN_DIRS * sizeof *rows);
     int pushed, n = 0, skipped = 0, rc = shapes && rows ? CLI_OK : cli_fail("sweep", SSMJIT_ERR_NO_MEMORY);
@@ -242,13 +242,21 @@ int bench_sweep(ssmjit_context *ctx, int full, const char *only)
         free(rows);
         return rc;
     }
-    bench_sweep_shapes(full, shapes, count);
+    if (shape)
+        shapes[0] = *shape;
+    else
+        bench_sweep_shapes(full, shapes, count);
     char gpu[320] = "GPU ?";
     ssmjit_context_info ci;
     ssmjit_device_info di;
     if (ssmjit_context_get_info(ctx, &ci) == SSMJIT_OK && ssmjit_device_get_info(ci.device, &di) == SSMJIT_OK)
         snprintf(gpu, sizeof gpu, "GPU %d (%s, %d SMs)", ci.device, di.name, di.sm_count);
-    sweep_explain(gpu, full, count);
+    char which[96] = "grid A";
+    if (shape)
+        bench_scan_shape_name(*shape, which, sizeof which);
+    else if (full)
+        snprintf(which, sizeof which, "grid A, then grid B less grid A's");
+    sweep_explain(gpu, which, count);
     const double t0 = cli_now();
     for (int i = 0; i < count; i++) {
         if (!bench_sweep_wanted(shapes[i], only))

@@ -3,6 +3,7 @@
 #ifndef SSMJIT_BENCH_PARTS_H
 #define SSMJIT_BENCH_PARTS_H
 
+#include "bench.h"
 #include "ssmjit.h"
 
 /* Times every op, or those whose name contains `only` when it is not
@@ -14,8 +15,9 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only);
  * grid B (bench.h's bench_sweep_shapes), against the byte floor at the
  * measured copy bandwidth, ending in a markdown table; only the shapes
  * whose "B=1 L=512 D=1536" contains `only` where it is not NULL (a
- * profiler's run of one shape); a CLI exit code. */
-int bench_sweep(ssmjit_context *ctx, int full, const char *only);
+ * profiler's run of one shape); or, where `shape` is not NULL, that shape
+ * alone; a CLI exit code. */
+int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_scan_shape *shape);
 
 /* Times a mamba-130m-shaped model with random weights (bench_model.c):
  * prefill, decode at batch 1 and 64, a training step. */

@@ -13,7 +13,7 @@
 
 static const char help[] =
     "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--cache]\n"
-    "                    [--sweep [full]] [--quick] [--only TEXT]\n"
+    "                    [--sweep [full]] [--shape BxLxD] [--quick] [--only TEXT]\n"
     "                    [--scan-fwd serial|parallel] [--scan-split S]\n"
     "Times, on GPU 0 (default: every part):\n"
     "  --engine  warm starts in fresh processes (the first op call, a model's\n"
@@ -40,6 +40,8 @@ static const char help[] =
     "            part of the default)\n"
     "  --sweep full  also grid B: B 1-64 x L 128-16384 x D 768-5120 (long), less\n"
     "            the shapes whose buffers would pass 8 GiB\n"
+    "  --shape BxLxD  the sweep at that one shape (e.g. 2x4096x2560) instead of\n"
+    "            its grids (implies --sweep)\n"
     "  --quick   smaller shapes, for a smoke test\n"
     "  --only TEXT  only the ops whose name contains TEXT (implies --ops); with\n"
     "            --sweep, only the shapes whose \"B=1 L=512 D=1536\" contains TEXT\n"
@@ -247,10 +249,22 @@ static int bench_engine(ssmjit_context *ctx)
     return CLI_OK;
 }
 
+/* "BxLxD", each a positive integer, into *s; 0 where text is not that. */
+static int parse_shape(const char *text, bench_scan_shape *s)
+{
+    long long b, l, d;
+    int end = 0;
+    if (sscanf(text, "%lldx%lldx%lld%n", &b, &l, &d, &end) != 3 || text[end] || b < 1 || l < 1 || d < 1)
+        return 0;
+    *s = (bench_scan_shape){b, l, d};
+    return 1;
+}
+
 int cli_bench(int argc, char **argv)
 {
     int engine = 0, ops = 0, model = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
     const char *only = NULL;
+    bench_scan_shape shape = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--startup-child") && i + 1 < argc)
             return startup_child(argv[i + 1]);
@@ -281,6 +295,8 @@ int cli_bench(int argc, char **argv)
             sj_scan_force_split(atoi(argv[++i]));
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc && parse_shape(argv[i + 1], &shape))
+            i++;
         else {
             int h = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fputs(help, h ? stdout : stderr);
@@ -289,6 +305,8 @@ int cli_bench(int argc, char **argv)
     }
     if (only && !sweep)
         ops = 1;
+    if (shape.b && !sweep)
+        sweep = 1;
     int rc = cache ? bench_cache() : CLI_OK;
     if (rc != CLI_OK || (cache && !engine && !ops && !model && !cold && !sweep))
         return rc;
@@ -309,7 +327,7 @@ int cli_bench(int argc, char **argv)
     if (rc == CLI_OK && cold)
         rc = bench_cold(ctx);
     if (rc == CLI_OK && sweep)
-        rc = bench_sweep(ctx, sweep == 2, only);
+        rc = bench_sweep(ctx, sweep == 2, only, shape.b ? &shape : NULL);
     ssmjit_context_destroy(ctx);
     return rc;
 }
