@@ -46,8 +46,11 @@ struct sj_scan_params {
     sj_i64 L, D, N, nseq, softplus;
     sj_i64 pitch; /* tokens from one batch row's start to the next's in the activations (>= L) */
     sj_i64 G, BD, nb, NB, ndblk, buffers;
+    /* the split's first pass (scan_split_ends): each view row's sum of dt,
+     * [R, D], or NULL */
+    float *dtsum;
 };
-static_assert(sizeof(sj_scan_params) == 46 * 8, "host mirror in src/ops/scan_internal.h");
+static_assert(sizeof(sj_scan_params) == 47 * 8, "host mirror in src/ops/scan_internal.h");
 
 enum { SJ_TOK_VALID = 1, SJ_TOK_START = 2, SJ_TOK_END = 4 };
 
@@ -671,39 +674,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
  * sum of dt.
  */
 
-#define SJ_SPLIT_CH 64    /* channels a block of scan_split_dtsum */
-#define SJ_SPLIT_SLICES 4 /* its threads a channel, each summing every 4th token */
-
-/* dtsum[r, d] = sum over the Ls tokens of view row r of dt[d] as the
- * forward computes it (softplus(delta + delta_bias), or without softplus).
- * The slices' sums meet in a fixed order: the result is reproducible. */
-template <typename T>
-__device__ __forceinline__ void sj_scan_split_dtsum(const void *delta, sj_i64 sdelta, const float *dbias,
-                                                    sj_i64 softplus, sj_i64 Ls, sj_i64 D, float *dtsum)
-{
-    __shared__ float part[SJ_SPLIT_SLICES][SJ_SPLIT_CH];
-    const int c = threadIdx.x % SJ_SPLIT_CH, k = threadIdx.x / SJ_SPLIT_CH;
-    const sj_i64 r = blockIdx.y, d = (sj_i64)blockIdx.x * SJ_SPLIT_CH + c;
-    float s = 0.0f;
-    if (d < D) {
-        const float bias = dbias ? dbias[d] : 0.0f;
-        const T *x = (const T *)delta + r * Ls * sdelta + d;
-        for (sj_i64 t = k; t < Ls; t += SJ_SPLIT_SLICES) {
-            const float v = sj_to_float(x[t * sdelta]) + bias;
-            s += softplus ? sj_softplus(v) : v;
-        }
-    }
-    part[k][c] = s;
-    __syncthreads();
-    if (k == 0 && d < D) {
-        float sum = part[0][c];
-#pragma unroll
-        for (int q = 1; q < SJ_SPLIT_SLICES; ++q)
-            sum += part[q][c];
-        dtsum[r * D + d] = sum;
-    }
-}
-
 /* For each (batch row b, channel d, state n), its S segments in order
  * (reverse: last first): the value carried into a segment, v (first
  * from[b], or 0), goes to out[b S + s] and becomes the segment's own part
@@ -746,6 +716,14 @@ __device__ __forceinline__ void sj_scan_split_carry(const float *A, const float 
  * recurrences in the same order, each module's math, so the values are
  * theirs bit for bit.
  *
+ * The blocks of the first slice of states also sum each row's dt into
+ * p.dtsum [R, D] (when given), which the carry's decays need: a warp's
+ * lane sums its channel's dt at every 4th token (the warp's), chunk by
+ * chunk, and the four warps' sums meet in warp order, so the sum is
+ * reproducible (the forward's in token order, the backward's in chunks
+ * from the last).  They see every dt already, where a kernel of their
+ * own read delta again.
+ *
  * Block: SJ_ENDS_BD channels (lanes) x 4 warps of 4 states, a slice of
  * SJ_ENDS_SLICE states a blockIdx.z.  Chunks of SJ_ENDS_TS tokens (the
  * last first, backward) staged in shared memory: dt and the channel's
@@ -764,11 +742,12 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
     static_assert(BD == 32 && TS * BD % NT == 0 && TS * SL % NT == 0, "a lane a channel; whole items a thread");
     __shared__ float sdt[TS][BD], sv[TS][BD], sbias[BD];
     __shared__ __align__(16) float sbc[TS][SL]; /* read as float4 */
+    __shared__ float sdtsum[NT / 32][BD];
     const int tid = threadIdx.x, lane = tid & 31, g = tid >> 5, scol = tid % SL, srow = tid / SL;
     const sj_i64 r = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + lane, N = p.N,
                  nslice = (sj_i64)blockIdx.z * SL, n0 = nslice + 4 * g;
     const bool dok = d < p.D, sok = nslice + scol < N;
-    float A2[4], h[4];
+    float A2[4], h[4], dtsum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         A2[k] = dok && n0 + k < N ? p.A[d * N + n0 + k] * SJ_LOG2E : 0.0f;
@@ -818,6 +797,7 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
             }
             sdt[i][lane] = in ? dt : 0.0f;
             sv[i][lane] = in ? v : 0.0f;
+            dtsum += in ? dt : 0.0f;
         }
 #pragma unroll
         for (int m = 0; m < SI; ++m)
@@ -855,6 +835,17 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
     for (int k = 0; k < 4; ++k)
         if (dok && n0 + k < N)
             out[(r * p.D + d) * N + n0 + k] = h[k];
+    if (p.dtsum && blockIdx.z == 0) {
+        sdtsum[g][lane] = dtsum;
+        __syncthreads();
+        if (g == 0 && dok) {
+            float sum = sdtsum[0][lane];
+#pragma unroll
+            for (int w = 1; w < NT / 32; ++w)
+                sum += sdtsum[w][lane];
+            p.dtsum[r * p.D + d] = sum;
+        }
+    }
 }
 
 #define SJ_SCAN_SPLIT_ENDS_KERNEL(T, sfx, bwd)                                                                   \
@@ -865,20 +856,10 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
         sj_scan_split_ends<T, bwd>(p);                                                                         \
     })
 
-#define SJ_SCAN_SPLIT_DTSUM_KERNEL(T, sfx, unused)                                                            \
-    SJ_KERNEL(scan_split_dtsum_##sfx)(                                                                        \
-    extern "C" __global__ void __launch_bounds__(SJ_SPLIT_CH * SJ_SPLIT_SLICES)                               \
-        scan_split_dtsum_##sfx(const void *delta, sj_i64 sdelta, const float *dbias, sj_i64 softplus,         \
-                               sj_i64 Ls, sj_i64 D, float *dtsum)                                             \
-    {                                                                                                         \
-        sj_scan_split_dtsum<T>(delta, sdelta, dbias, softplus, Ls, D, dtsum);                                 \
-    })
-
 /* The split's kernels, in the forward's module (BWD false) and the
  * backward's (true), each with its own math: dt as its scan computes it. */
 #define SJ_SCAN_SPLIT_KERNELS(BWD)                                                                             \
     SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_ENDS_KERNEL, BWD)                                                          \
-    SJ_FOR_EACH_DTYPE(SJ_SCAN_SPLIT_DTSUM_KERNEL, 0)                                                           \
     SJ_KERNEL(scan_split_carry)(                                                                               \
     extern "C" __global__ void scan_split_carry(const float *A, const float *from, const float *dtsum,         \
                                                 const float *own, float *out, float *last, sj_i64 B, sj_i64 S, \

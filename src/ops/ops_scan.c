@@ -271,7 +271,6 @@ static ssmjit_status request_bwd_kernels(ssmjit_context *ctx, ssmjit_dtype dtype
     if (split) {
         snprintf(names[n++], sizeof names[0], "scan_split_starts");
         snprintf(names[n++], sizeof names[0], "scan_split_ends_%s", sfx);
-        snprintf(names[n++], sizeof names[0], "scan_split_dtsum_%s", sfx);
         snprintf(names[n++], sizeof names[0], "scan_split_carry");
     }
     for (size_t i = 0; i < n; i++)

@@ -58,8 +58,9 @@ typedef struct sj_scan_params {
     int64_t L, D, N, nseq, softplus;
     int64_t pitch;
     int64_t G, BD, nb, NB, ndblk, buffers;
+    uint64_t dtsum;
 } sj_scan_params;
-_Static_assert(sizeof(sj_scan_params) == 46 * 8, "layout of sj_scan_params in scan_common.cuh");
+_Static_assert(sizeof(sj_scan_params) == 47 * 8, "layout of sj_scan_params in scan_common.cuh");
 
 /* A checked call's extents and activations. */
 typedef struct sj_scan_extents {

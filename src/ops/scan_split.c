@@ -33,8 +33,6 @@ int sj_scan_forced_split(void) { return atomic_load_explicit(&forced_split, memo
 #define SPLIT_MIN_TOKENS 64
 #define SPLIT_MIN_TOKENS_BWD 256
 #define SPLIT_MIN_TOKENS_BWD_ONE_WAVE 64
-#define SPLIT_CH 64         /* SJ_SPLIT_CH, SJ_SPLIT_SLICES of scan_split_dtsum */
-#define SPLIT_SLICES 4
 /* A split must beat the unsplit op's modelled time by a tenth (the
  * forward's model was fitted to within 3.4% of the measured variants). */
 #define SPLIT_GAIN 0.9
@@ -118,20 +116,17 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * (the op over B S rows of L / S tokens) and the tail, times a factor;
  * a fixed cost; a cost a segment; and a cost for each segment's states (B
  * S D of them, N each: the first pass writes them, the carry reads and
- * writes them, the second pass starts from them).  The forward adds its
- * sums of dt (an element's softplus some 16 instructions, issued a warp a
- * cycle on each of an SM's 4 schedulers).  The factors and costs were
- * fitted to every power-of-two split from 2 to 64 segments timed at one
- * or two sequences of 512 to 16384 tokens and D = 768 to 5120
- * (bench/NOTES.md), where the choice then ran within 4.2% of the fastest
+ * writes them, the second pass starts from them).  The factors and
+ * costs were fitted to every power-of-two split from 2 to 64 segments
+ * timed at one or two sequences of 512 to 16384 tokens and D = 768 to
+ * 5120 (bench/NOTES.md), where the choice then ran within 4.2% of the fastest
  * split's time (the backward's 4.4%).  Only powers of two are taken: the
  * model was not fitted to the others, and they leave tails. */
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
     const double factor = bwd ? 1.4 : 2.0, fixed = bwd ? 20000.0 : 10000.0, per_segment = bwd ? 2000.0 : 0.0;
-    const double per_state_row = 200.0 * (double)sh->B * (double)sh->D / sms,
-                 dt_sums = bwd ? 0.0 : (double)sh->B * (double)sh->L * (double)sh->D / (8 * sms);
+    const double per_state_row = 200.0 * (double)sh->B * (double)sh->D / sms;
     double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
@@ -141,7 +136,7 @@ static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents
         const int64_t Ls = split_tokens(sh, S, whole), tail = sh->L - S * Ls;
         const double seg = cycles(pr, sh, sh->B * S, Ls), rest = tail ? cycles(pr, sh, 1, tail) : 0;
         if (seg > 0 && rest >= 0)
-            cost[S] = factor * (seg + rest) + fixed + dt_sums + (per_segment + per_state_row) * (double)S;
+            cost[S] = factor * (seg + rest) + fixed + (per_segment + per_state_row) * (double)S;
         if (cost[S] > 0 && (least < 0 || cost[S] < least))
             least = cost[S];
     }
@@ -340,22 +335,6 @@ static ssmjit_status split_kernel(ssmjit_context *ctx, int bwd, const char *pref
                          name, fn);
 }
 
-/* The segments' sums of dt, by the forward's module (bwd = 0) or the
- * backward's, each computing dt as its scan does. */
-static ssmjit_status launch_split_dtsum(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
-                                        const ssmjit_selective_scan_inputs *in, const sj_scan_extents *v, float *dtsum,
-                                        int bwd, void *stream)
-{
-    CUfunction fn;
-    SJ_TRY(split_kernel(ctx, bwd, "scan_split_dtsum", (int)desc->dtype, &fn));
-    uint64_t delta = sj_dptr(v->m.delta.data), dbias = sj_dptr(in->delta_bias), out = sj_dptr(dtsum);
-    int64_t sdelta = v->m.delta.stride, softplus = desc->delta_softplus != 0, Ls = v->L, D = v->D;
-    void *args[] = {&delta, &sdelta, &dbias, &softplus, &Ls, &D, &out};
-    sj_dim3 grid = {(unsigned)sj_ceil_div(D, SPLIT_CH), (unsigned)v->B, 1};
-    sj_dim3 block = {SPLIT_CH * SPLIT_SLICES, 1, 1};
-    return sj_launch(ctx, fn, grid, block, 0, stream, args);
-}
-
 /* scan_split_carry of the forward's module (bwd = 0, states: first
  * segment first) or the backward's (adjoints: last segment first); see
  * kernels_src/scan_common.cuh. */
@@ -376,7 +355,8 @@ static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_select
 /* The split's first pass (scan_split_ends, kernels_src/scan_common.cuh)
  * over view v's rows: the forward's (bwd = 0) states leaving each row
  * from a zero state into p->final_state, or the backward's adjoints
- * leaving each row's start with none entering its end into p->dinit. */
+ * leaving each row's start with none entering its end into p->dinit;
+ * and each row's sum of dt into p->dtsum. */
 static ssmjit_status launch_split_ends(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *v,
                                        sj_scan_params *p, int bwd, void *stream)
 {
@@ -404,18 +384,18 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.init = 0;
     p.final_state = sj_dptr(st);
     p.ckpt = 0;
+    p.dtsum = sj_dptr(dtsum);
     /* the split's own kernels compile on the pool meanwhile (first call) */
-    char ends_name[48], dtsum_name[48];
+    char ends_name[48];
     split_kernel_name(ends_name, "scan_split_ends", (int)desc->dtype);
-    split_kernel_name(dtsum_name, "scan_split_dtsum", (int)desc->dtype);
-    const char *const split_kernels[] = {ends_name, dtsum_name, "scan_split_carry"};
-    SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 3));
+    const char *const split_kernels[] = {ends_name, "scan_split_carry"};
+    SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 2));
     SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 0, stream));
-    SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, dtsum, 0, stream));
     SJ_TRY(launch_split_carry(ctx, &a->in, sh, sp->S, 0, a->in.initial_state, dtsum, st, st,
                               sp->tail ? last : a->final_state, stream));
     p.init = sj_dptr(st);
     p.final_state = 0;
+    p.dtsum = 0;
     /* the segments' chunks are the rows' (whole chunks a segment), so the
      * view's checkpoint is the rows' */
     p.ckpt = sj_dptr(a->checkpoint);
@@ -466,7 +446,6 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         void *args[] = {&ck, &init, &out, &B, &Sv, &nch, &D, &N};
         SJ_TRY(launch_bwd_flat(ctx, "scan_split_starts", R * DN, args, stream));
     }
-    SJ_TRY(launch_split_dtsum(ctx, desc, &a->in, &v, dtsum, 1, stream));
     /* The tail (one row) first: what enters its end is the op's, and what
      * leaves its start enters the segments. */
     const ssmjit_matrix *dB = &sh->m.dB, *dC = &sh->m.dC;
@@ -500,6 +479,7 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.L = p.pitch = v.L;
     p.nseq = R;
     p.dinit = sj_dptr(local);
+    p.dtsum = sj_dptr(dtsum);
     SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 1, stream));
     SJ_TRY(launch_split_carry(ctx, &a->in, sh, S, 1, sp->tail ? (const void *)tail_dinit : a->d_final_state, dtsum,
                               local, enter, a->d_initial_state, stream));
@@ -508,6 +488,7 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.init = sj_dptr(starts);
     p.dfinal = sj_dptr(enter);
     p.dinit = 0;
+    p.dtsum = 0;
     p.ws_dA = sj_dptr(sw + sp->part[SJ_SPLIT_DA]);
     p.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]);
     p.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]);
