@@ -176,15 +176,16 @@ static void test_stage_buffers(void **state)
 }
 
 /* The split over L of the forward and backward on an H200: where one or
- * two sequences of few channels leave SMs idle, and nowhere the grid
- * already fills the GPU (the forward: nowhere its unsplit grid gives
- * every SM a block, as at 1 x 2048 x 5120 and 2 x 4096 x 2560, where the
- * split measured slower, nor where the token-parallel kernel runs, as at
- * 1 x 512 x 1536; the backward, whose first pass is light, splits 1 x
- * 2048 x 5120 too), nor on a GPU of one SM, nor in segments
- * shorter than 64 tokens (256 in the backward, but for whole segments of
- * at least 64 whose blocks all run at once, as at 1 x 512 x 1536) or
- * (several rows) uneven ones; a forced split wherever it can be made. */
+ * few sequences leave SMs idle, or keep each thread on too many tokens
+ * (the forward splits 1 x 8192 x 5120, whose grid gives every SM a
+ * block: 0.750 ms unsplit, 0.635 in 16 segments, f32), and not where
+ * more rows keep the GPU busy (8 x 2048 x 1536, 4 x 8192 x 2048), nor
+ * where the token-parallel forward runs first (1 x 128 x 1536), nor on a
+ * GPU of one SM,
+ * nor in segments shorter than 64 tokens (256 in the backward, but for
+ * whole segments of at least a chunk whose blocks all run at once, as at
+ * 1 x 128 x 1536) or (several rows) uneven ones; a forced split wherever
+ * it can be made. */
 static void test_split_choices(void **state)
 {
     (void)state;
@@ -193,47 +194,64 @@ static void test_split_choices(void **state)
         int64_t B, L, D;
         int split, bwd_split;
     } shapes[] = {
-        {1, 16384, 1536, 1, 1}, {1, 2048, 1536, 1, 1}, {1, 512, 1536, 0, 1},  {1, 16384, 4096, 1, 1},
+        {1, 16384, 1536, 1, 1}, {1, 2048, 1536, 1, 1}, {1, 16384, 4096, 1, 1},
         {2, 2048, 1536, 1, 1},  {1, 5000, 1536, 1, 1}, {8, 2048, 4096, 0, 0}, {8, 2048, 1536, 0, 0},
         {64, 256, 1536, 0, 0},  {16, 1024, 1536, 0, 0}, {1, 100, 1536, 0, 0},  {3, 4099, 64, 0, 0},
-        {1, 0, 1536, 0, 0},     {1, 4096, 2560, 1, 1}, {1, 16384, 768, 1, 1}, {1, 2048, 5120, 0, 1},
-        {2, 4096, 2560, 0, 1},
+        {1, 0, 1536, 0, 0},     {1, 4096, 2560, 1, 1}, {1, 16384, 768, 1, 1},  {1, 8192, 5120, 1, 1},
+        {4, 8192, 2048, 0, 0},  {1, 128, 1536, 0, 1},
     };
-    /* the forward without and with a checkpoint, then the backward */
-    for (int k = 0; k < 3; k++)
+    /* the forward without and with a checkpoint, then the backward; f32
+     * and bf16 (their models differ) */
+    for (int k = 0; k < 6; k++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             const int64_t B = shapes[i].B, L = shapes[i].L;
-            const int64_t S = sj_scan_split_segments(ctx, B, L, shapes[i].D, 16, k > 0, k == 2);
-            const int64_t Ls = S > 1 ? (k ? L / S / 16 * 16 : L / S) : L;
-            /* the backward's segments under 256 tokens: at least 64, whole,
-             * their blocks (64 channels each) two an SM at most */
-            const int short_ok = S * Ls == L && Ls >= 64 && B * S * ((shapes[i].D + 63) / 64) <= 264;
-            if ((S > 1) != (k == 2 ? shapes[i].bwd_split : shapes[i].split) || S < 1 || S > 64 ||
-                (S > 1 && (Ls < (k == 2 ? 256 : 64) && !(k == 2 && short_ok))) || (S > 1 && B > 1 && S * Ls != L))
-                fail_msg("B=%lld L=%lld D=%lld, %s: %lld segments", (long long)B, (long long)L,
-                         (long long)shapes[i].D, k == 2 ? "backward" : k ? "forward with checkpoint" : "forward",
+            const ssmjit_dtype dtype = k < 3 ? SSMJIT_F32 : SSMJIT_BF16;
+            const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, shapes[i].D, 16, k % 3 > 0, k % 3 == 2);
+            const int64_t Ls = S > 1 ? (k % 3 ? L / S / 16 * 16 : L / S) : L;
+            /* the backward's segments under 256 tokens: at least a chunk,
+             * whole, their blocks (64 channels each) two an SM at most */
+            const int short_ok = S * Ls == L && Ls >= 16 && B * S * ((shapes[i].D + 63) / 64) <= 264;
+            if ((S > 1) != (k % 3 == 2 ? shapes[i].bwd_split : shapes[i].split) || S < 1 || S > 64 ||
+                (S > 1 && (Ls < (k % 3 == 2 ? 256 : 64) && !(k % 3 == 2 && short_ok))) || (S > 1 && B > 1 && S * Ls != L))
+                fail_msg("B=%lld L=%lld D=%lld %s, %s: %lld segments", (long long)B, (long long)L,
+                         (long long)shapes[i].D, dtype == SSMJIT_F32 ? "f32" : "bf16", k % 3 == 2 ? "backward" : k % 3 ? "forward with checkpoint" : "forward",
                          (long long)S);
         }
+    /* where the dtypes differ, the forward's split measured faster in f32
+     * and slower in bf16: at 1 x 2048 x 5120 in 4 segments 0.189 ms
+     * against 0.198 unsplit in f32, 0.204 against 0.192 in bf16; at 2 x
+     * 4096 x 2560 in 4, 0.360 against 0.381 and 0.376 against 0.372 */
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 2048, 5120, 16, 0, 0), 4);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_BF16, 1, 2048, 5120, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 4096, 2560, 16, 0, 0), 4);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_BF16, 2, 4096, 2560, 16, 0, 0), 1);
+    /* and where the token-parallel forward can run, up to 512 K
+     * channel-tokens in f32 and 1 M in bf16 it does (1 x 512 x 1536:
+     * split in 8 0.033 ms against 0.041 in f32, 0.035 against 0.035 in
+     * bf16) */
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 512, 1536, 16, 0, 0), 8);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_BF16, 1, 512, 1536, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 512, 768, 16, 0, 0), 1);
     ctx->props.sm_count = 1;
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 16384, 1536, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 16384, 1536, 16, 0, 0), 1);
     ssmjit_context_destroy(ctx);
     ctx = h200();
     sj_scan_force_split(5);
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 12, 1536, 16, 0, 0), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, 2, 15, 8, 16, 0, 0), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, 2, 12, 8, 16, 0, 0), 1);
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 4, 8, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 12, 1536, 16, 0, 0), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 15, 8, 16, 0, 0), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 12, 8, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 4, 8, 16, 0, 0), 1);
     /* with a checkpoint: segments of whole chunks */
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 80, 8, 16, 1, 0), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 79, 8, 16, 1, 0), 1);
-    assert_int_equal(sj_scan_split_segments(ctx, 2, 160, 8, 16, 1, 0), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, 2, 150, 8, 16, 1, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 80, 8, 16, 1, 0), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 79, 8, 16, 1, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 160, 8, 16, 1, 0), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 150, 8, 16, 1, 0), 1);
     /* the backward: whole chunks, with or without a checkpoint */
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 80, 8, 16, 0, 1), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 79, 8, 16, 0, 1), 1);
-    assert_int_equal(sj_scan_split_segments(ctx, 2, 150, 8, 16, 1, 1), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 80, 8, 16, 0, 1), 5);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 79, 8, 16, 0, 1), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 150, 8, 16, 1, 1), 1);
     sj_scan_force_split(1);
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 16384, 1536, 16, 0, 0), 1);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 16384, 1536, 16, 0, 0), 1);
     sj_scan_force_split(0);
     ssmjit_context_destroy(ctx);
 }
@@ -241,18 +259,21 @@ static void test_split_choices(void **state)
 /* Shapes whose splits differ, in both directions, and what a context
  * that has seen nothing else chooses for each. */
 static const struct {
+    ssmjit_dtype dtype;
     int64_t B, L, D;
     int ckpt, bwd;
 } memo_shapes[] = {
-    {1, 16384, 1536, 0, 0}, {1, 2048, 1536, 0, 0}, {8, 2048, 4096, 0, 0}, {1, 2048, 1536, 1, 0},
-    {1, 16384, 1536, 0, 1}, {1, 2048, 1536, 0, 1}, {1, 512, 1536, 0, 1},  {1, 16384, 768, 1, 1},
+    {SSMJIT_F32, 1, 16384, 1536, 0, 0}, {SSMJIT_F32, 1, 2048, 1536, 0, 0},  {SSMJIT_F32, 8, 2048, 4096, 0, 0},
+    {SSMJIT_F32, 1, 2048, 1536, 1, 0},  {SSMJIT_F32, 1, 16384, 1536, 0, 1}, {SSMJIT_F32, 1, 2048, 1536, 0, 1},
+    {SSMJIT_F32, 1, 512, 1536, 0, 1},   {SSMJIT_F32, 1, 16384, 768, 1, 1},  {SSMJIT_F32, 4, 1024, 1536, 0, 1},
+    {SSMJIT_BF16, 4, 1024, 1536, 0, 1},
 };
 #define MEMO_SHAPES (sizeof memo_shapes / sizeof *memo_shapes)
 
 static int64_t memo_ask(ssmjit_context *ctx, size_t i)
 {
-    return sj_scan_split_segments(ctx, memo_shapes[i].B, memo_shapes[i].L, memo_shapes[i].D, 16, memo_shapes[i].ckpt,
-                                  memo_shapes[i].bwd);
+    return sj_scan_split_segments(ctx, memo_shapes[i].dtype, memo_shapes[i].B, memo_shapes[i].L, memo_shapes[i].D, 16,
+                                  memo_shapes[i].ckpt, memo_shapes[i].bwd);
 }
 
 typedef struct {
@@ -287,6 +308,7 @@ static void test_split_memo(void **state)
         ssmjit_context_destroy(fresh);
     }
     assert_true(splits >= 4 && splits < (int)MEMO_SHAPES); /* the shapes tell the memo's entries apart */
+    assert_int_not_equal(want[MEMO_SHAPES - 2], want[MEMO_SHAPES - 1]); /* and so does the dtype */
     ssmjit_context *ctx = h200();
     for (size_t k = 0; k < 3 * MEMO_SHAPES; k++) {
         const size_t i = (k * 5) % MEMO_SHAPES;
@@ -319,9 +341,10 @@ static void grid_b_point(int i, int64_t *B, int64_t *L, int64_t *D)
 }
 
 /* The forward's path at every point of the sweep's grid B (B 1-64, L
- * 128-16384, D 768-5120, N 16) on an H200, and at N 17, with packed
- * sequences and forced: the token-parallel kernel exactly where the rule
- * (sj_scan_fwd_token_parallel) says, and no point left unsplit to a
+ * 128-16384, D 768-5120, N 16) on an H200, in f32 and bf16, and at N 17,
+ * with packed sequences and forced: the token-parallel kernel exactly
+ * where the rule (sj_scan_fwd_token_parallel) says, unsplit up to 512 K
+ * channel-tokens in f32 and 1 M in bf16, and no point left unsplit to a
  * token-serial grid that leaves half the SMs without a block, the slow
  * path of one sequence (with or without a checkpoint). */
 static void test_forward_paths(void **state)
@@ -339,13 +362,18 @@ static void test_forward_paths(void **state)
         if (parallel != (!filled && B * L <= 512))
             fail_msg("B=%lld L=%lld D=%lld: token-parallel %d", (long long)B, (long long)L, (long long)D,
                      parallel);
-        for (int ck = 0; ck < 2; ck++) {
-            const int64_t S = sj_scan_split_segments(ctx, B, L, D, 16, ck, 0);
-            if (parallel ? S != 1 : 2 * blocks < ctx->props.sm_count && S < 2)
-                fail_msg("B=%lld L=%lld D=%lld%s: token-parallel %d, %lld segments, %lld blocks of "
+        for (int v = 0; v < 4; v++) {
+            const int ck = v & 1;
+            const ssmjit_dtype dtype = v & 2 ? SSMJIT_BF16 : SSMJIT_F32;
+            const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, D, 16, ck, 0);
+            /* the token-parallel kernel first up to 512 K channel-tokens
+             * (f32) or 1 M (16-bit), a split or it above */
+            const int tp_first = B * L * D <= (dtype == SSMJIT_F32 ? 512 : 1024) * 1024;
+            if (parallel ? tp_first && S != 1 : 2 * blocks < ctx->props.sm_count && S < 2)
+                fail_msg("B=%lld L=%lld D=%lld %s%s: token-parallel %d, %lld segments, %lld blocks of "
                          "%d channels",
-                         (long long)B, (long long)L, (long long)D, ck ? " with checkpoint" : "", parallel,
-                         (long long)S, (long long)blocks, f.bd);
+                         (long long)B, (long long)L, (long long)D, dtype == SSMJIT_F32 ? "f32" : "bf16", ck ? " with checkpoint" : "",
+                         parallel, (long long)S, (long long)blocks, f.bd);
         }
         tp += parallel;
         split += !parallel && !filled;
@@ -362,7 +390,7 @@ static void test_forward_paths(void **state)
     assert_false(sj_scan_fwd_is_token_parallel(ctx, 1, 512, 1536, 16, 0));
     /* the token-serial path then splits (bench/NOTES.md: 8 segments
      * 0.036 ms f32, unsplit 0.050) */
-    assert_int_equal(sj_scan_split_segments(ctx, 1, 512, 1536, 16, 0, 0), 8);
+    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 512, 1536, 16, 0, 0), 8);
     sj_scan_force_fwd_kernel(2);
     assert_true(sj_scan_fwd_is_token_parallel(ctx, 64, 16384, 5120, 16, 0));
     assert_false(sj_scan_fwd_is_token_parallel(ctx, 1, 512, 1536, 17, 0));
@@ -371,32 +399,33 @@ static void test_forward_paths(void **state)
 }
 
 /* The backward's split at every point of grid B on an H200: within its
- * bounds (at most 64 segments, each at least 64 tokens, under 256 only
- * whole and with the split's blocks at most two an SM), and no sequence
- * of 512 tokens or more left unsplit on a grid that fills under a quarter
- * of the SMs (one sequence of 512 at D = 1536 ran 0.194 ms unsplit, 0.144
- * in 8 segments). */
+ * bounds (at most 64 segments, each at least a chunk of 16 tokens, under
+ * 256 only whole and with the split's blocks at most two an SM), and no
+ * sequence of 128 tokens or more left unsplit on a grid that fills under
+ * a quarter of the SMs (one sequence of 512 at D = 1536 ran 0.192 ms
+ * unsplit, 0.094 in 8 segments; of 128, 0.070 and 0.047). */
 static void test_backward_paths(void **state)
 {
     (void)state;
     ssmjit_context *ctx = h200();
     int split = 0;
-    for (int i = 0; i < GRID_B_POINTS; i++) {
+    for (int i = 0; i < 2 * GRID_B_POINTS; i++) {
         int64_t B, L, D;
-        grid_b_point(i, &B, &L, &D);
+        grid_b_point(i % GRID_B_POINTS, &B, &L, &D);
+        const ssmjit_dtype dtype = i < GRID_B_POINTS ? SSMJIT_F32 : SSMJIT_BF16;
         const int64_t blocks = B * ((D + 63) / 64);
-        const int64_t S = sj_scan_split_segments(ctx, B, L, D, 16, 1, 1), Ls_ = L / S / 16 * 16;
+        const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, D, 16, 1, 1), Ls_ = L / S / 16 * 16;
         const int bounded = S >= 1 && S <= 64 &&
                             (S == 1 || (Ls_ >= 256 && (B == 1 || S * Ls_ == L)) ||
-                             (Ls_ >= 64 && S * Ls_ == L && S * blocks <= 2 * ctx->props.sm_count));
-        if (!bounded || (S == 1 && L >= 512 && 4 * blocks < ctx->props.sm_count))
-            fail_msg("B=%lld L=%lld D=%lld: backward in %lld segments of %lld tokens, %lld blocks a "
+                             (Ls_ >= 16 && S * Ls_ == L && S * blocks <= 2 * ctx->props.sm_count));
+        if (!bounded || (S == 1 && L >= 128 && 4 * blocks < ctx->props.sm_count))
+            fail_msg("B=%lld L=%lld D=%lld %s: backward in %lld segments of %lld tokens, %lld blocks a "
                      "segment",
-                     (long long)B, (long long)L, (long long)D, (long long)S, (long long)Ls_,
-                     (long long)blocks);
+                     (long long)B, (long long)L, (long long)D, dtype == SSMJIT_F32 ? "f32" : "bf16", (long long)S,
+                     (long long)Ls_, (long long)blocks);
         split += S > 1;
     }
-    print_message("grid B: the backward splits at %d of %d points\n", split, GRID_B_POINTS);
+    print_message("grid B: the backward splits at %d of %d points (f32 and bf16)\n", split, 2 * GRID_B_POINTS);
     ssmjit_context_destroy(ctx);
 }
 

@@ -45,10 +45,10 @@ int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t 
                                   int packed);
 
 /* Segments a row that the forward (backward = 0) or the backward over B
- * rows of L tokens, D channels and N states, with or without a
+ * rows of L tokens, D channels and N states in dtype, with or without a
  * checkpoint, splits into on ctx's device (forced splits included),
  * without cu_seqlens; 1 where it does not split. */
-int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
+int64_t sj_scan_split_segments(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t B, int64_t L, int64_t D, int64_t N,
                                int checkpoint, int backward);
 
 /* The launch shape the forward picks for B sequences of D channels and N

@@ -137,10 +137,6 @@ double sj_scan_fwd_chunk_cycles(const sj_device_props *pr, const sj_scan_extents
 ssmjit_status sj_scan_launch_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
                                  void *stream);
 
-/* Whether the token-serial forward's fastest shape over sh's rows gives
- * every SM a block (B ceil(D / bd) blocks at least the SMs). */
-int sj_scan_fwd_fills_gpu(const ssmjit_context *ctx, const sj_scan_extents *sh);
-
 /* Whether the forward over sh's rows runs the token-parallel kernel
  * (packed: with cu_seqlens), the rule stated at its definition. */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed);

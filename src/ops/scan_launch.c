@@ -282,7 +282,9 @@ ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, con
                       stream);
 }
 
-int sj_scan_fwd_fills_gpu(const ssmjit_context *ctx, const sj_scan_extents *sh)
+/* Whether the token-serial forward's fastest shape over sh's rows gives
+ * every SM a block (B ceil(D / bd) blocks at least the SMs). */
+static int fwd_fills_gpu(const ssmjit_context *ctx, const sj_scan_extents *sh)
 {
     const sj_device_props *pr = sj_context_props(ctx);
     return sh->B * sj_ceil_div(sh->D, fwd_shape_for(ctx, sh).bd) >= (pr->sm_count > 0 ? pr->sm_count : 1);
@@ -307,7 +309,7 @@ int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents 
         return 0;
     if (forced == 2)
         return 1;
-    return sh->B * sh->L <= SJ_SCAN_TP_MAX_TOKENS && !sj_scan_fwd_fills_gpu(ctx, sh);
+    return sh->B * sh->L <= SJ_SCAN_TP_MAX_TOKENS && !fwd_fills_gpu(ctx, sh);
 }
 
 int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N, int packed)

@@ -24,17 +24,17 @@ int sj_scan_forced_split(void) { return atomic_load_explicit(&forced_split, memo
 
 #define SPLIT_MAX 64        /* segments a row */
 /* A segment's least tokens, unless forced: the forward's 64, the
- * backward's 256, or 64 where its segments are whole and their blocks all
- * run at once (bwd_min_tokens).  Their launches' and blocks' fixed costs
- * weigh on short segments more than the models say (bench/NOTES.md: the
- * backward at 1 x 2048 x 1536 in segments of 64 tokens ran f32 0.426 ms,
- * of 256 0.385; the forward at 1 x 1024 x 768 to 2048 ran fastest in
- * segments of 64). */
+ * backward's 256, or one chunk where its segments are whole and their
+ * blocks all run at once (bwd_min_tokens).  Below, their launches' and
+ * blocks' fixed costs weigh on short segments more than the model says
+ * (bench/NOTES.md: the backward at 1 x 2048 x 1536 in segments of 64
+ * tokens ran f32 0.426 ms, of 256 0.385, before the first pass was
+ * light). */
 #define SPLIT_MIN_TOKENS 64
 #define SPLIT_MIN_TOKENS_BWD 256
-#define SPLIT_MIN_TOKENS_BWD_ONE_WAVE 64
+#define SPLIT_MIN_TOKENS_BWD_ONE_WAVE SJ_SCAN_CHUNK
 /* A split must beat the unsplit op's modelled time by a tenth (the
- * forward's model was fitted to within 3.4% of the measured variants). */
+ * fitted choices ran within 8% of the fastest measured). */
 #define SPLIT_GAIN 0.9
 
 /* Segments of Ls = L / S tokens, rounded down to whole chunks where the
@@ -96,13 +96,13 @@ static double bwd_cycles(const sj_device_props *pr, const sj_scan_extents *sh, i
     return (double)sj_ceil_div(L, SJ_SCAN_CHUNK) * (16000.0 * (double)(per_sm / 2) + 10700.0 * (double)(per_sm % 2));
 }
 
-/* The backward's least tokens a segment for S segments a row: 64 where
- * the split's blocks all run at once (two an SM) and the segments cover
- * the rows (no tail), else 256.  One sequence of 512 or 1024 tokens at
- * D = 768 to 2048 ran fastest so, in 8 or 16 segments (1 x 512 x 1536:
- * 0.194 ms unsplit, 0.144 in 8 segments; bench/NOTES.md), where 256 had
- * left it unsplit or in 4; more blocks than two an SM, or a tail run on
- * its own, measured slower there. */
+/* The backward's least tokens a segment for S segments a row: one chunk
+ * where the split's blocks all run at once (two an SM) and the segments
+ * cover the rows (no tail), else 256.  One sequence of 128 to 1024 tokens
+ * at D = 768 to 2048 ran fastest so (1 x 128 x 1536: 0.070 ms unsplit,
+ * 0.047 in 8 segments of one chunk; 1 x 512 x 768: 0.069 in 8 segments,
+ * 0.065 in 16; bench/NOTES.md); more blocks than two an SM, or a tail
+ * run on its own, measured slower there. */
 static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *sh, int64_t S)
 {
     const int64_t sms = pr->sm_count > 0 ? pr->sm_count : 1;
@@ -114,19 +114,29 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
 /* The segments (1: none) of the forward's or backward's split that the
  * model times fastest.  A split costs its second pass over the segments
  * (the op over B S rows of L / S tokens) and the tail, times a factor;
- * a fixed cost; a cost a segment; and a cost for each segment's states (B
- * S D of them, N each: the first pass writes them, the carry reads and
- * writes them, the second pass starts from them).  The factors and
- * costs were fitted to every power-of-two split from 2 to 64 segments
- * timed at one or two sequences of 512 to 16384 tokens and D = 768 to
- * 5120 (bench/NOTES.md), where the choice then ran within 4.2% of the fastest
- * split's time (the backward's 4.4%).  Only powers of two are taken: the
- * model was not fitted to the others, and they leave tails. */
-static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd)
+ * its first pass's work, a cost for each of the B L D channels' tokens
+ * spread over the SMs (scan_split_ends reads them all, whatever S); a
+ * fixed cost; and a cost for each segment's states (B S D of them, N
+ * each: the first pass writes them, the carry reads and writes them, the
+ * second pass starts from them).  The second pass's factor is larger in
+ * 16-bit types, whose split ran slower against the unsplit op than f32's
+ * (the backward at 4 x 1024 x 1536 in 4 segments: f32 5% faster than
+ * unsplit, bf16 9% slower).  The factors and costs were fitted to every
+ * power-of-two split from 2 to 32 or 64 segments timed at 152 shapes in
+ * f32 and bf16 (B 1 to 8, L 128 to 16384, D 768 to 5120; bench/NOTES.md),
+ * where the choice then ran within 4.4% of the fastest split's time.
+ * Only powers of two are taken: the model was not fitted to the others,
+ * and they leave tails.  The split must beat the unsplit op's modelled
+ * time, but where it would stand in for the token-parallel forward
+ * (over_tp), whose time the model does not know, and which every split
+ * there outran (token_parallel_first). */
+static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, ssmjit_dtype dtype, int whole,
+                                int bwd, int over_tp)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
-    const double factor = bwd ? 1.4 : 2.0, fixed = bwd ? 20000.0 : 10000.0, per_segment = bwd ? 2000.0 : 0.0;
-    const double per_state_row = 200.0 * (double)sh->B * (double)sh->D / sms;
+    const double factor = dtype == SSMJIT_F32 ? 1.2 : bwd ? 1.3 : 1.5, fixed = bwd ? 10000.0 : 0.0,
+                 first_pass = (bwd ? 1.0 : 0.75) * (double)sh->B * (double)sh->L * (double)sh->D / sms,
+                 per_state_row = (bwd ? 100.0 : 150.0) * (double)sh->B * (double)sh->D / sms;
     double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
@@ -136,12 +146,12 @@ static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents
         const int64_t Ls = split_tokens(sh, S, whole), tail = sh->L - S * Ls;
         const double seg = cycles(pr, sh, sh->B * S, Ls), rest = tail ? cycles(pr, sh, 1, tail) : 0;
         if (seg > 0 && rest >= 0)
-            cost[S] = factor * (seg + rest) + fixed + (per_segment + per_state_row) * (double)S;
+            cost[S] = factor * (seg + rest) + first_pass + fixed + per_state_row * (double)S;
         if (cost[S] > 0 && (least < 0 || cost[S] < least))
             least = cost[S];
     }
     const double unsplit = cycles(pr, sh, sh->B, sh->L);
-    if (least < 0 || unsplit < 0 || least >= unsplit * SPLIT_GAIN)
+    if (least < 0 || (!over_tp && (unsplit < 0 || least >= unsplit * SPLIT_GAIN)))
         return 1;
     int64_t S = 2;
     while (cost[S] != least)
@@ -150,10 +160,11 @@ static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents
 }
 
 /* Each direction's last answer of fastest_segments() in a context: its
- * key (B, L, D, N, whole), then the segments (0: none yet). */
+ * key (B, L, D, N, dtype, whole, over_tp), then the segments (0: none
+ * yet). */
 typedef struct split_memo {
     pthread_mutex_t lock;
-    int64_t last[2][6];
+    int64_t last[2][8];
 } split_memo;
 
 static void *memo_make(void)
@@ -176,24 +187,25 @@ static void memo_free(void *p)
  * at 1 x 2048 x 1536, and a model's layers ask the same each call.  The
  * answer depends on the device (the context's) and these extents only.
  * Without memory for the memo the answer is computed each time. */
-static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, int whole, int bwd)
+static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, ssmjit_dtype dtype, int whole, int bwd,
+                             int over_tp)
 {
-    const int64_t key[5] = {sh->B, sh->L, sh->D, sh->N, whole};
+    const int64_t key[7] = {sh->B, sh->L, sh->D, sh->N, dtype, whole, over_tp};
     split_memo *m = sj_context_ops_state(ctx, memo_make, memo_free);
     int64_t S = 0;
     if (m) {
         pthread_mutex_lock(&m->lock);
-        if (m->last[bwd][5] && memcmp(m->last[bwd], key, sizeof key) == 0)
-            S = m->last[bwd][5];
+        if (m->last[bwd][7] && memcmp(m->last[bwd], key, sizeof key) == 0)
+            S = m->last[bwd][7];
         pthread_mutex_unlock(&m->lock);
     }
     if (S)
         return S;
-    S = fastest_segments(sj_context_props(ctx), sh, whole, bwd);
+    S = fastest_segments(sj_context_props(ctx), sh, dtype, whole, bwd, over_tp);
     if (m) {
         pthread_mutex_lock(&m->lock);
         memcpy(m->last[bwd], key, sizeof key);
-        m->last[bwd][5] = S;
+        m->last[bwd][7] = S;
         pthread_mutex_unlock(&m->lock);
     }
     return S;
@@ -202,10 +214,24 @@ static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, int
 /* No split of sh's rows. */
 static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split){1, sh->L, 0, {0}, 0}; }
 
-/* The split of the forward (bwd = 0) or backward of sh that the model
- * times fastest, or none; whole: segments of whole chunks (a checkpoint
- * is read or written through the view). */
-static sj_scan_split plan_for(ssmjit_context *ctx, const sj_scan_extents *sh, int whole, int bwd)
+/* Whether the forward over sh's rows runs the token-parallel kernel
+ * where it can (sj_scan_fwd_token_parallel) rather than a split: up to
+ * 512 K channel-tokens (B L D) in f32, 1 M in 16-bit types.  Above, the
+ * split's passes ran faster since the first pass became light
+ * (bench/NOTES.md: 1 x 512 x 1536 f32 0.033 ms in 8 segments, 0.041
+ * token-parallel; 1 x 512 x 4096 bf16 0.058 and 0.066), and below the
+ * token-parallel kernel (1 x 512 x 2048 bf16 0.036 against 0.039; 1 x
+ * 128 x 1536 f32 0.014 against 0.022).  Where no split can be made,
+ * the token-parallel kernel runs all the same. */
+static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
+{
+    return (double)sh->B * (double)sh->L * (double)sh->D <= (dtype == SSMJIT_F32 ? 512.0 : 1024.0) * 1024.0;
+}
+
+/* The split of the forward (bwd = 0) or backward of sh in dtype that the
+ * model times fastest, or none; whole: segments of whole chunks (a
+ * checkpoint is read or written through the view). */
+static sj_scan_split plan_for(ssmjit_context *ctx, const sj_scan_extents *sh, ssmjit_dtype dtype, int whole, int bwd)
 {
     const sj_scan_split none = no_split(sh);
     if (!sh->active)
@@ -215,16 +241,11 @@ static sj_scan_split plan_for(ssmjit_context *ctx, const sj_scan_extents *sh, in
         return none;
     if (forced > 1)
         return split_fits(sh, forced, 1, whole) ? split_layout(sh, forced, whole, bwd) : none;
-    /* The forward's model rates many short rows too well (bench/NOTES.md:
-     * 2 x 4096 x 2560 in 16 segments, modelled 14% faster, ran 0.46 ms
-     * against 0.37 unsplit): it splits only where its unsplit grid leaves
-     * SMs without a block, where the split measured faster everywhere. */
-    if (!bwd) {
-        /* packed sequences never reach here (sj_scan_split_plan) */
-        if (sj_scan_fwd_token_parallel(ctx, sh, 0) || sj_scan_fwd_fills_gpu(ctx, sh))
-            return none;
-    }
-    const int64_t S = memo_segments(ctx, sh, whole, bwd);
+    /* packed sequences never reach here (sj_scan_split_plan) */
+    const int tp = !bwd && sj_scan_fwd_token_parallel(ctx, sh, 0);
+    if (tp && token_parallel_first(sh, dtype))
+        return none;
+    const int64_t S = memo_segments(ctx, sh, dtype, whole, bwd, tp);
     return S > 1 ? split_layout(sh, S, whole, bwd) : none;
 }
 
@@ -239,10 +260,10 @@ sj_scan_split sj_scan_split_plan(ssmjit_context *ctx, const ssmjit_selective_sca
      * the rows as [B S, L / S] needs them L tokens apart. */
     if (desc->num_seqs >= 1 || (sh->pitch && sh->pitch != sh->L))
         return no_split(sh);
-    return plan_for(ctx, sh, bwd || desc->checkpoint != 0, bwd);
+    return plan_for(ctx, sh, desc->dtype, bwd || desc->checkpoint != 0, bwd);
 }
 
-int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
+int64_t sj_scan_split_segments(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t B, int64_t L, int64_t D, int64_t N,
                                int checkpoint, int backward)
 {
     sj_scan_extents sh = {0};
@@ -251,7 +272,7 @@ int64_t sj_scan_split_segments(ssmjit_context *ctx, int64_t B, int64_t L, int64_
     sh.D = D;
     sh.N = N;
     sh.active = B > 0 && L > 0 && D > 0;
-    return plan_for(ctx, &sh, backward || checkpoint, backward).S;
+    return plan_for(ctx, &sh, dtype, backward || checkpoint, backward).S;
 }
 
 ssmjit_status sj_scan_fwd_split_given(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
