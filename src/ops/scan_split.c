@@ -34,7 +34,7 @@ int sj_scan_forced_split(void) { return atomic_load_explicit(&forced_split, memo
 #define SPLIT_MIN_TOKENS_BWD 256
 #define SPLIT_MIN_TOKENS_BWD_ONE_WAVE SJ_SCAN_CHUNK
 /* A split must beat the unsplit op's modelled time by a tenth (the
- * fitted choices ran within 8% of the fastest measured). */
+ * model's choices ran within 4.7% of the fastest measured). */
 #define SPLIT_GAIN 0.9
 
 /* Segments of Ls = L / S tokens, rounded down to whole chunks where the
@@ -124,7 +124,8 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * unsplit, bf16 9% slower).  The factors and costs were fitted to every
  * power-of-two split from 2 to 32 or 64 segments timed at 152 shapes in
  * f32 and bf16 (B 1 to 8, L 128 to 16384, D 768 to 5120; bench/NOTES.md),
- * where the choice then ran within 4.4% of the fastest split's time.
+ * where the choice then ran within 4.4% of the fastest split's time
+ * (4.7% of the fastest variant with token_parallel_first's rule).
  * Only powers of two are taken: the model was not fitted to the others,
  * and they leave tails.  The split must beat the unsplit op's modelled
  * time, but where it would stand in for the token-parallel forward
