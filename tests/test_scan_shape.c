@@ -175,6 +175,31 @@ static void test_stage_buffers(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* A split's expected segments: forced (0: the rule's choice), dtype, B,
+ * L, D (N 16), with a checkpoint, backward; segments. */
+typedef struct split_want {
+    int forced;
+    ssmjit_dtype dtype;
+    int64_t B, L, D;
+    int checkpoint, backward;
+    int64_t segments;
+} split_want;
+
+static void check_splits(ssmjit_context *ctx, const split_want *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sj_scan_force_split(w[i].forced);
+        const int64_t S =
+            sj_scan_split_segments(ctx, w[i].dtype, w[i].B, w[i].L, w[i].D, 16, w[i].checkpoint, w[i].backward);
+        if (S != w[i].segments)
+            fail_msg("forced %d, %s, B=%lld L=%lld D=%lld%s%s: %lld segments, not %lld", w[i].forced,
+                     w[i].dtype == SSMJIT_F32 ? "f32" : "bf16", (long long)w[i].B, (long long)w[i].L,
+                     (long long)w[i].D, w[i].checkpoint ? ", checkpoint" : "", w[i].backward ? ", backward" : "",
+                     (long long)S, (long long)w[i].segments);
+    }
+    sj_scan_force_split(0);
+}
+
 /* The split over L of the forward and backward on an H200: where one or
  * few sequences leave SMs idle, or keep each thread on too many tokens
  * (the forward splits 1 x 8192 x 5120, whose grid gives every SM a
@@ -202,57 +227,53 @@ static void test_split_choices(void **state)
     };
     /* the forward without and with a checkpoint, then the backward; f32
      * and bf16 (their models differ) */
+    static const char *const calls[] = {"forward", "forward with checkpoint", "backward"};
     for (int k = 0; k < 6; k++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            const int call = k % 3, bwd = call == 2;
             const int64_t B = shapes[i].B, L = shapes[i].L;
             const ssmjit_dtype dtype = k < 3 ? SSMJIT_F32 : SSMJIT_BF16;
-            const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, shapes[i].D, 16, k % 3 > 0, k % 3 == 2);
-            const int64_t Ls = S > 1 ? (k % 3 ? L / S / 16 * 16 : L / S) : L;
+            const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, shapes[i].D, 16, call > 0, bwd);
+            const int64_t Ls = S > 1 ? (call ? L / S / 16 * 16 : L / S) : L;
             /* the backward's segments under 256 tokens: at least a chunk,
              * whole, their blocks (64 channels each) two an SM at most */
             const int short_ok = S * Ls == L && Ls >= 16 && B * S * ((shapes[i].D + 63) / 64) <= 264;
-            if ((S > 1) != (k % 3 == 2 ? shapes[i].bwd_split : shapes[i].split) || S < 1 || S > 64 ||
-                (S > 1 && (Ls < (k % 3 == 2 ? 256 : 64) && !(k % 3 == 2 && short_ok))) || (S > 1 && B > 1 && S * Ls != L))
+            if ((S > 1) != (bwd ? shapes[i].bwd_split : shapes[i].split) || S < 1 || S > 64 ||
+                (S > 1 && Ls < (bwd ? 256 : 64) && !(bwd && short_ok)) || (S > 1 && B > 1 && S * Ls != L))
                 fail_msg("B=%lld L=%lld D=%lld %s, %s: %lld segments", (long long)B, (long long)L,
-                         (long long)shapes[i].D, dtype == SSMJIT_F32 ? "f32" : "bf16", k % 3 == 2 ? "backward" : k % 3 ? "forward with checkpoint" : "forward",
-                         (long long)S);
+                         (long long)shapes[i].D, dtype == SSMJIT_F32 ? "f32" : "bf16", calls[call], (long long)S);
         }
     /* where the dtypes differ, the forward's split measured faster in f32
      * and slower in bf16: at 1 x 2048 x 5120 in 4 segments 0.189 ms
      * against 0.198 unsplit in f32, 0.204 against 0.192 in bf16; at 2 x
-     * 4096 x 2560 in 4, 0.360 against 0.381 and 0.376 against 0.372 */
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 2048, 5120, 16, 0, 0), 4);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_BF16, 1, 2048, 5120, 16, 0, 0), 1);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 4096, 2560, 16, 0, 0), 4);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_BF16, 2, 4096, 2560, 16, 0, 0), 1);
-    /* and where the token-parallel forward can run, up to 512 K
+     * 4096 x 2560 in 4, 0.360 against 0.381 and 0.376 against 0.372; and
+     * where the token-parallel forward can run, up to 512 K
      * channel-tokens in f32 and 1 M in bf16 it does (1 x 512 x 1536:
      * split in 8 0.033 ms against 0.041 in f32, 0.035 against 0.035 in
      * bf16) */
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 512, 1536, 16, 0, 0), 8);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_BF16, 1, 512, 1536, 16, 0, 0), 1);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 512, 768, 16, 0, 0), 1);
+    static const split_want by_dtype[] = {
+        {0, SSMJIT_F32, 1, 2048, 5120, 0, 0, 4}, {0, SSMJIT_BF16, 1, 2048, 5120, 0, 0, 1},
+        {0, SSMJIT_F32, 2, 4096, 2560, 0, 0, 4}, {0, SSMJIT_BF16, 2, 4096, 2560, 0, 0, 1},
+        {0, SSMJIT_F32, 1, 512, 1536, 0, 0, 8},  {0, SSMJIT_BF16, 1, 512, 1536, 0, 0, 1},
+        {0, SSMJIT_F32, 1, 512, 768, 0, 0, 1},
+    };
+    check_splits(ctx, by_dtype, sizeof by_dtype / sizeof *by_dtype);
     ctx->props.sm_count = 1;
     assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 16384, 1536, 16, 0, 0), 1);
     ssmjit_context_destroy(ctx);
+    /* forced: 5 segments wherever they can be made (several rows: only
+     * evenly; with a checkpoint, and in the backward: whole chunks); 1:
+     * none */
+    static const split_want forced[] = {
+        {5, SSMJIT_F32, 1, 12, 1536, 0, 0, 5}, {5, SSMJIT_F32, 2, 15, 8, 0, 0, 5},
+        {5, SSMJIT_F32, 2, 12, 8, 0, 0, 1},    {5, SSMJIT_F32, 1, 4, 8, 0, 0, 1},
+        {5, SSMJIT_F32, 1, 80, 8, 1, 0, 5},    {5, SSMJIT_F32, 1, 79, 8, 1, 0, 1},
+        {5, SSMJIT_F32, 2, 160, 8, 1, 0, 5},   {5, SSMJIT_F32, 2, 150, 8, 1, 0, 1},
+        {5, SSMJIT_F32, 1, 80, 8, 0, 1, 5},    {5, SSMJIT_F32, 1, 79, 8, 0, 1, 1},
+        {5, SSMJIT_F32, 2, 150, 8, 1, 1, 1},   {1, SSMJIT_F32, 1, 16384, 1536, 0, 0, 1},
+    };
     ctx = h200();
-    sj_scan_force_split(5);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 12, 1536, 16, 0, 0), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 15, 8, 16, 0, 0), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 12, 8, 16, 0, 0), 1);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 4, 8, 16, 0, 0), 1);
-    /* with a checkpoint: segments of whole chunks */
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 80, 8, 16, 1, 0), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 79, 8, 16, 1, 0), 1);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 160, 8, 16, 1, 0), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 150, 8, 16, 1, 0), 1);
-    /* the backward: whole chunks, with or without a checkpoint */
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 80, 8, 16, 0, 1), 5);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 79, 8, 16, 0, 1), 1);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 2, 150, 8, 16, 1, 1), 1);
-    sj_scan_force_split(1);
-    assert_int_equal(sj_scan_split_segments(ctx, SSMJIT_F32, 1, 16384, 1536, 16, 0, 0), 1);
-    sj_scan_force_split(0);
+    check_splits(ctx, forced, sizeof forced / sizeof *forced);
     ssmjit_context_destroy(ctx);
 }
 
@@ -372,8 +393,8 @@ static void test_forward_paths(void **state)
             if (parallel ? tp_first && S != 1 : 2 * blocks < ctx->props.sm_count && S < 2)
                 fail_msg("B=%lld L=%lld D=%lld %s%s: token-parallel %d, %lld segments, %lld blocks of "
                          "%d channels",
-                         (long long)B, (long long)L, (long long)D, dtype == SSMJIT_F32 ? "f32" : "bf16", ck ? " with checkpoint" : "",
-                         parallel, (long long)S, (long long)blocks, f.bd);
+                         (long long)B, (long long)L, (long long)D, dtype == SSMJIT_F32 ? "f32" : "bf16",
+                         ck ? " with checkpoint" : "", parallel, (long long)S, (long long)blocks, f.bd);
         }
         tp += parallel;
         split += !parallel && !filled;
