@@ -186,7 +186,8 @@ static void memo_free(void *p)
 /* fastest_segments() through the context's memo of each direction's last
  * answer: costing every segment count takes some 18 us of CPU a forward
  * at 1 x 2048 x 1536, and a model's layers ask the same each call.  The
- * answer depends on the device (the context's) and these extents only.
+ * answer depends on the device (the context's), these extents, the dtype
+ * and whether the split stands in for the token-parallel forward only.
  * Without memory for the memo the answer is computed each time. */
 static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, ssmjit_dtype dtype, int whole, int bwd,
                              int over_tp)
@@ -221,7 +222,7 @@ static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split
  * split's passes ran faster since the first pass became light
  * (bench/NOTES.md: 1 x 512 x 1536 f32 0.033 ms in 8 segments, 0.041
  * token-parallel; 1 x 512 x 4096 bf16 0.058 and 0.066), and below the
- * token-parallel kernel (1 x 512 x 2048 bf16 0.036 against 0.039; 1 x
+ * token-parallel kernel (1 x 512 x 2048 bf16 0.036 against 0.042; 1 x
  * 128 x 1536 f32 0.014 against 0.022).  Where no split can be made,
  * the token-parallel kernel runs all the same. */
 static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
