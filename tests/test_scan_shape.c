@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
@@ -450,6 +452,65 @@ static void test_backward_paths(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* The split rule against every split timed on an H200 (132 SMs) after it
+ * was last fitted (tests/data/scan_split_h200.txt: 304 points of B 1-8,
+ * L 128-16384, D 768-5120, f32 and bf16, forward and backward, each split
+ * S = 1 .. 32 or 64): at each point the rule's choice, split or not, was
+ * timed, and ran within 5% of the fastest timed (4.7% at worst when
+ * fitted; bench/NOTES.md).  A change to the model that strays further
+ * from the measurements fails here. */
+static void test_split_against_timings(void **state)
+{
+    (void)state;
+    const char *data = getenv("SSMJIT_TEST_DATA");
+    assert_non_null(data);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/scan_split_h200.txt", data);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    ssmjit_context *ctx = h200();
+    /* the file lists each point's splits together */
+    long long B, L, D, S, pB = 0, pL = 0, pD = 0;
+    char dtype[8], dir[8], pdtype[8] = "", pdir[8] = "", line[256];
+    double ms, best = 0, chosen = 0, worst = 0;
+    int points = 0;
+    int64_t want = 0;
+    for (int more = 1; more;) {
+        more = fgets(line, sizeof line, f) != NULL;
+        if (more && line[0] == '#')
+            continue;
+        if (more)
+            assert_int_equal(sscanf(line, "%lld %lld %lld %7s %7s %lld %lf", &B, &L, &D, dtype, dir, &S, &ms), 7);
+        const int same = more && B == pB && L == pL && D == pD && !strcmp(dtype, pdtype) && !strcmp(dir, pdir);
+        if (!same && points++) {
+            /* the point just read through */
+            if (chosen <= 0 || chosen > 1.05 * best)
+                fail_msg("B=%lld L=%lld D=%lld %s %s: the rule's %lld segments %s, the fastest %.4f ms", pB, pL,
+                         pD, pdtype, pdir, (long long)want, chosen > 0 ? "ran slower" : "were not timed", best);
+            worst = chosen / best > worst ? chosen / best : worst;
+        }
+        if (!more)
+            break;
+        if (!same) {
+            const int bwd = !strcmp(dir, "bwd");
+            want = sj_scan_split_segments(ctx, !strcmp(dtype, "f32") ? SSMJIT_F32 : SSMJIT_BF16, B, L, D, 16, bwd, bwd);
+            best = ms;
+            chosen = 0;
+            pB = B, pL = L, pD = D;
+            snprintf(pdtype, sizeof pdtype, "%s", dtype);
+            snprintf(pdir, sizeof pdir, "%s", dir);
+        }
+        best = ms < best ? ms : best;
+        if (S == want)
+            chosen = ms;
+    }
+    fclose(f);
+    print_message("%d timed points: the rule's choice at most %.1f%% slower than the fastest\n", points - 1,
+                  100 * (worst - 1));
+    assert_int_equal(points - 1, 304);
+    ssmjit_context_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -462,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_split_memo),
         cmocka_unit_test(test_forward_paths),
         cmocka_unit_test(test_backward_paths),
+        cmocka_unit_test(test_split_against_timings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
