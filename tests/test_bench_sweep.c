@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include "bench.h"
+#include "gpu_util.h"
+#include "ssmjit_internal.h"
 
 static const bench_scan_shape grid_a[] = {
     {8, 2048, 4096}, {4, 8192, 2048}, {8, 2048, 1536}, {16, 256, 1536}, {64, 128, 2048},
@@ -86,6 +88,42 @@ static void test_floor_bytes(void **state)
     assert_true(bench_scan_floor_bytes(one, 1, 4, BENCH_SCAN_BWD, 64) == 7 * 4 + 4 * 4 + 64);
 }
 
+/* The path each call takes, as the library chooses it on an H200 (a
+ * stand-in context) and as forced: the split where the rule splits, the
+ * token-parallel forward where it runs first, else unsplit. */
+static void test_paths(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_stand_in_context();
+    static const struct {
+        bench_scan_shape s;
+        ssmjit_dtype dtype;
+        bench_scan_dir dir;
+        const char *path;
+    } cases[] = {
+        {{1, 2048, 1536}, SSMJIT_F32, BENCH_SCAN_FWD, "split 8"},
+        {{1, 2048, 1536}, SSMJIT_BF16, BENCH_SCAN_BWD, "split 8"},
+        {{1, 128, 1536}, SSMJIT_BF16, BENCH_SCAN_FWD, "tp"},
+        {{1, 128, 1536}, SSMJIT_BF16, BENCH_SCAN_FWD_CKPT, "tp"},
+        {{1, 128, 1536}, SSMJIT_F32, BENCH_SCAN_BWD, "split 8"},
+        {{8, 2048, 4096}, SSMJIT_BF16, BENCH_SCAN_FWD, "unsplit"},
+        {{8, 2048, 4096}, SSMJIT_F32, BENCH_SCAN_BWD, "unsplit"},
+    };
+    char path[16];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        bench_scan_path(ctx, cases[i].s, 16, cases[i].dtype, cases[i].dir, path, sizeof path);
+        assert_string_equal(path, cases[i].path);
+    }
+    sj_scan_force_split(4);
+    bench_scan_path(ctx, (bench_scan_shape){8, 2048, 4096}, 16, SSMJIT_F32, BENCH_SCAN_FWD, path, sizeof path);
+    assert_string_equal(path, "split 4");
+    sj_scan_force_split(1);
+    bench_scan_path(ctx, (bench_scan_shape){1, 2048, 1536}, 16, SSMJIT_F32, BENCH_SCAN_BWD, path, sizeof path);
+    assert_string_equal(path, "unsplit");
+    sj_scan_force_split(0);
+    ssmjit_context_destroy(ctx);
+}
+
 static void test_rotations(void **state)
 {
     (void)state;
@@ -132,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_only),
         cmocka_unit_test(test_floor_bytes),
         cmocka_unit_test(test_rotations),
+        cmocka_unit_test(test_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

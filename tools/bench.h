@@ -79,4 +79,11 @@ typedef enum bench_scan_dir { BENCH_SCAN_FWD, BENCH_SCAN_FWD_CKPT, BENCH_SCAN_BW
  * D, delta_bias and their gradients ([D, N] and [D]) are left out. */
 double bench_scan_floor_bytes(bench_scan_shape s, int64_t n, size_t es, bench_scan_dir dir, size_t ckpt);
 
+/* The path the library takes for call `dir` at shape s with N = n in
+ * dtype on ctx's device, the forward given the split's workspace: "split
+ * S" (S segments a row), "tp" (the token-parallel forward) or "unsplit"
+ * (the token-serial kernels), into buf[cap]. */
+void bench_scan_path(ssmjit_context *ctx, bench_scan_shape s, int64_t n, ssmjit_dtype dtype, bench_scan_dir dir,
+                     char *buf, size_t cap);
+
 #endif

@@ -137,6 +137,7 @@ typedef struct sweep_row {
     bench_scan_dir dir;
     double ms, floor_pct;
     int cached; /* its sets together move less than BENCH_ROTATE_BYTES */
+    char path[16]; /* bench_scan_path */
 } sweep_row;
 
 static void sweep_explain(const char *gpu, const char *which, int shapes)
@@ -151,12 +152,14 @@ static void sweep_explain(const char *gpu, const char *which, int shapes)
            "floor: the least bytes a call moves over the copy bandwidth: fwd reads u, delta,\n"
            "z, B, C and writes y; fwd+ckpt also writes the f32 checkpoint; bwd reads u,\n"
            "delta, z, B, C, dy and the checkpoint and writes du, ddelta, dz, dB, dC.\n"
-           "%% floor = floor ms / ms x 100.  %d shapes: %s;\n"
+           "%% floor = floor ms / ms x 100.  path: the library's choice, \"split S\" (S\n"
+           "segments a row), \"tp\" (the token-parallel forward) or \"unsplit\".\n"
+           "%d shapes: %s;\n"
            "a shape one set of whose buffers passes %.0f GiB is skipped.\n\n",
            gpu, BENCH_SWEEP_N, RUNS, WARMUP, BENCH_SWEEP_SETS, BENCH_ROTATE_BYTES / (1 << 20), shapes,
            which, (double)SWEEP_LIMIT / (1 << 30));
-    printf("%6s %6s %5s %-5s %-8s %10s %9s %8s %5s\n", "B", "L", "D", "dtype", "dir", "ms", "floor ms", "% floor",
-           "sets");
+    printf("%6s %6s %5s %-5s %-8s %10s %9s %8s %5s  %s\n", "B", "L", "D", "dtype", "dir", "ms", "floor ms",
+           "% floor", "sets", "path");
 }
 
 /* Times the three calls at shape sh in each dtype on one allocation,
@@ -194,12 +197,12 @@ static int sweep_shape(ssmjit_context *ctx, bench_scan_shape sh, void *stream, d
                 break;
             const double bytes = bench_scan_floor_bytes(sh, BENCH_SWEEP_N, ssmjit_dtype_size(dtype), dir, ckpt);
             const double floor_ms = bytes / (copy * 1e6);
-            const sweep_row r = {sh, dtype, dir, ms, 100.0 * floor_ms / ms,
-                                 in.rotations * bytes < BENCH_ROTATE_BYTES};
+            sweep_row r = {sh, dtype, dir, ms, 100.0 * floor_ms / ms, in.rotations * bytes < BENCH_ROTATE_BYTES, ""};
+            bench_scan_path(ctx, sh, BENCH_SWEEP_N, dtype, dir, r.path, sizeof r.path);
             rows[(*n)++] = r;
-            printf("%6lld %6lld %5lld %-5s %-8s %9.4f%c %9.4f %7.1f%% %5d\n", (long long)sh.b, (long long)sh.l,
+            printf("%6lld %6lld %5lld %-5s %-8s %9.4f%c %9.4f %7.1f%% %5d  %s\n", (long long)sh.b, (long long)sh.l,
                    (long long)sh.d, sj_dtype_suffix(dtype), sweep_dirs[dir], ms, r.cached ? '*' : ' ', floor_ms,
-                   r.floor_pct, in.rotations);
+                   r.floor_pct, in.rotations, r.path);
         }
         if (st != SSMJIT_OK)
             rc = cli_fail(label, st);
@@ -215,11 +218,11 @@ static void sweep_table(const char *gpu, double copy, const sweep_row *rows, int
     int cached = 0;
     printf("\nSelective scan, N = %d with z, D, delta_bias, softplus, on %s; copy %.0f GB/s:\n\n", BENCH_SWEEP_N, gpu,
            copy);
-    printf("| B | L | D | dtype | dir | ms | %% floor |\n|---:|---:|---:|---|---|---:|---:|\n");
+    printf("| B | L | D | dtype | dir | ms | %% floor | path |\n|---:|---:|---:|---|---|---:|---:|---|\n");
     for (const sweep_row *r = rows; r < rows + n; r++) {
-        printf("| %lld | %lld | %lld | %s | %s | %.4f%s | %.1f%% |\n", (long long)r->shape.b, (long long)r->shape.l,
-               (long long)r->shape.d, sj_dtype_suffix(r->dtype), sweep_dirs[r->dir], r->ms, r->cached ? "*" : "",
-               r->floor_pct);
+        printf("| %lld | %lld | %lld | %s | %s | %.4f%s | %.1f%% | %s |\n", (long long)r->shape.b,
+               (long long)r->shape.l, (long long)r->shape.d, sj_dtype_suffix(r->dtype), sweep_dirs[r->dir], r->ms,
+               r->cached ? "*" : "", r->floor_pct, r->path);
         cached |= r->cached;
     }
     if (cached)

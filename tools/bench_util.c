@@ -152,3 +152,14 @@ ssmjit_status bench_copy_bandwidth(ssmjit_context *ctx, void *stream, double *gb
     *gbps = st == SSMJIT_OK ? 2.0 * (double)c.bytes / (bench_median(t, RUNS) * 1e6) : 0.0;
     return st;
 }
+
+void bench_scan_path(ssmjit_context *ctx, bench_scan_shape s, int64_t n, ssmjit_dtype dtype, bench_scan_dir dir,
+                     char *buf, size_t cap)
+{
+    const int bwd = dir == BENCH_SCAN_BWD;
+    const int64_t S = sj_scan_split_segments(ctx, dtype, s.b, s.l, s.d, n, dir != BENCH_SCAN_FWD, bwd);
+    if (S > 1)
+        snprintf(buf, cap, "split %lld", (long long)S);
+    else
+        snprintf(buf, cap, "%s", !bwd && sj_scan_fwd_is_token_parallel(ctx, s.b, s.l, s.d, n, 0) ? "tp" : "unsplit");
+}
