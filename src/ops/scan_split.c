@@ -122,8 +122,9 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * 16-bit types, whose split ran slower against the unsplit op than f32's
  * (the backward at 4 x 1024 x 1536 in 4 segments: f32 5% faster than
  * unsplit, bf16 9% slower).  The factors and costs were fitted to every
- * power-of-two split from 2 to 32 or 64 segments timed at 152 shapes in
- * f32 and bf16 (B 1 to 8, L 128 to 16384, D 768 to 5120; bench/NOTES.md),
+ * power-of-two split from 2 to 32 or 64 segments timed at 76 shapes, each
+ * direction in f32 and bf16 (B 1 to 8, L 128 to 16384, D 768 to 5120;
+ * bench/NOTES.md, tests/data/scan_split_h200.txt),
  * where the choice then ran within 4.4% of the fastest split's time
  * (4.7% of the fastest variant with token_parallel_first's rule).
  * Only powers of two are taken: the model was not fitted to the others,
