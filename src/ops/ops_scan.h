@@ -39,8 +39,9 @@ int sj_scan_forced_split(void);
 void sj_scan_force_fwd_kernel(int kernel);
 
 /* Whether the forward over B rows of L tokens, D channels and N states runs the
- * token-parallel kernel on ctx's device (forced choices included), packed
- * sequences (cu_seqlens) or not: sj_scan_fwd_token_parallel's rule. */
+ * token-parallel kernel on ctx's device where it does not split (forced
+ * choices included), packed sequences (cu_seqlens) or not:
+ * sj_scan_fwd_token_parallel's rule. */
 int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
                                   int packed);
 

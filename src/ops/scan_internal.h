@@ -138,7 +138,8 @@ ssmjit_status sj_scan_launch_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, const 
                                  void *stream);
 
 /* Whether the forward over sh's rows runs the token-parallel kernel
- * (packed: with cu_seqlens), the rule stated at its definition. */
+ * where it does not split (packed: with cu_seqlens), the rule stated at
+ * its definition. */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed);
 
 /* The token-parallel forward (module scan_fwd) over sh's rows. */

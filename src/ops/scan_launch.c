@@ -301,7 +301,9 @@ static int fwd_fills_gpu(const ssmjit_context *ctx, const sj_scan_extents *sh)
  * and two launches more.  With more tokens the split's passes, at half
  * the token-parallel kernel's instructions a token and state, came out
  * ahead (1 x 1024 and 2 x 1024 at D = 1536: 0.059 and 0.089 ms
- * split, 0.075 and 0.119 token-parallel, f32). */
+ * split, 0.075 and 0.119 token-parallel, f32).  Where it may run, the
+ * split still comes first above token_parallel_first's size
+ * (src/ops/scan_split.c): this says what runs unsplit. */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed)
 {
     const int forced = atomic_load_explicit(&forced_kernel, memory_order_relaxed);
