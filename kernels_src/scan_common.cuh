@@ -155,14 +155,30 @@ __device__ __forceinline__ void sj_copy4(void *dst, const void *src, int bytes)
 }
 
 /* As sj_copy4 for 16 bytes (0 or 16) between 16-byte aligned addresses,
- * bypassing L1 (each byte is read once). */
-__device__ __forceinline__ void sj_copy16(void *dst, const void *src, int bytes)
+ * bypassing L1 (each byte is read once), or through it (shared: for
+ * bytes that the SM's other blocks read too). */
+__device__ __forceinline__ void sj_copy16(void *dst, const void *src, int bytes, bool shared = false)
 {
 #if __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+    if (shared)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+    else
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
 #else
     *(uint4 *)dst = bytes ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+/* As sj_copy16 (shared) for 8 bytes (0 or 8) between 8-byte aligned
+ * addresses. */
+__device__ __forceinline__ void sj_copy8(void *dst, const void *src, int bytes)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+#else
+    *(uint2 *)dst = bytes ? *(const uint2 *)src : make_uint2(0, 0);
 #endif
 }
 

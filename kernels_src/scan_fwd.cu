@@ -2,8 +2,8 @@
  * final states and the checkpoint the backward starts its chunks from.
  * The scan itself is sj_scan_fwd in scan_common.cuh; kernels are
  * scan_fwd_ns<NS>_<dtype> for NS = 4, 8, 16 states per thread, and
- * scan_fwd_tp_<dtype> (scan_fwd_tp.cuh), which spreads a channel's tokens
- * over a warp. */
+ * scan_fwd_tp<K>_<dtype> (scan_fwd_tp.cuh), which spreads a channel's
+ * tokens over a warp, K a lane. */
 #include "scan_common.cuh"
 #include "scan_fwd_tp.cuh"
 
@@ -25,7 +25,7 @@
 SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)
 
 /* For grids too small for those: scan_fwd_tp.cuh. */
-SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_TP_KERNEL, 0)
+SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_TP_KERNELS, 0)
 
 /* ------------------------------------------------------------------------ */
 /* The forward split over L (src/scan_split.c)                              */

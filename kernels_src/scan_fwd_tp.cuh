@@ -1,70 +1,79 @@
 /* The token-parallel forward of the selective scan (module "scan_fwd",
- * kernels scan_fwd_tp_<dtype>): for grids too small for scan_fwd_ns*,
+ * kernels scan_fwd_tp<K>_<dtype>): for grids too small for scan_fwd_ns*,
  * whose threads each walk every token of their channel and states.
  *
- * A warp is one channel; its lanes hold SJ_TP_K consecutive tokens each,
- * a chunk of SJ_TP_TOKENS tokens between them, and the block SJ_TP_CB
- * channels.  For each state the lanes scan their own tokens, then the
- * warp scans the lanes' (decay, state) pairs with shuffles, and each lane
- * runs its tokens again from the state entering them (the decays and
- * inputs kept in registers from the first run).  The state entering a
- * chunk is the last one's; lane n holds state n's.  That is about twice
- * the token-serial kernels' instructions a token and state (the
- * shuffles, two runs), spread over 32 times their threads: at one
- * sequence of 512 tokens and 1536 channels each SM gets 12 warps where
- * the token-serial kernels had 1.5, and their latency showed in every
- * token (bench/NOTES.md).
+ * A warp is one channel; its lanes hold K consecutive tokens each, a
+ * chunk of 32 K tokens between them, and the block SJ_TP_CB channels.  A
+ * lane takes its channel's states four at a time: it scans its own tokens
+ * for the four, keeping each token's decay and input in registers; the
+ * warp scans the lanes' (decay, state) pairs with shuffles; and the lane
+ * runs its tokens again from the state entering them, adding C h to each
+ * token's output.  A lane's decay over its tokens is one exponential of
+ * its summed dt, and the states entering a chunk (the last chunk's, from
+ * its last lane) wait in shared memory.  Four states a step give the
+ * exponentials' and shuffles' chains something to overlap and B and C
+ * 16-byte (or 8-byte) shared loads.  Eight tokens a lane halve the warp
+ * scan's share of a token, but take 168 registers (three blocks an SM),
+ * and half a chunk of 256 is idle at 128 tokens; four take 128 (four
+ * blocks an SM).  src/ops/scan_launch.c picks K.  The kernel took
+ * 1 x 512 x 1536 from 0.041 / 0.035 ms to 0.030 / 0.023 (f32 / bf16;
+ * bench/NOTES.md, "Scan shapes, round 4").
  *
  * Shared memory, [c][i][j] for channel c, token j K + i of the chunk (so
  * that a warp's lanes read one row): u, dt (softplus and bias applied),
- * the gate (silu(z), or 1), and y on its way out in u's place; B and C
- * [n][i][j] for state n.  Staging items put lane j on token j K + i, the
- * one whose slot it writes, so that stores meet no bank twice; the loads
- * behind them are 8 or 16 bytes of 4 channels or states.  The loads of
- * chunk c + 1 are issued before chunk c is scanned.  Two blocks an SM
- * (128 registers a thread).
+ * the gate (silu(z), or 1), and y on its way out in u's place.  Staging
+ * items put lane j on token j K + i, the one whose slot it writes, so
+ * that stores meet no bank twice; the loads behind them are 8 or 16 bytes
+ * of 4 channels, and those of chunk c + 1 are issued before chunk c is
+ * scanned.  B and C as they come (stage_bc), copied asynchronously
+ * through L1: the SM's blocks read the same rows, and from L2 alone the
+ * f32 kernel ran half as fast.
  *
- * Without cu_seqlens, N <= 4 SJ_TP_NG (src/ops/scan_launch.c's rule).
- * Tokens past L scan as dt = 0 (decay 1, no input), so a lane's last state
- * is the state at its last real token, and the checkpoint (the state
- * after every SJ_SCAN_CHUNK tokens, the last one's too) comes from the
- * lanes whose tokens end a checkpoint chunk. */
+ * Without cu_seqlens, N <= 4 SJ_TP_NG (src/ops/scan_launch.c's rule);
+ * states past N scan with A = B = C = 0, which leaves them 0.  Tokens
+ * past L scan as dt = 0 (decay 1, no input), so a lane's last state is
+ * the state at its last real token, and the checkpoint (the state after
+ * every SJ_SCAN_CHUNK tokens, the last one's too) comes from the lanes
+ * whose tokens end a checkpoint chunk. */
 #pragma once
 
 #include "scan_common.cuh"
 
-#define SJ_TP_K 4                    /* tokens a lane */
-#define SJ_TP_CB 8                   /* channels (warps) a block */
-#define SJ_TP_NG 4                   /* groups of 4 states: N <= 16 */
-#define SJ_TP_TOKENS (32 * SJ_TP_K)  /* tokens a chunk */
+#define SJ_TP_CB 4 /* channels (warps) a block */
+#define SJ_TP_NG 4 /* groups of 4 states: N <= 16 */
 
-static_assert(SJ_SCAN_CHUNK % SJ_TP_K == 0, "a lane's tokens end a checkpoint chunk or lie inside one");
-static_assert(SJ_TP_K % 4 == 0 && SJ_TP_CB % 4 == 0, "staging items are 4 channels, and K / 4 a thread");
-
-template <typename T> __device__ __forceinline__ void sj_scan_fwd_tp(const sj_scan_params &p)
+/* K tokens a lane (a chunk of 32 K) */
+template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(const sj_scan_params &p)
 {
-    constexpr int K = SJ_TP_K, CB = SJ_TP_CB, NG = SJ_TP_NG, TT = SJ_TP_TOKENS, NT = 32 * CB;
-    constexpr int TD_ITEMS = CB * TT / 4 / NT, BC_ITEMS = 2 * NG * TT / NT;
-    __shared__ float su[CB * TT], sdt[CB * TT], sgate[CB * TT], sbc[2 * 4 * NG * TT], sA2[CB][4 * NG], sbias[CB];
+    constexpr int CB = SJ_TP_CB, NG = SJ_TP_NG, TT = 32 * K, NT = 32 * CB;
+    static_assert(SJ_SCAN_CHUNK % K == 0, "a lane's tokens end a checkpoint chunk or lie inside one");
+    static_assert(K % 4 == 0 && CB % 4 == 0, "staging items are 4 channels, and K / 4 a thread");
+    static_assert(TT % (NT / NG) == 0, "B and C copy in whole steps of the block");
+    constexpr int TD_ITEMS = CB * TT / 4 / NT;
+    __shared__ float su[CB * TT], sdt[CB * TT], sgate[CB * TT];
+    constexpr int QB = 4 * (int)sizeof(T); /* bytes of a quad: 4 states of B or C */
+    __shared__ __align__(16) unsigned char sbc[2 * NG * TT * QB];
+    __shared__ float4 sA2[CB][NG], scarry[CB][NG];
+    __shared__ float sbias[CB];
 
     const int tid = threadIdx.x, lane = tid & 31, c = tid >> 5;
     const sj_i64 b = blockIdx.y, d0 = (sj_i64)blockIdx.x * CB, d = d0 + c, N = p.N;
     const bool dok = d < p.D;
-    /* the state entering the chunk: lane n holds state n's */
-    float carry = dok && lane < N && p.init ? p.init[(b * p.D + d) * N + lane] : 0.0f;
-    if (lane < 4 * NG)
-        sA2[c][lane] = dok && lane < N ? p.A[d * N + lane] * SJ_LOG2E : 0.0f;
+    if (lane < 4 * NG) {
+        ((float *)sA2[c])[lane] = dok && lane < N ? p.A[d * N + lane] * SJ_LOG2E : 0.0f;
+        ((float *)scarry[c])[lane] = dok && lane < N && p.init ? p.init[(b * p.D + d) * N + lane] : 0.0f;
+    }
     const sj_i64 nch = (p.L + TT - 1) / TT, nck = (p.L + SJ_SCAN_CHUNK - 1) / SJ_SCAN_CHUNK;
     if (tid < CB)
         sbias[tid] = d0 + tid < p.D && p.dbias ? p.dbias[d0 + tid] : 0.0f;
     const float Dv = dok && p.Dv ? p.Dv[d] : 0.0f;
     const bool vu = sj_group_ok<T, 4>(p.u, p.su), vdelta = sj_group_ok<T, 4>(p.delta, p.sdelta),
                vz = sj_group_ok<T, 4>(p.z, p.sz), vy = sj_group_ok<T, 4>(p.y, p.sy),
-               vbc = sj_group_ok<T, 4>(p.B, p.sB) && sj_group_ok<T, 4>(p.C, p.sC);
+               vbc = sj_group_ok<T, 4>(p.B, p.sB) && sj_group_ok<T, 4>(p.C, p.sC),
+               vck = p.ckpt && sj_group_ok<float, 4>(p.ckpt, N);
 
     /* Staging item m of this thread: token j K + i of the chunk, and
-     * channels 4 g .. 4 g + 3 of the block (u, delta, z) or states 4 q ..
-     * 4 q + 3 of B (s = 0) or C (s = 1). */
+     * channels 4 g .. 4 g + 3 of the block (u, delta, z). */
     struct td_item {
         int i, j, g;
     };
@@ -72,15 +81,7 @@ template <typename T> __device__ __forceinline__ void sj_scan_fwd_tp(const sj_sc
         const int k = tid + m * NT, r = k >> 5;
         return td_item{r % K, k & 31, r / K};
     };
-    struct bc_item {
-        int i, j, q, s;
-    };
-    auto bc_at = [&](int m) {
-        const int k = tid + m * NT, r = k >> 5, r2 = r / K;
-        return bc_item{r % K, k & 31, r2 % NG, r2 / NG};
-    };
     sj_fwd_raw td[TD_ITEMS];
-    uint4 bc[BC_ITEMS];
     auto issue = [&](sj_i64 ch) {
 #pragma unroll
         for (int m = 0; m < TD_ITEMS; ++m) {
@@ -93,15 +94,6 @@ template <typename T> __device__ __forceinline__ void sj_scan_fwd_tp(const sj_sc
                 if (p.z)
                     td[m].z = sj_load_group<T, 4>(p.z, row * p.sz + dc, p.D - dc, vz);
             }
-        }
-#pragma unroll
-        for (int m = 0; m < BC_ITEMS; ++m) {
-            const bc_item it = bc_at(m);
-            const sj_i64 t = ch * TT + it.j * K + it.i, n = 4 * it.q, row = b * p.pitch + t;
-            bc[m] = make_uint4(0u, 0u, 0u, 0u);
-            if (t < p.L && n < N)
-                bc[m] = it.s ? sj_load_group<T, 4>(p.C, row * p.sC + n, N - n, vbc)
-                             : sj_load_group<T, 4>(p.B, row * p.sB + n, N - n, vbc);
         }
     };
     auto commit = [&](sj_i64 ch) {
@@ -119,85 +111,163 @@ template <typename T> __device__ __forceinline__ void sj_scan_fwd_tp(const sj_sc
                 sgate[at] = p.z ? sj_silu(sj_lane<T>(td[m].z, e)) : 1.0f;
             }
         }
+    };
+    /* B and C of chunk ch as they come, quads [s][q][i][j'] for B (s = 0)
+     * or C (s = 1), states 4 q .. 4 q + 3, token j K + i, copied without
+     * holding registers while the last chunk's outputs leave.  A warp
+     * copies consecutive quads of consecutive tokens (whole lines), and
+     * slot j' = j ^ swizzle(i, q) puts the quads that one pass of the
+     * shared-memory stores meets (QP tokens' 4 quads) on different banks;
+     * a warp's reads of one (s, q, i) stay a permutation of the slots. */
+    constexpr int QP = 128 / (4 * QB), QROWS = NT / NG; /* tokens a pass; a block's tokens a step */
+    auto slot = [&](int s, int q, int i, int j) { return ((s * NG + q) * K + i) * 32 + (j ^ ((i % QP) * 4 + q)); };
+    auto stage_bc = [&](sj_i64 ch) {
+        const int q = tid % NG, t0 = tid / NG;
+        const sj_i64 have = min(max(N - 4 * q, (sj_i64)0), (sj_i64)4);
+        const bool whole = vbc && (have == 0 || have == 4);
 #pragma unroll
-        for (int m = 0; m < BC_ITEMS; ++m) {
-            const bc_item it = bc_at(m);
+        for (int s = 0; s < 2; ++s) {
+            const T *src = (const T *)(s ? p.C : p.B);
+            const sj_i64 stride = s ? p.sC : p.sB;
+            const T *row = src + (b * p.pitch + ch * TT + t0) * stride + 4 * q;
+            if (whole) {
+#pragma unroll
+                for (int r = 0; r < TT / QROWS; ++r) {
+                    const int tc = t0 + r * QROWS; /* token of the chunk */
+                    const bool in = have && ch * TT + tc < p.L;
+                    unsigned char *dst = sbc + slot(s, q, tc % K, tc / K) * QB;
+                    if (QB == 16)
+                        sj_copy16(dst, in ? row + r * QROWS * stride : src, in ? 16 : 0, true);
+                    else
+                        sj_copy8(dst, in ? row + r * QROWS * stride : src, in ? 8 : 0);
+                }
+            } else {
+                for (int r = 0; r < TT / QROWS; ++r) {
+                    const int tc = t0 + r * QROWS;
+                    const sj_i64 n = ch * TT + tc < p.L ? have : 0;
+                    T *dst = (T *)(sbc + slot(s, q, tc % K, tc / K) * QB);
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        dst[e] = e < n ? row[r * QROWS * stride + e] : T{};
+                }
+            }
+        }
+    };
+    /* quad (s, q, i) of this lane's tokens as floats */
+    auto bc_quad = [&](int s, int q, int i, float *v) {
+        const int k = slot(s, q, i, lane);
+        if (QB == 16) {
+            const float4 f = ((const float4 *)sbc)[k];
+            v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+        } else {
+            const uint2 w = ((const uint2 *)sbc)[k];
 #pragma unroll
             for (int e = 0; e < 4; ++e)
-                sbc[((it.s * 4 * NG + 4 * it.q + e) * K + it.i) * 32 + it.j] = sj_lane<T>(bc[m], e);
+                v[e] = sj_lane<T>(make_uint4(w.x, w.y, 0u, 0u), e);
         }
     };
 
-    if (nch > 0)
+    if (nch > 0) {
         issue(0);
-    __syncthreads(); /* sbias, sA2 */
+        stage_bc(0);
+    }
+    __syncthreads(); /* sbias, sA2, scarry */
     for (sj_i64 ch = 0; ch < nch; ++ch) {
         commit(ch);
+        sj_copy_wait();
         __syncthreads();
         if (ch + 1 < nch)
             issue(ch + 1);
 
         const sj_i64 t0 = ch * TT + lane * K; /* this lane's first token */
-        float u[K], dt[K], dtu[K], y[K];
+        float dt[K], dtu[K], y[K], dts = 0.0f;
 #pragma unroll
         for (int i = 0; i < K; ++i) {
             const int at = (c * K + i) * 32 + lane;
-            u[i] = su[at];
             dt[i] = sdt[at];
-            dtu[i] = dt[i] * u[i];
+            dtu[i] = dt[i] * su[at];
+            dts += dt[i];
             y[i] = 0.0f;
         }
         /* the checkpoint chunk this lane's last real token ends, if any */
         const sj_i64 tl = min(t0 + K - 1, p.L - 1);
         const bool ck = p.ckpt && dok && t0 < p.L && (tl % SJ_SCAN_CHUNK == SJ_SCAN_CHUNK - 1 || tl == p.L - 1);
         float *ckp = ck ? p.ckpt + ((b * nck + tl / SJ_SCAN_CHUNK) * p.D + d) * N : nullptr;
-        /* Two states at a time, so that their chains overlap: more, or
-         * every state unrolled, cost registers past two blocks an SM, and
-         * ran no faster (bench/NOTES.md). */
-#pragma unroll 2
-        for (int n = 0; n < N; ++n) {
-            const float A2 = sA2[c][n];
-            float a[K], x[K], h = 0.0f, P = 1.0f;
+#pragma unroll
+        for (int q = 0; q < NG; ++q) {
+            if (4 * q >= N)
+                break;
+            const float4 A2v = sA2[c][q];
+            const float A2[4] = {A2v.x, A2v.y, A2v.z, A2v.w};
+            float a[K][4], x[K][4], h[4] = {0.0f, 0.0f, 0.0f, 0.0f}, P[4];
 #pragma unroll
             for (int i = 0; i < K; ++i) {
-                a[i] = sj_exp2_ftz(dt[i] * A2);
-                x[i] = dtu[i] * sbc[(n * K + i) * 32 + lane];
-                h = fmaf(a[i], h, x[i]);
-                P *= a[i];
+                float Bq[4];
+                bc_quad(0, q, i, Bq);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    a[i][e] = sj_exp2_ftz(dt[i] * A2[e]);
+                    x[i][e] = dtu[i] * Bq[e];
+                    h[e] = fmaf(a[i][e], h[e], x[i][e]);
+                }
             }
             /* inclusive scan of the lanes' (P, h): a lane's pair after
              * the pair before it is (P Pb, P hb + h) */
 #pragma unroll
+            for (int e = 0; e < 4; ++e)
+                P[e] = sj_exp2_ftz(dts * A2[e]);
+#pragma unroll
             for (int off = 1; off < 32; off <<= 1) {
-                const float Pb = __shfl_up_sync(0xffffffffu, P, off), hb = __shfl_up_sync(0xffffffffu, h, off);
-                if (lane >= off) {
-                    h = fmaf(P, hb, h);
-                    P *= Pb;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float Pb = __shfl_up_sync(0xffffffffu, P[e], off),
+                                hb = __shfl_up_sync(0xffffffffu, h[e], off);
+                    if (lane >= off) {
+                        h[e] = fmaf(P[e], hb, h[e]);
+                        P[e] *= Pb;
+                    }
                 }
             }
-            float hx = __shfl_up_sync(0xffffffffu, h, 1), Px = __shfl_up_sync(0xffffffffu, P, 1);
-            if (lane == 0)
-                hx = 0.0f, Px = 1.0f;
-            const float in = __shfl_sync(0xffffffffu, carry, n);
-            float st = fmaf(Px, in, hx); /* the state entering this lane's tokens */
-            const float out = fmaf(__shfl_sync(0xffffffffu, P, 31), in, __shfl_sync(0xffffffffu, h, 31));
-            if (lane == n)
-                carry = out;
+            const float4 cv = scarry[c][q];
+            const float carry[4] = {cv.x, cv.y, cv.z, cv.w};
+            float st[4]; /* the states entering this lane's tokens */
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float hx = __shfl_up_sync(0xffffffffu, h[e], 1), Px = __shfl_up_sync(0xffffffffu, P[e], 1);
+                st[e] = lane ? fmaf(Px, carry[e], hx) : carry[e];
+            }
 #pragma unroll
             for (int i = 0; i < K; ++i) {
-                st = fmaf(a[i], st, x[i]);
-                y[i] = fmaf(sbc[((4 * NG + n) * K + i) * 32 + lane], st, y[i]);
+                float Cq[4];
+                bc_quad(1, q, i, Cq);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    st[e] = fmaf(a[i][e], st[e], x[i][e]);
+                    y[i] = fmaf(Cq[e], st[e], y[i]);
+                }
             }
-            if (ck)
-                ckp[n] = st;
+            if (ck) {
+                if (vck && 4 * q + 4 <= N)
+                    *(float4 *)(ckp + 4 * q) = make_float4(st[0], st[1], st[2], st[3]);
+                else
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (4 * q + e < N)
+                            ckp[4 * q + e] = st[e];
+            }
+            __syncwarp();
+            if (lane == 31) /* its last states end the chunk */
+                scarry[c][q] = make_float4(st[0], st[1], st[2], st[3]);
         }
         /* y in u's slots (each thread its own), then out as it came in */
 #pragma unroll
         for (int i = 0; i < K; ++i) {
             const int at = (c * K + i) * 32 + lane;
-            su[at] = fmaf(Dv, u[i], y[i]) * sgate[at];
+            su[at] = fmaf(Dv, su[at], y[i]) * sgate[at];
         }
         __syncthreads();
+        if (ch + 1 < nch)
+            stage_bc(ch + 1);
 #pragma unroll
         for (int m = 0; m < TD_ITEMS; ++m) {
             const td_item it = td_at(m);
@@ -212,13 +282,17 @@ template <typename T> __device__ __forceinline__ void sj_scan_fwd_tp(const sj_sc
         }
         __syncthreads();
     }
+    __syncwarp();
     if (p.final_state && dok && lane < N)
-        p.final_state[(b * p.D + d) * N + lane] = carry;
+        p.final_state[(b * p.D + d) * N + lane] = ((const float *)scarry[c])[lane];
 }
 
-#define SJ_SCAN_FWD_TP_KERNEL(T, sfx, unused)                                                                \
-    SJ_KERNEL(scan_fwd_tp_##sfx)(                                                                              \
-    extern "C" __global__ void __launch_bounds__(32 * SJ_TP_CB, 2) scan_fwd_tp_##sfx(const sj_scan_params p)     \
+/* scan_fwd_tp<K>_<dtype> for K tokens a lane, MINB blocks an SM (the
+ * registers: 168 a thread at 8 tokens, 128 at 4) */
+#define SJ_SCAN_FWD_TP_KERNEL(K, MINB, T, sfx)                                                                 \
+    SJ_KERNEL(scan_fwd_tp##K##_##sfx)(                                                                         \
+    extern "C" __global__ void __launch_bounds__(32 * SJ_TP_CB, MINB) scan_fwd_tp##K##_##sfx(const sj_scan_params p) \
     {                                                                                                          \
-        sj_scan_fwd_tp<T>(p);                                                                                  \
+        sj_scan_fwd_tp<T, K>(p);                                                                               \
     })
+#define SJ_SCAN_FWD_TP_KERNELS(T, sfx, unused) SJ_SCAN_FWD_TP_KERNEL(4, 4, T, sfx) SJ_SCAN_FWD_TP_KERNEL(8, 3, T, sfx)

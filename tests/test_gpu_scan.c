@@ -645,7 +645,7 @@ static void test_window(void **state)
 }
 
 /* One sequence, the shape of one prompt, at lengths from 1 to 4096 around
- * the token-parallel forward's chunk (128 tokens) and the checkpoint's
+ * the token-parallel forward's chunks (128 and 256 tokens) and the checkpoint's
  * (16), on channel counts no multiple of 64 (a block's last warps past D,
  * 4-channel groups cut short), every dtype, with and without a
  * checkpoint, and fewer states; the rule picks the token-parallel forward

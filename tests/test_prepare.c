@@ -88,7 +88,7 @@ static void test_model_units(void **state)
     assert_int_equal(sj_model_units(NULL, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
     assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_f32,rmsnorm_fwd_stream_bf16_f32,conv_fwd_t4_v4_bf16,"
                                   "conv_fwd_t8_v1_bf16,conv_update_t4_bf16,scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,"
-                                  "scan_fwd_ns16_bf16,scan_fwd_tp_bf16,scan_split_ends_bf16,"
+                                  "scan_fwd_ns16_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
                                   "scan_split_carry,state_update_bf16,embedding_fwd_bf16_f32,argmax_rows_bf16,conv_state_fill_bf16,neg_exp_f32");
     /* a bf16 residual stream and a wide conv */
     memset(v, 0, sizeof *v);
@@ -99,7 +99,7 @@ static void test_model_units(void **state)
                                   "rmsnorm_bwd_cached_bf16_bf16,rmsnorm_bwd_stream_bf16_bf16,rmsnorm_dweight,"
                                   "conv_fwd_t8_v4_bf16,conv_fwd_t8_v1_bf16,conv_bwd_t8_v2_bf16,conv_bwd_t8_v1_bf16,"
                                   "conv_bwd_reduce,conv_update_t8_bf16,scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,"
-                                  "scan_fwd_ns16_bf16,scan_fwd_tp_bf16,scan_split_ends_bf16,"
+                                  "scan_fwd_ns16_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
                                   "scan_split_carry,scan_bwd_bf16,"
                                   "scan_bwd_reduce_bc_bf16,scan_bwd_reduce_params,scan_states_ns8_bf16,scan_split_ends_bf16,"
                                   "scan_split_carry,scan_split_starts,state_update_bf16,"
@@ -124,7 +124,7 @@ static void test_model_units_on_a_device(void **state)
     assert_int_equal(sj_scan_fwd_states_used(ctx, 1536, 16), (1u << 4) | (1u << 8));
     visits *v = calloc(1, sizeof *v);
     assert_int_equal(sj_model_units(ctx, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
-    assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_fwd_tp_bf16,scan_split_ends_bf16,"
+    assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
                                      "scan_split_carry"));
     assert_null(strstr(v->names, "ns16"));
     /* many states: 16 a thread */

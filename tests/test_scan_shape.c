@@ -221,7 +221,7 @@ static void test_split_choices(void **state)
         int64_t B, L, D;
         int split, bwd_split;
     } shapes[] = {
-        {1, 16384, 1536, 1, 1}, {1, 2048, 1536, 1, 1}, {1, 16384, 4096, 1, 1},
+        {1, 16384, 1536, 1, 1}, {1, 2048, 768, 1, 1},  {1, 16384, 4096, 1, 1},
         {2, 2048, 1536, 1, 1},  {1, 5000, 1536, 1, 1}, {8, 2048, 4096, 0, 0}, {8, 2048, 1536, 0, 0},
         {64, 256, 1536, 0, 0},  {16, 1024, 1536, 0, 0}, {1, 100, 1536, 0, 0},  {3, 4099, 64, 0, 0},
         {1, 0, 1536, 0, 0},     {1, 4096, 2560, 1, 1}, {1, 16384, 768, 1, 1},  {1, 8192, 5120, 1, 1},
@@ -249,15 +249,16 @@ static void test_split_choices(void **state)
      * and slower in bf16: at 1 x 2048 x 5120 in 4 segments 0.189 ms
      * against 0.198 unsplit in f32, 0.204 against 0.192 in bf16; at 2 x
      * 4096 x 2560 in 4, 0.360 against 0.381 and 0.376 against 0.372; and
-     * where the token-parallel forward can run, up to 512 K
-     * channel-tokens in f32 and 1 M in bf16 it does (1 x 512 x 1536:
-     * split in 8 0.033 ms against 0.041 in f32, 0.035 against 0.035 in
-     * bf16) */
+     * where the token-parallel forward can run, in f32 up to 512 tokens a
+     * row and in bf16 up to 4/3 of the rows' channels it does (1 x 2048 x
+     * 1536: split in 8 0.070 ms against 0.090 in f32, 0.079 against 0.074
+     * in bf16; 1 x 1024 x 1536: 0.046 against 0.051, 0.050 against 0.040) */
     static const split_want by_dtype[] = {
         {0, SSMJIT_F32, 1, 2048, 5120, 0, 0, 4}, {0, SSMJIT_BF16, 1, 2048, 5120, 0, 0, 1},
         {0, SSMJIT_F32, 2, 4096, 2560, 0, 0, 4}, {0, SSMJIT_BF16, 2, 4096, 2560, 0, 0, 1},
-        {0, SSMJIT_F32, 1, 512, 1536, 0, 0, 8},  {0, SSMJIT_BF16, 1, 512, 1536, 0, 0, 1},
-        {0, SSMJIT_F32, 1, 512, 768, 0, 0, 1},
+        {0, SSMJIT_F32, 1, 2048, 1536, 0, 0, 8}, {0, SSMJIT_BF16, 1, 2048, 1536, 0, 0, 1},
+        {0, SSMJIT_F32, 1, 1024, 1536, 0, 0, 8}, {0, SSMJIT_BF16, 1, 1024, 1536, 0, 0, 1},
+        {0, SSMJIT_F32, 1, 512, 1536, 0, 0, 1},
     };
     check_splits(ctx, by_dtype, sizeof by_dtype / sizeof *by_dtype);
     ctx->props.sm_count = 1;
@@ -366,10 +367,12 @@ static void grid_b_point(int i, int64_t *B, int64_t *L, int64_t *D)
 /* The forward's path at every point of the sweep's grid B (B 1-64, L
  * 128-16384, D 768-5120, N 16) on an H200, in f32 and bf16, and at N 17,
  * with packed sequences and forced: the token-parallel kernel exactly
- * where the rule (sj_scan_fwd_token_parallel) says, unsplit up to 512 K
- * channel-tokens in f32 and 1 M in bf16, and no point left unsplit to a
- * token-serial grid that leaves half the SMs without a block, the slow
- * path of one sequence (with or without a checkpoint). */
+ * where the rule (sj_scan_fwd_token_parallel) says, where the token-serial
+ * grid leaves SMs without a block and its own blocks fit four an SM;
+ * unsplit in f32 up to 512 tokens a row, in bf16 up to 4/3 of the rows'
+ * channels; and no point left unsplit to a token-serial grid that leaves
+ * half the SMs without a block, the slow path of one sequence (with or
+ * without a checkpoint). */
 static void test_forward_paths(void **state)
 {
     (void)state;
@@ -379,19 +382,19 @@ static void test_forward_paths(void **state)
         int64_t B, L, D;
         grid_b_point(i, &B, &L, &D);
         const sj_scan_fwd_shape f = sj_scan_fwd_shape_for(ctx, B, D, 16);
-        const int64_t blocks = B * ((D + f.bd - 1) / f.bd);
+        const int64_t blocks = B * ((D + f.bd - 1) / f.bd), tp_blocks = B * ((D + 3) / 4);
         const int filled = blocks >= ctx->props.sm_count;
         const int parallel = sj_scan_fwd_is_token_parallel(ctx, B, L, D, 16, 0);
-        if (parallel != (!filled && B * L <= 512))
+        if (parallel != (!filled && tp_blocks <= 4 * ctx->props.sm_count))
             fail_msg("B=%lld L=%lld D=%lld: token-parallel %d", (long long)B, (long long)L, (long long)D,
                      parallel);
         for (int v = 0; v < 4; v++) {
             const int ck = v & 1;
             const ssmjit_dtype dtype = v & 2 ? SSMJIT_BF16 : SSMJIT_F32;
             const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, D, 16, ck, 0);
-            /* the token-parallel kernel first up to 512 K channel-tokens
-             * (f32) or 1 M (16-bit), a split or it above */
-            const int tp_first = B * L * D <= (dtype == SSMJIT_F32 ? 512 : 1024) * 1024;
+            /* the token-parallel kernel first up to 512 tokens a row (f32)
+             * or 4/3 B D (16-bit), a split or it above */
+            const int tp_first = dtype == SSMJIT_F32 ? L <= 512 : 3 * L <= 4 * B * D;
             if (parallel ? tp_first && S != 1 : 2 * blocks < ctx->props.sm_count && S < 2)
                 fail_msg("B=%lld L=%lld D=%lld %s%s: token-parallel %d, %lld segments, %lld blocks of "
                          "%d channels",

@@ -91,7 +91,7 @@ static int model_launches(const char *kernel, const void *arg)
         return strstr(kernel, taps) != NULL;
     if (!strncmp(kernel, "conv_fwd_", 9) || !strncmp(kernel, "conv_bwd_t", 10))
         return strstr(kernel, taps) || strstr(kernel, "_v1_");
-    if (!strncmp(kernel, "scan_fwd_tp_", 12))
+    if (!strncmp(kernel, "scan_fwd_tp", 11))
         return k->token_parallel;
     int ns;
     if (sscanf(kernel, "scan_fwd_ns%d_", &ns) == 1)

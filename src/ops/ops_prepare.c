@@ -35,7 +35,7 @@ static const op_kernels table[] = {
      {"conv_bwd_t4_v4_@", "conv_bwd_t8_v2_@", "conv_bwd_t8_v1_@", "conv_bwd_reduce"}},
     {SSMJIT_OP_CONV1D_UPDATE, SJ_MODULE_CONV_UPDATE, {"conv_update_t4_@", "conv_update_t8_@"}},
     {SSMJIT_OP_SCAN_FWD, SJ_MODULE_SCAN_FWD,
-     {"scan_fwd_ns4_@", "scan_fwd_ns8_@", "scan_fwd_ns16_@", "scan_fwd_tp_@", "scan_split_ends_@",
+     {"scan_fwd_ns4_@", "scan_fwd_ns8_@", "scan_fwd_ns16_@", "scan_fwd_tp4_@", "scan_fwd_tp8_@", "scan_split_ends_@",
       "scan_split_carry"}},
     {SSMJIT_OP_SCAN_BWD, SJ_MODULE_SCAN_BWD,
      {"scan_bwd_@", "scan_bwd_reduce_bc_@", "scan_bwd_reduce_params", "scan_states_ns8_@", "scan_split_ends_@",

@@ -32,7 +32,7 @@ int sj_scan_forced_split(void);
 
 /* Forces the forward's kernel: 0 restores the rule
  * (sj_scan_fwd_token_parallel), 1 the token-serial kernels
- * (scan_fwd_ns*) everywhere, 2 the token-parallel one (scan_fwd_tp_*)
+ * (scan_fwd_ns*) everywhere, 2 the token-parallel one (scan_fwd_tp*)
  * wherever it can run (N <= 16, no cu_seqlens), so that tests reach both
  * and the benchmark can compare them.  Not thread-safe: for tests and
  * the benchmark only. */

@@ -30,10 +30,13 @@
 #define SJ_SCAN_ENDS_BD 32
 #define SJ_SCAN_ENDS_SLICE 16
 /* The token-parallel forward (kernels_src/scan_fwd_tp.cuh): SJ_TP_CB
- * channels a block of 32 SJ_TP_CB threads, at most 4 SJ_TP_NG states. */
-#define SJ_SCAN_TP_CB 8
+ * channels a block of 32 SJ_TP_CB threads, at most 4 SJ_TP_NG states;
+ * the blocks an SM of its kernels of 8 and 4 tokens a lane (their launch
+ * bounds). */
+#define SJ_SCAN_TP_CB 4
 #define SJ_SCAN_TP_MAX_N 16
-#define SJ_SCAN_TP_MAX_TOKENS 512
+#define SJ_SCAN_TP8_BLOCKS_PER_SM 3
+#define SJ_SCAN_TP4_BLOCKS_PER_SM 4
 #define SJ_SCAN_MAX_BATCH 65535 /* gridDim.y */
 #define SJ_SCAN_FLAT_THREADS 256u    /* reduction and decode kernels */
 #define SJ_SCAN_FLAT_MAX_GRID 65535u /* they grid-stride over the rest */
@@ -141,6 +144,9 @@ ssmjit_status sj_scan_launch_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, const 
  * where it does not split (packed: with cu_seqlens), the rule stated at
  * its definition. */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed);
+
+/* The token-parallel forward's tokens a lane over sh's rows (8 or 4). */
+int sj_scan_fwd_tp_tokens(const ssmjit_context *ctx, const sj_scan_extents *sh);
 
 /* The token-parallel forward (module scan_fwd) over sh's rows. */
 ssmjit_status sj_scan_launch_fwd_tp(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh,

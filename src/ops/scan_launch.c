@@ -284,25 +284,30 @@ ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, con
 
 /* Whether the token-serial forward's fastest shape over sh's rows gives
  * every SM a block (B ceil(D / bd) blocks at least the SMs). */
-static int fwd_fills_gpu(const ssmjit_context *ctx, const sj_scan_extents *sh)
+static int64_t sm_count(const ssmjit_context *ctx)
 {
     const sj_device_props *pr = sj_context_props(ctx);
-    return sh->B * sj_ceil_div(sh->D, fwd_shape_for(ctx, sh).bd) >= (pr->sm_count > 0 ? pr->sm_count : 1);
+    return pr->sm_count > 0 ? pr->sm_count : 1;
 }
 
-/* The token-parallel forward runs on at most SJ_SCAN_TP_MAX_TOKENS
- * tokens (B L) wherever the token-serial kernels' fastest shape would
- * leave SMs without a block (B ceil(D / bd) blocks fewer than the SMs),
- * where it can: N <= SJ_SCAN_TP_MAX_N (its states are a lane's), no
- * cu_seqlens (its lanes' scans would need resets).  There the
- * token-serial kernels' few warps each walked every token
- * (bench/NOTES.md: at 1 x 512 x 1536, 1.5 warps an SM, 9% of the issue
- * slots busy), and the split over L that filled the SMs cost two passes
- * and two launches more.  With more tokens the split's passes, at half
- * the token-parallel kernel's instructions a token and state, came out
- * ahead (1 x 1024 and 2 x 1024 at D = 1536: 0.059 and 0.089 ms
- * split, 0.075 and 0.119 token-parallel, f32).  Where it may run, the
- * split still comes first above token_parallel_first's size
+static int fwd_fills_gpu(const ssmjit_context *ctx, const sj_scan_extents *sh)
+{
+    return sh->B * sj_ceil_div(sh->D, fwd_shape_for(ctx, sh).bd) >= sm_count(ctx);
+}
+
+/* Blocks of the token-parallel forward over sh's rows. */
+static int64_t tp_blocks(const sj_scan_extents *sh) { return sh->B * sj_ceil_div(sh->D, SJ_SCAN_TP_CB); }
+
+/* The token-parallel forward runs wherever the token-serial kernels'
+ * fastest shape would leave SMs without a block (B ceil(D / bd) blocks
+ * fewer than the SMs) and its own blocks run at once, four an SM, where
+ * it can: N <= SJ_SCAN_TP_MAX_N (its states are a
+ * lane's), no cu_seqlens (its lanes' scans would need resets).  There the
+ * token-serial kernels' few warps each walked every token (bench/NOTES.md:
+ * at 1 x 512 x 1536, 1.5 warps an SM, 9% of the issue slots busy), and
+ * unsplit they ran 1.5 to 2.5 times its time at one sequence of 512 to
+ * 16384 tokens (1 x 2048 x 1536: 0.167 / 0.159 ms against 0.091 / 0.074,
+ * f32 / bf16).  Where it may run, the split may still come first
  * (src/ops/scan_split.c): this says what runs unsplit. */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed)
 {
@@ -311,7 +316,18 @@ int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents 
         return 0;
     if (forced == 2)
         return 1;
-    return sh->B * sh->L <= SJ_SCAN_TP_MAX_TOKENS && !fwd_fills_gpu(ctx, sh);
+    return tp_blocks(sh) <= SJ_SCAN_TP4_BLOCKS_PER_SM * sm_count(ctx) && !fwd_fills_gpu(ctx, sh);
+}
+
+/* 8 tokens a lane where a chunk of 256 has tokens past its first half
+ * and the blocks run at once, three an SM; else 4, whose blocks fit four
+ * an SM.  At 1 x 512 x 1536 the 8-token kernel ran 0.030 / 0.023 ms
+ * (f32 / bf16) against 0.030 / 0.025, at 1 x 2048 x 2048 (four blocks an
+ * SM) 0.163 / 0.118 against 0.117 / 0.097, and at 1 x 128 x 1536 (half
+ * a chunk) 0.014 / 0.012 against 0.012 / 0.010 (bench/NOTES.md). */
+int sj_scan_fwd_tp_tokens(const ssmjit_context *ctx, const sj_scan_extents *sh)
+{
+    return sh->L > 128 && tp_blocks(sh) <= SJ_SCAN_TP8_BLOCKS_PER_SM * sm_count(ctx) ? 8 : 4;
 }
 
 int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N, int packed)
@@ -328,7 +344,7 @@ ssmjit_status sj_scan_launch_fwd_tp(ssmjit_context *ctx, ssmjit_dtype dtype, con
                                     sj_scan_params *p, void *stream)
 {
     char name[48];
-    snprintf(name, sizeof name, "scan_fwd_tp_%s", sj_dtype_suffix(dtype));
+    snprintf(name, sizeof name, "scan_fwd_tp%d_%s", sj_scan_fwd_tp_tokens(ctx, sh), sj_dtype_suffix(dtype));
     CUfunction fn;
     SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, name, &fn));
     sj_dim3 grid = {(unsigned)sj_ceil_div(sh->D, SJ_SCAN_TP_CB), (unsigned)sh->B, 1};

@@ -130,8 +130,8 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * Only powers of two are taken: the model was not fitted to the others,
  * and they leave tails.  The split must beat the unsplit op's modelled
  * time, but where it would stand in for the token-parallel forward
- * (over_tp), whose time the model does not know, and which every split
- * there outran (token_parallel_first). */
+ * (over_tp), whose time the model does not know, and which the fastest
+ * split there outran (token_parallel_first). */
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, ssmjit_dtype dtype, int whole,
                                 int bwd, int over_tp)
 {
@@ -218,17 +218,23 @@ static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, ssm
 static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split){1, sh->L, 0, {0}, 0}; }
 
 /* Whether the forward over sh's rows runs the token-parallel kernel
- * where it can (sj_scan_fwd_token_parallel) rather than a split: up to
- * 512 K channel-tokens (B L D) in f32, 1 M in 16-bit types.  Above, the
- * split's passes ran faster since the first pass became light
- * (bench/NOTES.md: 1 x 512 x 1536 f32 0.033 ms in 8 segments, 0.041
- * token-parallel; 1 x 512 x 4096 bf16 0.058 and 0.066), and below the
- * token-parallel kernel (1 x 512 x 2048 bf16 0.036 against 0.042; 1 x
- * 128 x 1536 f32 0.014 against 0.022).  Where no split can be made,
- * the token-parallel kernel runs all the same. */
+ * where it can (sj_scan_fwd_token_parallel) rather than a split: in f32
+ * up to 512 tokens a row, in 16-bit types where the rows' tokens are at
+ * most 4/3 of their channels (L <= 4/3 B D).  Its time grows with L, a
+ * chunk after another, while the split's passes spread B L D over the
+ * SMs; its f32 runs more slowly than its 16-bit form against the split
+ * (B and C twice the bytes to stage).  At every point of 1 and 2 rows of
+ * 128 to 16384 tokens where it can run it was timed against every split
+ * (bench/NOTES.md, "Scan shapes, round 4"): where this takes it, it ran
+ * 0.43 to 0.94 of the fastest split's time (1 x 2048 x 1536 bf16: 0.074
+ * ms against 0.079; 1 x 512 x 1536: 0.030 / 0.023 against 0.033 /
+ * 0.035, f32 / bf16), and where not, 1.05 to 2.35 (1 x 2048 x 768
+ * bf16: 0.057 against 0.052; 1 x 1024 x 1536 f32: 0.051 against 0.046),
+ * but 1 x 2048 x 2048 bf16, 1.03.  Where no split can be made, it runs
+ * all the same. */
 static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
 {
-    return (double)sh->B * (double)sh->L * (double)sh->D <= (dtype == SSMJIT_F32 ? 512.0 : 1024.0) * 1024.0;
+    return dtype == SSMJIT_F32 ? sh->L <= 512 : 3 * sh->L <= 4 * sh->B * sh->D;
 }
 
 /* The split of the forward (bwd = 0) or backward of sh in dtype that the
