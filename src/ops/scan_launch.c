@@ -301,14 +301,14 @@ static int64_t tp_blocks(const sj_scan_extents *sh) { return sh->B * sj_ceil_div
 /* The token-parallel forward runs wherever the token-serial kernels'
  * fastest shape would leave SMs without a block (B ceil(D / bd) blocks
  * fewer than the SMs) and its own blocks run at once, four an SM, where
- * it can: N <= SJ_SCAN_TP_MAX_N (its states are a
- * lane's), no cu_seqlens (its lanes' scans would need resets).  There the
- * token-serial kernels' few warps each walked every token (bench/NOTES.md:
- * at 1 x 512 x 1536, 1.5 warps an SM, 9% of the issue slots busy), and
- * unsplit they ran 1.5 to 2.5 times its time at one sequence of 512 to
- * 16384 tokens (1 x 2048 x 1536: 0.167 / 0.159 ms against 0.091 / 0.074,
- * f32 / bf16).  Where it may run, the split may still come first
- * (src/ops/scan_split.c): this says what runs unsplit. */
+ * it can: N <= SJ_SCAN_TP_MAX_N (its states are a lane's), no cu_seqlens
+ * (its lanes' scans would need resets).  There the token-serial kernels'
+ * few warps each walked every token (bench/NOTES.md: at 1 x 512 x 1536,
+ * 1.5 warps an SM, 9% of the issue slots busy), and unsplit they ran 1.4
+ * to 2.9 times its time wherever both were timed at one or two sequences
+ * (1 x 2048 x 1536: 0.167 / 0.159 ms against 0.090 / 0.074, f32 / bf16).
+ * Where it may run, the split may still come first (src/ops/scan_split.c):
+ * this says what runs unsplit. */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed)
 {
     const int forced = atomic_load_explicit(&forced_kernel, memory_order_relaxed);
