@@ -282,14 +282,15 @@ ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, con
                       stream);
 }
 
-/* Whether the token-serial forward's fastest shape over sh's rows gives
- * every SM a block (B ceil(D / bd) blocks at least the SMs). */
+/* The device's SMs (1 where unknown). */
 static int64_t sm_count(const ssmjit_context *ctx)
 {
     const sj_device_props *pr = sj_context_props(ctx);
     return pr->sm_count > 0 ? pr->sm_count : 1;
 }
 
+/* Whether the token-serial forward's fastest shape over sh's rows gives
+ * every SM a block (B ceil(D / bd) blocks at least the SMs). */
 static int fwd_fills_gpu(const ssmjit_context *ctx, const sj_scan_extents *sh)
 {
     return sh->B * sj_ceil_div(sh->D, fwd_shape_for(ctx, sh).bd) >= sm_count(ctx);
