@@ -127,17 +127,13 @@ void sj_scan_force_split(int segments);
 /* The split it last forced (0: none), to put back after forcing another. */
 int sj_scan_forced_split(void);
 
-/* Segments a row that the forward (backward = 0) or the backward over B
- * rows of L tokens, D channels and N states in dtype, with or without a
- * checkpoint, splits into on ctx's device (forced splits included),
- * without cu_seqlens; 1 where it does not split. */
+/* The scan's segments a row for these extents (src/ops/ops_scan.h): 1
+ * where it does not split. */
 int64_t sj_scan_split_segments(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t B, int64_t L, int64_t D, int64_t N,
                                int checkpoint, int backward);
 
-/* Whether the forward over B rows of L tokens, D channels and N states runs the
- * token-parallel kernel on ctx's device where it does not split (forced
- * choices included), packed sequences (cu_seqlens) or not:
- * sj_scan_fwd_token_parallel's rule. */
+/* Whether the forward runs the token-parallel kernel where it does not
+ * split (src/ops/ops_scan.h). */
 int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, int64_t N,
                                   int packed);
 

@@ -251,8 +251,9 @@ static void test_split_choices(void **state)
      * 4096 x 2560 in 4, 0.360 against 0.381 and 0.376 against 0.372; and
      * where the token-parallel forward can run, in f32 up to 512 tokens a
      * row and in bf16 up to 4/3 of the rows' channels it does (1 x 2048 x
-     * 1536: split in 8 0.070 ms against 0.090 in f32, 0.079 against 0.074
-     * in bf16; 1 x 1024 x 1536: 0.046 against 0.051, 0.050 against 0.040) */
+     * 1536 bf16: split in 8 0.079 ms against 0.074, 1 x 1024 x 1536 bf16:
+     * 0.051 against 0.040, in one run; in f32, across runs, 0.070 against
+     * 0.090 and 0.046 against 0.051) */
     static const split_want by_dtype[] = {
         {0, SSMJIT_F32, 1, 2048, 5120, 0, 0, 4}, {0, SSMJIT_BF16, 1, 2048, 5120, 0, 0, 1},
         {0, SSMJIT_F32, 2, 4096, 2560, 0, 0, 4}, {0, SSMJIT_BF16, 2, 4096, 2560, 0, 0, 1},

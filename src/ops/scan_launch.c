@@ -305,11 +305,13 @@ static int64_t tp_blocks(const sj_scan_extents *sh) { return sh->B * sj_ceil_div
  * it can: N <= SJ_SCAN_TP_MAX_N (its states are a lane's), no cu_seqlens
  * (its lanes' scans would need resets).  There the token-serial kernels'
  * few warps each walked every token (bench/NOTES.md: at 1 x 512 x 1536,
- * 1.5 warps an SM, 9% of the issue slots busy), and unsplit they ran 1.4
- * to 2.9 times its time wherever both were timed at one or two sequences
- * (1 x 2048 x 1536: 0.167 / 0.159 ms against 0.090 / 0.074, f32 / bf16).
- * Where it may run, the split may still come first (src/ops/scan_split.c):
- * this says what runs unsplit. */
+ * 1.5 warps an SM, 9% of the issue slots busy), and unsplit they took
+ * 1.4 times its time or more wherever both were timed at one or two
+ * sequences: in one run 0.020 / 0.020 ms against 0.014 / 0.012 at 1 x 128
+ * x 2048, 0.050 / 0.048 against 0.036 / 0.029 at 1 x 512 x 2048 (f32 /
+ * bf16); up to 2.9 times against round 3's timings of them at 1024
+ * tokens and more (bench/NOTES.md).  Where it may run, the split may still
+ * come first (src/ops/scan_split.c): this says what runs unsplit. */
 int sj_scan_fwd_token_parallel(const ssmjit_context *ctx, const sj_scan_extents *sh, int packed)
 {
     const int forced = atomic_load_explicit(&forced_kernel, memory_order_relaxed);

@@ -223,15 +223,16 @@ static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split
  * most 4/3 of their channels (L <= 4/3 B D).  Its time grows with L, a
  * chunk after another, while the split's passes spread B L D over the
  * SMs; its f32 runs more slowly than its 16-bit form against the split
- * (B and C twice the bytes to stage).  At every point of 1 and 2 rows of
- * 128 to 16384 tokens where it can run it was timed against every split
- * (bench/NOTES.md, "Scan shapes, round 4"): where this takes it, it ran
- * 0.43 to 0.94 of the fastest split's time (1 x 2048 x 1536 bf16: 0.074
- * ms against 0.079; 1 x 512 x 1536: 0.030 / 0.023 against 0.033 /
- * 0.035, f32 / bf16), and where not, 1.05 to 2.35 (1 x 2048 x 768
- * bf16: 0.057 against 0.052; 1 x 1024 x 1536 f32: 0.051 against 0.046),
- * but 1 x 2048 x 2048 bf16, 1.03.  Where no split can be made, it runs
- * all the same. */
+ * (B and C twice the bytes to stage).  Fitted to its time at every point
+ * of 1 and 2 rows of 128 to 16384 tokens where it can run, against every
+ * split as round 3 timed them (different runs; bench/NOTES.md, "Scan
+ * shapes, round 4"): where this takes it, it ran 0.43 to 0.94 of the
+ * fastest split's time, and where not, 1.05 to 2.35 (1 x 2048 x 768
+ * bf16: 0.057 against 0.052), but 1 x 2048 x 2048 bf16, 1.03.  In one
+ * run against the split it replaced: 1 x 2048 x 1536 bf16 0.074 ms
+ * against 0.079, 1 x 1024 x 1536 bf16 0.040 against 0.051, 1 x 512 x
+ * 1536 f32 0.030 against 0.033.  Where no split can be made, it runs all
+ * the same. */
 static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
 {
     return dtype == SSMJIT_F32 ? sh->L <= 512 : 3 * sh->L <= 4 * sh->B * sh->D;
