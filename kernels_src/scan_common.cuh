@@ -15,6 +15,7 @@
  * initial_state[seg] (or 0) at each segment's first token. */
 #pragma once
 
+#include "copy_async.cuh"
 #include "ssmjit_types.cuh"
 
 /* Tokens per chunk: the unit of shared-memory staging and the checkpoint
@@ -134,60 +135,6 @@ template <typename T> __device__ __forceinline__ void sj_st(void *base, sj_i64 i
     ((T *)base)[i] = sj_from_float<T>(v);
 }
 
-/* Copies `bytes` (0..4) from global src to shared dst and zero-fills the
- * rest of the 4-byte word, without holding registers until it lands:
- * cp.async where the GPU has it (sm_80 on), else a plain load and store.
- * Each thread must sj_copy_wait() before reading what it copied. */
-__device__ __forceinline__ void sj_copy4(void *dst, const void *src, int bytes)
-{
-#if __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
-#else
-    unsigned w = 0;
-    if (bytes == 4)
-        w = *(const unsigned *)src;
-    else
-        for (int i = 0; i < bytes; ++i)
-            w |= (unsigned)((const unsigned char *)src)[i] << (8 * i);
-    *(unsigned *)dst = w;
-#endif
-}
-
-/* As sj_copy4 for 16 bytes (0 or 16) between 16-byte aligned addresses,
- * bypassing L1 (each byte is read once), or through it (shared: for
- * bytes that the SM's other blocks read too). */
-__device__ __forceinline__ void sj_copy16(void *dst, const void *src, int bytes, bool shared = false)
-{
-#if __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    if (shared)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
-    else
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
-#else
-    *(uint4 *)dst = bytes ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
-#endif
-}
-
-/* As sj_copy16 (shared) for 8 bytes (0 or 8) between 8-byte aligned
- * addresses. */
-__device__ __forceinline__ void sj_copy8(void *dst, const void *src, int bytes)
-{
-#if __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
-#else
-    *(uint2 *)dst = bytes ? *(const uint2 *)src : make_uint2(0, 0);
-#endif
-}
-
-__device__ __forceinline__ void sj_copy_wait()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
 
 /* Shared-memory float4 view; callers keep offsets multiples of 4. */
 __device__ __forceinline__ float4 *sj_f4(float *p) { return (float4 *)p; }
