@@ -16,6 +16,7 @@
 #include "engine/image.h"
 #include "engine/kernel.h"
 #include "model/model.h"
+#include "ops/gemm.h"
 #include "ops/ops_scan.h"
 #include "base/sha256.h"
 #include "ops/validate.h"
@@ -98,6 +99,11 @@ ssmjit_status sj_stream_synchronize(ssmjit_context *ctx, void *stream)
 
 enum { MAX_TIMED_RUNS = 64 };
 
+typedef struct graph_timing {
+    const sj_driver *drv;
+    CUgraphExec exec;
+} graph_timing;
+
 ssmjit_status sj_time_with_events(ssmjit_context *ctx, void *stream, int warmup, int runs, sj_timed_fn run,
                                   void *arg, double *ms)
 {
@@ -130,6 +136,59 @@ ssmjit_status sj_time_with_events(ssmjit_context *ctx, void *stream, int warmup,
     }
     for (int i = 0; i < made; i++)
         SJ_CU(drv, EventDestroy, ev[i]);
+    return st;
+}
+
+/* One launch of the graph, as sj_time_with_events's call. */
+static ssmjit_status graph_run(void *arg, int i, void *stream)
+{
+    (void)i;
+    const graph_timing *g = arg;
+    return SJ_CU(g->drv, GraphLaunch, g->exec, (CUstream)stream);
+}
+
+ssmjit_status sj_time_graph(ssmjit_context *ctx, void *stream, int calls, int warmup, int runs, sj_timed_fn run,
+                            void *arg, double *ms)
+{
+    graph_timing g = {ctx->drv, NULL};
+    CUgraph graph = NULL;
+    ssmjit_status st = SJ_CU(g.drv, StreamBeginCapture, (CUstream)stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (st != SSMJIT_OK)
+        return st;
+    for (int i = 0; i < calls && st == SSMJIT_OK; i++)
+        st = run(arg, i, stream);
+    ssmjit_status end = SJ_CU(g.drv, StreamEndCapture, (CUstream)stream, &graph);
+    if (st == SSMJIT_OK)
+        st = end;
+    if (st == SSMJIT_OK)
+        st = SJ_CU(g.drv, GraphInstantiateWithFlags, &g.exec, graph, 0ull);
+    if (st == SSMJIT_OK)
+        st = sj_time_with_events(ctx, stream, warmup, runs, graph_run, &g, ms);
+    if (g.exec)
+        g.drv->GraphExecDestroy(g.exec);
+    if (graph)
+        g.drv->GraphDestroy(graph);
+    return st;
+}
+
+ssmjit_status sj_linear_on_path(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k,
+                                const void *a, const void *w, void *c, void *stream, int *skinny_splits)
+{
+    static const sj_gemm_path paths[] = {SJ_GEMM_RULE, SJ_GEMM_CUBLAS, SJ_GEMM_SKINNY};
+    if (path < 0 || path > 2)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "GEMM path %d is not 0, 1 or 2", path);
+    sj_gemm_desc d = {.ab_dtype = dtype, .c_dtype = dtype, .m = m, .n = n, .k = k, .a = a, .b = w, .trans_b = 1,
+                      .c = c, .alpha = 1.0f};
+    if (skinny_splits) {
+        const int64_t lds[3] = {k, k, n};
+        sj_gemm_skinny plan;
+        *skinny_splits = path != 1 && sj_gemm_skinny_plan(sj_context_props(blas->ctx), &d, lds, path == 2, &plan)
+                             ? (int)plan.splits
+                             : 0;
+    }
+    sj_gemm_force(blas, paths[path]);
+    ssmjit_status st = sj_gemm(blas, &d, stream);
+    sj_gemm_force(blas, SJ_GEMM_RULE);
     return st;
 }
 

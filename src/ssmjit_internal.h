@@ -78,6 +78,14 @@ typedef ssmjit_status (*sj_timed_fn)(void *arg, int i, void *stream);
 ssmjit_status sj_time_with_events(ssmjit_context *ctx, void *stream, int warmup, int runs, sj_timed_fn run,
                                   void *arg, double *ms);
 
+/* The same with each timed call one launch of a CUDA graph that holds
+ * `calls` calls of run(arg, i, stream), i = 0..calls-1, captured on
+ * stream first (kernels back to back with the launch gaps a graph has,
+ * as in a decode step): ms[i] is that launch's milliseconds.  The run
+ * must have run once outside a capture (modules loaded). */
+ssmjit_status sj_time_graph(ssmjit_context *ctx, void *stream, int calls, int warmup, int runs, sj_timed_fn run,
+                            void *arg, double *ms);
+
 /* ---- kernels, below the ops -------------------------------------------- */
 
 /* The kernel `name` of module `module` (an index as ssmjit_module_name
@@ -181,12 +189,25 @@ const char *sj_dtype_suffix(ssmjit_dtype dtype);
  * the buffers must not overlap. */
 void sj_convert(void *dst, ssmjit_dtype to, const void *src, ssmjit_dtype from, size_t n);
 
-/* ---- cuBLAS -------------------------------------------------------------- */
+/* ---- cuBLAS and GEMMs ---------------------------------------------------- */
 
 /* Opens cuBLAS as the model's GEMMs do (SSMJIT_CUBLAS_PATH, else the
  * versions the library knows) and gives the file it was loaded from;
  * SSMJIT_ERR_CUBLAS_NOT_FOUND with every name tried when none loads. */
 ssmjit_status sj_cublas_path(const char **path);
+
+/* A cuBLAS handle with the skinny kernels' workspaces (src/ops/gemm.h). */
+typedef struct sj_blas sj_blas;
+ssmjit_status sj_blas_create(ssmjit_context *ctx, sj_blas **out);
+void sj_blas_destroy(sj_blas *blas);
+
+/* C [m, n] = A [m, k] W [n, k]^T, all contiguous in `dtype` (a Linear
+ * layer's product, as the model runs it), on `path`: 0 by the rule, 1
+ * through cuBLAS, 2 through the skinny kernels wherever they can run.
+ * *skinny_splits (may be NULL) is set to the skinny kernels' splits of k
+ * where they would run on that path, else to 0. */
+ssmjit_status sj_linear_on_path(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k,
+                                const void *a, const void *w, void *c, void *stream, int *skinny_splits);
 
 /* ---- the cache, made up (ssmjit bench --cache) --------------------------- */
 

@@ -150,7 +150,10 @@ const gu_view gu_no_view = {NULL, 0, 0, 0, 0, SSMJIT_F32};
 static gu_view view_layout(size_t rows, size_t w, ssmjit_dtype dtype, int strided)
 {
     gu_view v = {NULL, rows, w, w, 0, dtype};
-    if (strided) {
+    if (strided == GU_ALIGNED_PADDING) {
+        v.ld = (2 * w + 15) / 8 * 8;
+        v.off = 8;
+    } else if (strided) {
         v.ld = 2 * w + 3;
         v.off = w + 1;
     }

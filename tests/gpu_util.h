@@ -71,6 +71,12 @@ typedef struct gu_view {
 
 extern const gu_view gu_no_view;
 
+/* `strided` of the views below: 0 contiguous, 1 rows 2 w + 3 elements
+ * apart from element w + 1 on (unaligned), GU_ALIGNED_PADDING rows a
+ * multiple of 8 elements apart from element 8 on (16-byte aligned rows
+ * where w is a multiple of 8 and elements are 16-bit). */
+#define GU_ALIGNED_PADDING 2
+
 /* Uploads host[rows * w] (rounded in place to what the device holds);
  * NULL host gives gu_no_view. */
 gu_view gu_view_upload(double *host, size_t rows, size_t w, ssmjit_dtype dtype, int strided);

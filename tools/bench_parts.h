@@ -23,6 +23,10 @@ int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_sca
  * prefill, decode at batch 1 and 64, a training step. */
 int bench_model(ssmjit_context *ctx, int quick);
 
+/* bench --gemm (bench_gemm.c): a Linear layer's product through cuBLAS
+ * and the skinny kernels at the model shapes' projections. */
+int bench_gemm(ssmjit_context *ctx, int quick);
+
 /* The cache at 10,000 entries: stats, verify, eviction (bench_cache.c; no
  * GPU needed). */
 int bench_cache(void);

@@ -12,7 +12,7 @@
 #include "ssmjit_internal.h"
 
 static const char help[] =
-    "usage: ssmjit bench [--engine] [--ops] [--model] [--cold] [--cache]\n"
+    "usage: ssmjit bench [--engine] [--ops] [--model] [--gemm] [--cold] [--cache]\n"
     "                    [--sweep [full]] [--shape BxLxD] [--quick] [--only TEXT]\n"
     "                    [--scan-fwd serial|parallel] [--scan-split S]\n"
     "Times, on GPU 0 (default: every part):\n"
@@ -26,6 +26,11 @@ static const char help[] =
     "  --model   a mamba-130m-shaped model (d_model 768, 24 layers, N 16, vocab\n"
     "            50280) with random bf16 weights: prefill of 8 x 2048 tokens, greedy\n"
     "            decode at batch 1 and 64, a training step on 8 x 2048 tokens\n"
+    "  --gemm    a Linear layer's product C [m, n] = A [m, k] W [n, k]^T at the\n"
+    "            projections of the 130m and 1.4b shapes, m 1, 8, 64 and 256,\n"
+    "            through cuBLAS and through the skinny kernels, each call timed\n"
+    "            in a CUDA graph (bf16; f16 at the 130m shapes; not part of the\n"
+    "            default)\n"
     "  --cold    first use: the first scan forward and backward call, `ssmjit run`\n"
     "            on a 130m-shaped checkpoint, a first training step from load, and\n"
     "            `ssmjit prewarm` of one arch, each in a fresh process with an empty\n"
@@ -263,7 +268,7 @@ static int parse_shape(const char *text, bench_scan_shape *s)
 
 int cli_bench(int argc, char **argv)
 {
-    int engine = 0, ops = 0, model = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
+    int engine = 0, ops = 0, model = 0, gemm = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
     const char *only = NULL;
     bench_scan_shape shape = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
@@ -286,6 +291,8 @@ int cli_bench(int argc, char **argv)
             ops = 1;
         else if (!strcmp(argv[i], "--model"))
             model = 1;
+        else if (!strcmp(argv[i], "--gemm"))
+            gemm = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--scan-fwd") && i + 1 < argc &&
@@ -309,9 +316,9 @@ int cli_bench(int argc, char **argv)
     if (shape.b && !sweep)
         sweep = 1;
     int rc = cache ? bench_cache() : CLI_OK;
-    if (rc != CLI_OK || (cache && !engine && !ops && !model && !cold && !sweep))
+    if (rc != CLI_OK || (cache && !engine && !ops && !model && !gemm && !cold && !sweep))
         return rc;
-    if (!engine && !ops && !model && !cold && !sweep)
+    if (!engine && !ops && !model && !gemm && !cold && !sweep)
         engine = ops = model = 1;
     ssmjit_context *ctx;
     ssmjit_context_options o;
@@ -325,6 +332,8 @@ int cli_bench(int argc, char **argv)
         rc = bench_ops(ctx, quick, sweep ? NULL : only);
     if (rc == CLI_OK && model)
         rc = bench_model(ctx, quick);
+    if (rc == CLI_OK && gemm)
+        rc = bench_gemm(ctx, quick);
     if (rc == CLI_OK && cold)
         rc = bench_cold(ctx);
     if (rc == CLI_OK && sweep)

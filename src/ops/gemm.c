@@ -1,6 +1,7 @@
 #include "gemm.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -14,6 +15,24 @@
 #define SJ_BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 
 #define OP "sj_gemm"
+
+/* The skinny kernels (kernels_src/gemm.cu): threads a block
+ * (SJ_SKINNY_THREADS), W's rows a block, blocks an SM by their launch
+ * bounds (SJ_SKINNY_BLOCKS_PER_SM). */
+#define SKINNY_THREADS 128
+#define SKINNY_ROWS_W 64
+#define SKINNY_BLOCKS_PER_SM 3
+/* Its ring in shared memory: SJ_SKINNY_STAGES stages, each W's 64 rows
+ * and A's rows_a over SJ_SKINNY_KC chunks of 32 k. */
+#define SKINNY_STAGES 3
+#define SKINNY_KC 4
+/* A split of k takes at least this many 32-wide chunks, so that its
+ * partial sums (rows_a x 64 floats a block) stay well under the weight
+ * bytes it reads. */
+#define SKINNY_MIN_SPLIT_CHUNKS 8
+/* The partial sums' workspace and the tiles that can split k. */
+#define SKINNY_PARTS_BYTES ((size_t)8 << 20)
+#define SKINNY_TILES 4096
 
 static ssmjit_status check_int(int64_t v, const char *what)
 {
@@ -106,6 +125,82 @@ static ssmjit_status set_stream(sj_blas *blas, CUstream stream)
     return SSMJIT_OK;
 }
 
+/* The ring's bytes for a block over rows_a of A. */
+static unsigned skinny_smem(int rows_a) { return SKINNY_STAGES * (SKINNY_ROWS_W + rows_a) * SKINNY_KC * 64; }
+
+/* Where the skinny kernels beat cuBLAS on an H200 by 5% or more, f16 and
+ * bf16 alike (ssmjit bench --gemm, bench/NOTES.md "Skinny GEMMs"): W's
+ * shape and the largest m of 1, 8, 64 and 256 at which they won, below
+ * which they won too.  Everywhere else cuBLAS was as fast or faster;
+ * shapes not timed stay with it. */
+static const struct {
+    int64_t n, k, m_max;
+} skinny_wins[] = {
+    {768, 1536, 1},  /* 130m out_proj: 0.87 of cuBLAS's time at m 1, 0.97 at 8 */
+    {1536, 48, 1},   /* 130m dt_proj: 0.85 at m 1, 1.02 at 8 */
+    {160, 4096, 8},  /* 1.4b x_proj: 0.91 at m 1, 0.88 at 8, 1.45 at 64 */
+};
+
+int sj_gemm_skinny_wins(int64_t m, int64_t n, int64_t k)
+{
+    for (size_t i = 0; i < sizeof skinny_wins / sizeof skinny_wins[0]; i++)
+        if (skinny_wins[i].n == n && skinny_wins[i].k == k)
+            return m <= skinny_wins[i].m_max;
+    return 0;
+}
+
+int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const int64_t lds[3], int forced,
+                        sj_gemm_skinny *out)
+{
+    if (p->cc_major < 8 || d->ab_dtype == SSMJIT_F32 || d->trans_a || !d->trans_b || d->k <= 0 || d->k % 8 ||
+        d->k > (1 << 30) || lds[0] % 8 || lds[1] % 8 || (uintptr_t)d->a % 16 || (uintptr_t)d->b % 16)
+        return 0;
+    if (!forced && !sj_gemm_skinny_wins(d->m, d->n, d->k))
+        return 0;
+    int rows_a = d->m <= 16 ? 16 : d->m <= 32 ? 32 : 64;
+    /* blocks an SM: the launch bounds', or fewer where the ring's shared
+     * memory (and the 1 KB the device keeps for each block) runs out */
+    int64_t per_sm = sj_min64(SKINNY_BLOCKS_PER_SM, p->max_smem_per_sm / ((int64_t)skinny_smem(rows_a) + 1024));
+    int64_t tiles_n = sj_ceil_div(d->n, SKINNY_ROWS_W), tiles_m = sj_ceil_div(d->m, rows_a);
+    if (tiles_m > 65535)
+        return 0;
+    /* k is split until the blocks fill the GPU once at the launch bounds'
+     * occupancy. */
+    int64_t tiles = tiles_n * tiles_m, chunks = sj_ceil_div(d->k, 32);
+    int64_t splits = sj_ceil_div(per_sm * p->sm_count, tiles);
+    splits = sj_min64(splits, sj_ceil_div(chunks, SKINNY_MIN_SPLIT_CHUNKS));
+    splits = sj_min64(splits, (int64_t)(SKINNY_PARTS_BYTES / ((size_t)tiles * (size_t)rows_a * 256)));
+    if (splits < 1 || tiles > SKINNY_TILES)
+        splits = 1;
+    int64_t split_chunks = sj_ceil_div(chunks, splits);
+    splits = sj_ceil_div(chunks, split_chunks);
+    /* unsplit, as many blocks as run at once, each looping over tiles */
+    int64_t blocks_n = splits > 1 ? tiles_n
+                                  : sj_min64(tiles_n, sj_ceil_div(per_sm * p->sm_count, tiles_m));
+    *out = (sj_gemm_skinny){rows_a, (unsigned)blocks_n, (unsigned)splits, (unsigned)tiles_m, (int)split_chunks};
+    return 1;
+}
+
+void sj_gemm_force(sj_blas *blas, sj_gemm_path path) { blas->path = path; }
+
+static ssmjit_status skinny_call(sj_blas *blas, const sj_gemm_desc *d, const int64_t lds[3],
+                                 const sj_gemm_skinny *s, void *stream)
+{
+    char name[48];
+    snprintf(name, sizeof name, "gemm_skinny_m%d_%s_%s", s->rows_a, sj_dtype_suffix(d->ab_dtype),
+             sj_dtype_suffix(d->c_dtype));
+    CUfunction fn;
+    SJ_TRY(sj_kernel_get(blas->ctx, SJ_MODULE_GEMM, SJ_ROLE_FORWARD, name, &fn));
+    int m = (int)d->m, n = (int)d->n, k = (int)d->k, split_chunks = s->split_chunks;
+    float alpha = d->alpha, beta = d->beta;
+    int64_t lda = lds[0], ldb = lds[1], ldc = lds[2];
+    void *args[] = {(void *)&d->a, &lda, (void *)&d->b, &ldb, (void *)&d->c, &ldc, &m, &n, &k,
+                    &alpha, &beta, &split_chunks, &blas->parts, &blas->arrivals};
+    unsigned smem = skinny_smem(s->rows_a);
+    return sj_launch(blas->ctx, fn, (sj_dim3){s->blocks_n, s->splits, s->tiles_m}, (sj_dim3){SKINNY_THREADS, 1, 1},
+                     smem, stream, args);
+}
+
 ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
 {
     int64_t lds[3] = {0, 0, 0};
@@ -113,6 +208,10 @@ ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
     SJ_TRY(check_desc(d, lds));
     if (d->m == 0 || d->n == 0)
         return SSMJIT_OK;
+    sj_gemm_skinny skinny;
+    if (blas->path != SJ_GEMM_CUBLAS &&
+        sj_gemm_skinny_plan(sj_context_props(blas->ctx), d, lds, blas->path == SJ_GEMM_SKINNY, &skinny))
+        return skinny_call(blas, d, lds, &skinny, stream);
     /* cuBLAS runs on the CUDA runtime, which works in the current context. */
     int pushed;
     SJ_TRY(sj_context_enter(blas->ctx, &pushed));
@@ -126,6 +225,9 @@ ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
 static ssmjit_status blas_init(sj_blas *blas)
 {
     SJ_TRY(SJ_CU(blas->ctx->drv, MemAlloc, &blas->workspace, SJ_BLAS_WORKSPACE_BYTES));
+    SJ_TRY(SJ_CU(blas->ctx->drv, MemAlloc, &blas->parts, SKINNY_PARTS_BYTES));
+    SJ_TRY(SJ_CU(blas->ctx->drv, MemAlloc, &blas->arrivals, SKINNY_TILES * sizeof(unsigned)));
+    SJ_TRY(SJ_CU(blas->ctx->drv, MemsetD8, blas->arrivals, 0, SKINNY_TILES * sizeof(unsigned)));
     SJ_TRY(SJ_CUBLAS(blas->api, Create, &blas->handle));
     SJ_TRY(give_workspace(blas));
     /* Split-K partial sums of a 16-bit C stay in f32 too. */
@@ -167,8 +269,10 @@ void sj_blas_destroy(sj_blas *blas)
     (void)sj_context_enter(blas->ctx, &pushed);
     if (blas->handle)
         (void)blas->api->Destroy(blas->handle);
-    if (blas->workspace)
-        (void)SJ_CU(blas->ctx->drv, MemFree, blas->workspace);
+    CUdeviceptr mine[] = {blas->workspace, blas->parts, blas->arrivals};
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
+        if (mine[i])
+            (void)SJ_CU(blas->ctx->drv, MemFree, mine[i]);
     sj_context_leave(blas->ctx, pushed);
     free(blas);
 }

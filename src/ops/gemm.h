@@ -1,22 +1,34 @@
-/* Row-major GEMMs through cuBLAS, the model layer's projections:
- * C = alpha op(A) op(B) + beta C, accumulated in f32. */
+/* Row-major GEMMs, the model layer's projections: C = alpha op(A) op(B)
+ * + beta C, accumulated in f32; through cuBLAS, or for products of few
+ * rows by a kernel of our own (kernels_src/gemm.cu) where it is the
+ * faster. */
 #ifndef SSMJIT_GEMM_H
 #define SSMJIT_GEMM_H
 
 #include <stdint.h>
 
 #include "cuda/cublas_loader.h"
+#include "engine/kernel.h"
 #include "ssmjit.h"
 
-/* One cuBLAS handle on a context, with the workspace it runs in; not for
- * concurrent use.  The fields are visible so that tests can build a
- * stand-in (as they do for contexts); only gemm.c touches them. */
+/* Which way sj_gemm goes (sj_gemm_force): by the rule, or always through
+ * cuBLAS, or through the skinny kernels wherever they can run. */
+typedef enum sj_gemm_path { SJ_GEMM_RULE = 0, SJ_GEMM_CUBLAS = 1, SJ_GEMM_SKINNY = 2 } sj_gemm_path;
+
+/* One cuBLAS handle on a context, with the workspaces it and the skinny
+ * kernels run in; not for concurrent use, nor for GEMMs that overlap on
+ * two streams (they share the workspaces).  The fields are visible so
+ * that tests can build a stand-in (as they do for contexts); only gemm.c
+ * touches them. */
 typedef struct sj_blas {
     ssmjit_context *ctx;
     const sj_cublas *api;
     cublasHandle_t handle;
     CUdeviceptr workspace;
-    CUstream stream; /* the stream the handle is set to */
+    CUstream stream;      /* the stream the handle is set to */
+    CUdeviceptr parts;    /* the skinny kernels' partial sums of a split k */
+    CUdeviceptr arrivals; /* and their counters, zero between GEMMs */
+    sj_gemm_path path;
 } sj_blas;
 
 /* Opens cuBLAS (SSMJIT_ERR_CUBLAS_NOT_FOUND without it), creates a handle
@@ -28,6 +40,10 @@ ssmjit_status sj_blas_create(ssmjit_context *ctx, sj_blas **out);
 /* Waits for the device (cuBLAS does) and frees the handle and its
  * workspace.  NULL is a no-op. */
 void sj_blas_destroy(sj_blas *blas);
+
+/* Forces sj_gemm's path, for benchmarks and tests (SJ_GEMM_RULE gives
+ * the choice back to the rule). */
+void sj_gemm_force(sj_blas *blas, sj_gemm_path path);
 
 typedef struct sj_gemm_desc {
     ssmjit_dtype ab_dtype; /* A and B */
@@ -43,7 +59,9 @@ typedef struct sj_gemm_desc {
 /* C = alpha op(A) op(B) + beta C on `stream`, every matrix row-major with
  * its leading dimension (0: contiguous, else at least the row width).
  * f16 and bf16 inputs are multiplied and summed in f32, and so is f32
- * unless allow_tf32.  Checks the whole descriptor first: extents < 0, a
+ * unless allow_tf32.  Where sj_gemm_skinny_plan takes it, the skinny
+ * kernel runs (its split of k summed in a fixed order: the result is the
+ * same every run), else cuBLAS.  Checks the whole descriptor first: extents < 0, a
  * leading dimension under the row width, a NULL matrix that has elements,
  * a pointer not aligned to its elements or an unknown dtype give
  * SSMJIT_ERR_INVALID_ARG (checked as the [rows, width] view each operand
@@ -52,5 +70,31 @@ typedef struct sj_gemm_desc {
  * INT_MAX (cuBLAS's int) give SSMJIT_ERR_UNSUPPORTED.  m or n of 0 does nothing; k of 0 gives
  * C = beta C.  A failing cuBLAS call gives SSMJIT_ERR_DRIVER naming it. */
 ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream);
+
+/* The skinny kernels' launch for C = A W^T (A [m, k], W [n, k]): A's rows
+ * a block takes (16, 32 or 64, the kernel's form), the grid (blocks over
+ * W's 64-row tiles, splits of k, A's tiles) and the 32-wide chunks of k a
+ * split takes.  Split, a block takes one of W's tiles; unsplit, every
+ * blocks_n-th. */
+typedef struct sj_gemm_skinny {
+    int rows_a;
+    unsigned blocks_n, splits, tiles_m;
+    int split_chunks;
+} sj_gemm_skinny;
+
+/* Whether the skinny kernels take GEMM *d on a device of props p, lds its
+ * resolved leading dimensions, and with what launch (*out).  They can
+ * where the device has bf16 tensor cores (sm_80 on), A and B are 16-bit,
+ * A untransposed and B transposed (a Linear layer's weight), k and the
+ * leading dimensions of A and B multiples of 8 and A and B 16-byte
+ * aligned; they do where, besides, sj_gemm_skinny_wins(m, n, k), or
+ * everywhere they can with `forced`. */
+int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const int64_t lds[3], int forced,
+                        sj_gemm_skinny *out);
+
+/* The rule measured on an H200 (bench/NOTES.md, "Skinny GEMMs"): the
+ * skinny kernels beat cuBLAS for C [m, n] = A [m, k] W[n, k]^T where this
+ * is nonzero. */
+int sj_gemm_skinny_wins(int64_t m, int64_t n, int64_t k);
 
 #endif

@@ -20,6 +20,9 @@ typedef struct op_kernels {
     const char *kernels[9];
 } op_kernels;
 
+/* The ops with no f32 kernels (f32 GEMMs stay with cuBLAS). */
+#define SIXTEEN_BIT_OPS SJ_OP_GEMM
+
 static const op_kernels table[] = {
     {SSMJIT_OP_ACTIVATION_FWD, SJ_MODULE_ELEMENTWISE, {"act_fwd_silu_@", "act_fwd_softplus_@"}},
     {SSMJIT_OP_ACTIVATION_BWD, SJ_MODULE_ELEMENTWISE_BWD, {"act_bwd_silu_@", "act_bwd_softplus_@"}},
@@ -46,6 +49,9 @@ static const op_kernels table[] = {
       "neg_exp_f32"}},
     {SJ_OP_MODEL_BWD, SJ_MODULE_MODEL_BWD, {"embedding_bwd_@", "cross_entropy_@", "cross_entropy_sum", "mul_f32"}},
     {SJ_OP_SAMPLE, SJ_MODULE_SAMPLE, {"sample_rows_@"}},
+    {SJ_OP_GEMM, SJ_MODULE_GEMM,
+     {"gemm_skinny_m16_@_@", "gemm_skinny_m32_@_@", "gemm_skinny_m64_@_@", "gemm_skinny_m16_@_f32",
+      "gemm_skinny_m32_@_f32", "gemm_skinny_m64_@_f32"}},
 };
 
 ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, sj_kernel_filter keep, const void *keep_arg,
@@ -56,7 +62,7 @@ ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, sj_kernel_filter keep, 
         if (!(table[i].op & ops))
             continue;
         for (int d = SSMJIT_F32; d <= SSMJIT_BF16; d++) {
-            if (!(dtypes & SSMJIT_DTYPE_BIT(d)))
+            if (!(dtypes & SSMJIT_DTYPE_BIT(d)) || (d == SSMJIT_F32 && (table[i].op & SIXTEEN_BIT_OPS)))
                 continue;
             const char *sfx = sj_dtype_suffix((ssmjit_dtype)d);
             for (const char *const *k = table[i].kernels; *k; k++) {

@@ -14,12 +14,14 @@
 #define SJ_OP_MODEL_BWD (1u << 17)
 /* Token sampling (ops_sample.h). */
 #define SJ_OP_SAMPLE (1u << 18)
-#define SJ_OP_EVERY (SSMJIT_OP_ALL | SJ_OP_MODEL_FWD | SJ_OP_MODEL_BWD | SJ_OP_SAMPLE)
+/* The skinny GEMMs (gemm.h), 16-bit types only. */
+#define SJ_OP_GEMM (1u << 19)
+#define SJ_OP_EVERY (SSMJIT_OP_ALL | SJ_OP_MODEL_FWD | SJ_OP_MODEL_BWD | SJ_OP_SAMPLE | SJ_OP_GEMM)
 
 /* What a model's forward and decoding launch, and what its backward adds. */
 #define SJ_MODEL_INFERENCE_OPS                                                                                 \
     (SSMJIT_OP_RMSNORM_FWD | SSMJIT_OP_CONV1D_FWD | SSMJIT_OP_SCAN_FWD | SSMJIT_OP_CONV1D_UPDATE |             \
-     SSMJIT_OP_STATE_UPDATE | SJ_OP_MODEL_FWD)
+     SSMJIT_OP_STATE_UPDATE | SJ_OP_MODEL_FWD | SJ_OP_GEMM)
 #define SJ_MODEL_TRAINING_OPS (SSMJIT_OP_RMSNORM_BWD | SSMJIT_OP_CONV1D_BWD | SSMJIT_OP_SCAN_BWD | SJ_OP_MODEL_BWD)
 
 /* A caller's narrowing of an op's kernels by name (the model knows its
