@@ -145,10 +145,12 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
                 for (int r = 0; r < TT / QROWS; ++r) {
                     const int tc = t0 + r * QROWS;
                     const sj_i64 n = ch * TT + tc < p.L ? have : 0;
-                    T *dst = (T *)(sbc + slot(s, q, tc % K, tc / K) * QB);
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        dst[e] = e < n ? row[r * QROWS * stride + e] : T{};
+                    const uint4 v = sj_load_group<T, 4>(row, r * QROWS * stride, n, false);
+                    unsigned char *dst = sbc + slot(s, q, tc % K, tc / K) * QB;
+                    if (QB == 16)
+                        *(uint4 *)dst = v;
+                    else
+                        *(uint2 *)dst = make_uint2(v.x, v.y);
                 }
             }
         }
