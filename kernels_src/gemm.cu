@@ -30,25 +30,21 @@
 #define SJ_SKINNY_ROWS (SJ_SKINNY_THREADS / 32 * SJ_SKINNY_NT * 8) /* W's rows a block: 64 */
 #define SJ_SKINNY_BLOCKS_PER_SM 3
 
+/* C += A B on tensor cores (m16n8k16, f32 sums), for each 16-bit type. */
 template <typename T> struct sj_mma_type;
-template <> struct sj_mma_type<sj_half> {
-    static __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
-    {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                     "{%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-template <> struct sj_mma_type<sj_bf16> {
-    static __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
-    {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                     "{%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
+#define SJ_MMA_TYPE(T, ptx)                                                                                     \
+    template <> struct sj_mma_type<T> {                                                                         \
+        static __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,           \
+                                                   unsigned b1)                                                 \
+        {                                                                                                       \
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." ptx "." ptx ".f32 {%0,%1,%2,%3}, "             \
+                         "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                                               \
+                         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                       \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                       \
+        }                                                                                                       \
+    };
+SJ_MMA_TYPE(sj_half, "f16")
+SJ_MMA_TYPE(sj_bf16, "bf16")
 
 /* One stage of the ring in shared memory: W's 64 rows of the block's
  * tile, then A's 16 MT rows, each over SJ_SKINNY_KC chunks of 32 k, as

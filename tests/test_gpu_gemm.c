@@ -66,19 +66,6 @@ static void reference(const gemm_case *g, const double *a, const double *b, cons
         }
 }
 
-/* The norm of got - want over that of the scales. */
-static double scaled_err(const double *got, const double *want, const double *scale, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(got[i]))
-            return INFINITY;
-        num += (got[i] - want[i]) * (got[i] - want[i]);
-        den += scale[i] * scale[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* The leading dimension sj_gemm resolves: the width for a contiguous view. */
 static int64_t resolved_ld(ssmjit_matrix v, int64_t width) { return v.stride ? v.stride : width; }
 
@@ -115,7 +102,7 @@ static void check_case(sj_blas *blas, const gemm_case *g, void *stream)
     gu_sync();
     gu_view_download(got, &vc);
     reference(g, a, b, c0, want, scale);
-    double err = scaled_err(got, want, scale, m * n);
+    double err = tu_scaled_err(got, want, scale, m * n);
     if (!(err <= tolerance(g)))
         fail_msg("%s x %s -> %s, m %lld n %lld k %lld, trans %d%d, strided %d, tf32 %d, alpha %g beta %g: "
                  "relative error %g > %g",
@@ -255,6 +242,19 @@ static void test_streams_and_foreign_context(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* A context on a GPU the skinny kernels run on (sm_80 on); elsewhere
+ * the test is skipped. */
+static ssmjit_context *skinny_context(void)
+{
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    if (sj_context_props(ctx)->cc_major < 8) {
+        ssmjit_context_destroy(ctx);
+        skip();
+    }
+    tu_seed();
+    return ctx;
+}
+
 /* The skinny kernels, forced: each 16-bit type with C in it and in f32,
  * A's rows in one, two and four 16-row tiles and past them (more tiles),
  * W's rows short of a warp's and a block's 64 and past them, k a single
@@ -264,12 +264,7 @@ static void test_streams_and_foreign_context(void **state)
 static void test_skinny(void **state)
 {
     (void)state;
-    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (sj_context_props(ctx)->cc_major < 8) {
-        ssmjit_context_destroy(ctx);
-        skip();
-    }
-    tu_seed();
+    ssmjit_context *ctx = skinny_context();
     static const int64_t ms[] = {1, 5, 16, 17, 40, 64, 100, 256};
     static const int64_t nks[][2] = {{1, 8}, {7, 40}, {80, 1536}, {200, 48}, {1000, 776}, {130, 4104}};
     static const ssmjit_dtype skinny_pairs[][2] = {
@@ -301,12 +296,7 @@ static void test_skinny(void **state)
 static void test_skinny_reproducible(void **state)
 {
     (void)state;
-    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    if (sj_context_props(ctx)->cc_major < 8) {
-        ssmjit_context_destroy(ctx);
-        skip();
-    }
-    tu_seed();
+    ssmjit_context *ctx = skinny_context();
     const int64_t m = 64, n = 80, k = 4096;
     double *a = tu_doubles((size_t)(m * k)), *w = tu_doubles((size_t)(n * k));
     tu_fill_uniform(a, (size_t)(m * k), -1.0, 1.0);

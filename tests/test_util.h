@@ -23,6 +23,10 @@ void tu_fill_uniform(double *x, size_t n, double lo, double hi);
  * absolute norm of got. */
 double tu_rel_err(const double *got, const double *ref, size_t n);
 
+/* The same with the error over ||scale|| instead of ||ref||: for values
+ * whose rounding is relative to something else than their own size. */
+double tu_scaled_err(const double *got, const double *ref, const double *scale, size_t n);
+
 /* Creates a fresh directory under $TMPDIR (or /tmp); caller frees. */
 char *tu_mkdtemp(void);
 
