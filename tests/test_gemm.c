@@ -163,6 +163,9 @@ static void test_skinny_rule_and_plans(void **state)
             assert_int_equal(sj_gemm_skinny_plan(&h200, &d, lds, 0, &plan), m <= table[i][0]);
         }
     }
+    assert_int_equal(sj_gemm_skinny_form(768, 1536), 16);
+    assert_int_equal(sj_gemm_skinny_form(160, 4096), 16);
+    assert_int_equal(sj_gemm_skinny_form(3072, 768), 0);
     static const int64_t shapes[][2] = {{3072, 768}, {80, 1536}, {50280, 768}, {8192, 2048}, {7, 40}, {1, 8}};
     static const int64_t ms[] = {1, 8, 16, 17, 32, 33, 64, 65, 256, 1000};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)

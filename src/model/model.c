@@ -71,6 +71,7 @@ typedef struct model_kernels {
     const char *residual; /* dtype suffix */
     unsigned states;      /* the forward scan's states a thread, as bits (sj_scan_fwd_states_used) */
     int token_parallel;   /* whether one short prompt takes the token-parallel forward scan */
+    int skinny_rows;      /* the largest skinny GEMM form the rule gives its projections, 0 none */
 } model_kernels;
 
 static int has_suffix(const char *s, const char *sfx)
@@ -91,8 +92,9 @@ static int model_launches(const char *kernel, const void *arg)
         return strstr(kernel, taps) != NULL;
     if (!strncmp(kernel, "conv_fwd_", 9) || !strncmp(kernel, "conv_bwd_t", 10))
         return strstr(kernel, taps) || strstr(kernel, "_v1_");
-    if (!strncmp(kernel, "gemm_skinny_", 12)) /* the model's C is in its own dtype */
-        return strstr(kernel, "_f32") == NULL;
+    int rows;
+    if (sscanf(kernel, "gemm_skinny_m%d_", &rows) == 1) /* the model's C is in its own dtype */
+        return rows <= k->skinny_rows && strstr(kernel, "_f32") == NULL;
     if (!strncmp(kernel, "scan_fwd_tp", 11))
         return k->token_parallel;
     int ns;
@@ -108,7 +110,15 @@ static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *
 {
     *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8, sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : dtype),
                          ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state) : ~0u,
-                         ctx ? sj_scan_fwd_is_token_parallel(ctx, 1, 1, cfg->d_inner, cfg->d_state, 0) : 1};
+                         ctx ? sj_scan_fwd_is_token_parallel(ctx, 1, 1, cfg->d_inner, cfg->d_state, 0) : 1, 0};
+    /* W [n, k] of in_proj, x_proj, dt_proj, out_proj and the LM head */
+    const int64_t linear[][2] = {{2 * cfg->d_inner, cfg->d_model}, {cfg->dt_rank + 2 * cfg->d_state, cfg->d_inner},
+                                 {cfg->d_inner, cfg->dt_rank}, {cfg->d_model, cfg->d_inner},
+                                 {cfg->vocab_size, cfg->d_model}};
+    for (size_t i = 0; i < sizeof linear / sizeof linear[0]; i++) {
+        int rows = sj_gemm_skinny_form(linear[i][0], linear[i][1]);
+        k->skinny_rows = rows > k->skinny_rows ? rows : k->skinny_rows;
+    }
     return what == SSMJIT_MODEL_PREPARE_NONE ? 0
            : SJ_MODEL_INFERENCE_OPS | (what == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0);
 }

@@ -141,12 +141,24 @@ static const struct {
     {160, 4096, 8},  /* 1.4b x_proj: 0.91 at m 1, 0.88 at 8, 1.45 at 64 */
 };
 
-int sj_gemm_skinny_wins(int64_t m, int64_t n, int64_t k)
+/* The table's largest m for W [n, k], 0 where it has none. */
+static int64_t skinny_m_max(int64_t n, int64_t k)
 {
     for (size_t i = 0; i < sizeof skinny_wins / sizeof skinny_wins[0]; i++)
         if (skinny_wins[i].n == n && skinny_wins[i].k == k)
-            return m <= skinny_wins[i].m_max;
+            return skinny_wins[i].m_max;
     return 0;
+}
+
+/* The form (A's rows a block) for m rows. */
+static int skinny_rows_a(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }
+
+int sj_gemm_skinny_wins(int64_t m, int64_t n, int64_t k) { return m <= skinny_m_max(n, k); }
+
+int sj_gemm_skinny_form(int64_t n, int64_t k)
+{
+    int64_t m = skinny_m_max(n, k);
+    return m ? skinny_rows_a(m) : 0;
 }
 
 int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const int64_t lds[3], int forced,
@@ -157,7 +169,7 @@ int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const i
         return 0;
     if (!forced && !sj_gemm_skinny_wins(d->m, d->n, d->k))
         return 0;
-    int rows_a = d->m <= 16 ? 16 : d->m <= 32 ? 32 : 64;
+    int rows_a = skinny_rows_a(d->m);
     /* blocks an SM: the launch bounds', or fewer where the ring's shared
      * memory (and the 1 KB the device keeps for each block) runs out */
     int64_t per_sm = sj_min64(SKINNY_BLOCKS_PER_SM, p->max_smem_per_sm / ((int64_t)skinny_smem(rows_a) + 1024));

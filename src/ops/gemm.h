@@ -97,4 +97,9 @@ int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const i
  * is nonzero. */
 int sj_gemm_skinny_wins(int64_t m, int64_t n, int64_t k);
 
+/* The rows of A a block of the skinny kernels takes (their form: 16, 32
+ * or 64) where the rule gives them a product of W [n, k], for the largest
+ * m it does; 0 where it never does. */
+int sj_gemm_skinny_form(int64_t n, int64_t k);
+
 #endif
