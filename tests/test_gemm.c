@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -145,6 +146,13 @@ static void test_skinny_refuses(void **state)
     assert_false(sj_gemm_skinny_plan(&h200, &ragged, lds, 1, &plan));
     sj_gemm_desc empty = skinny_desc(8, 160, 0, lds);
     assert_false(sj_gemm_skinny_plan(&h200, &empty, lds, 1, &plan));
+    /* rows and k past what the kernels index in int */
+    sj_gemm_desc tall = skinny_desc(8, INT_MAX - 63, 4096, lds);
+    assert_false(sj_gemm_skinny_plan(&h200, &tall, lds, 1, &plan));
+    tall.n = INT_MAX - 64;
+    assert_true(sj_gemm_skinny_plan(&h200, &tall, lds, 1, &plan));
+    sj_gemm_desc deep = skinny_desc(8, 160, ((int64_t)1 << 30) + 8, lds);
+    assert_false(sj_gemm_skinny_plan(&h200, &deep, lds, 1, &plan));
 }
 
 /* The rule: its table's shapes up to their m, nothing else; forced, any

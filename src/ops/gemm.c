@@ -128,16 +128,17 @@ static ssmjit_status set_stream(sj_blas *blas, CUstream stream)
 /* The ring's bytes for a block over rows_a of A. */
 static unsigned skinny_smem(int rows_a) { return SKINNY_STAGES * (SKINNY_ROWS_W + rows_a) * SKINNY_KC * 64; }
 
-/* Where the skinny kernels beat cuBLAS on an H200 by 5% or more, f16 and
- * bf16 alike (ssmjit bench --gemm, bench/NOTES.md "Skinny GEMMs"): W's
- * shape and the largest m of 1, 8, 64 and 256 at which they won, below
- * which they won too.  Everywhere else cuBLAS was as fast or faster;
- * shapes not timed stay with it. */
+/* Where the skinny kernels beat cuBLAS on an H200 by 5% or more in two
+ * runs (ssmjit bench --gemm; bench/NOTES.md, "Decode, round 3", runs G7
+ * and F): W's shape and the largest m of 1, 8, 64 and 256 at which they
+ * won, below which they won too.  Everywhere else cuBLAS was as fast or
+ * faster; shapes not timed stay with it.  Times are run F's, skinny over
+ * cuBLAS, bf16. */
 static const struct {
     int64_t n, k, m_max;
 } skinny_wins[] = {
-    {768, 1536, 1},  /* 130m out_proj: 0.87 of cuBLAS's time at m 1, 0.97 at 8 */
-    {1536, 48, 1},   /* 130m dt_proj: 0.85 at m 1, 1.02 at 8 */
+    {768, 1536, 1},  /* 130m out_proj: 0.87 at m 1, 0.99 at 8 */
+    {1536, 48, 1},   /* 130m dt_proj: 0.84 at m 1, 1.03 at 8 */
     {160, 4096, 8},  /* 1.4b x_proj: 0.91 at m 1, 0.88 at 8, 1.45 at 64 */
 };
 
@@ -164,8 +165,10 @@ int sj_gemm_skinny_form(int64_t n, int64_t k)
 int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const int64_t lds[3], int forced,
                         sj_gemm_skinny *out)
 {
+    /* the kernels index rows and k in int, a tile's end included */
     if (p->cc_major < 8 || d->ab_dtype == SSMJIT_F32 || d->trans_a || !d->trans_b || d->k <= 0 || d->k % 8 ||
-        d->k > (1 << 30) || lds[0] % 8 || lds[1] % 8 || (uintptr_t)d->a % 16 || (uintptr_t)d->b % 16)
+        d->k > (1 << 30) || d->n > INT_MAX - SKINNY_ROWS_W || lds[0] % 8 || lds[1] % 8 || (uintptr_t)d->a % 16 ||
+        (uintptr_t)d->b % 16)
         return 0;
     if (!forced && !sj_gemm_skinny_wins(d->m, d->n, d->k))
         return 0;

@@ -86,13 +86,13 @@ typedef struct sj_gemm_skinny {
  * resolved leading dimensions, and with what launch (*out).  They can
  * where the device has bf16 tensor cores (sm_80 on), A and B are 16-bit,
  * A untransposed and B transposed (a Linear layer's weight), k and the
- * leading dimensions of A and B multiples of 8 and A and B 16-byte
- * aligned; they do where, besides, sj_gemm_skinny_wins(m, n, k), or
+ * leading dimensions of A and B multiples of 8, A and B 16-byte aligned,
+ * k at most 2^30 and n at most INT_MAX - 64; they do where, besides, sj_gemm_skinny_wins(m, n, k), or
  * everywhere they can with `forced`. */
 int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const int64_t lds[3], int forced,
                         sj_gemm_skinny *out);
 
-/* The rule measured on an H200 (bench/NOTES.md, "Skinny GEMMs"): the
+/* The rule measured on an H200 (bench/NOTES.md, "Decode, round 3"): the
  * skinny kernels beat cuBLAS for C [m, n] = A [m, k] W[n, k]^T where this
  * is nonzero. */
 int sj_gemm_skinny_wins(int64_t m, int64_t n, int64_t k);
