@@ -171,25 +171,38 @@ ssmjit_status sj_time_graph(ssmjit_context *ctx, void *stream, int calls, int wa
     return st;
 }
 
-ssmjit_status sj_linear_on_path(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k,
-                                const void *a, const void *w, void *c, void *stream, int *skinny_splits)
+static const sj_gemm_path linear_paths[] = {SJ_GEMM_RULE, SJ_GEMM_CUBLAS, SJ_GEMM_SKINNY};
+
+static sj_gemm_desc linear_desc(ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k, const void *a, const void *w,
+                                void *c)
 {
-    static const sj_gemm_path paths[] = {SJ_GEMM_RULE, SJ_GEMM_CUBLAS, SJ_GEMM_SKINNY};
+    return (sj_gemm_desc){.ab_dtype = dtype, .c_dtype = dtype, .m = m, .n = n, .k = k, .a = a, .b = w,
+                          .trans_b = 1, .c = c, .alpha = 1.0f};
+}
+
+ssmjit_status sj_linear_on_path(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k,
+                                const void *a, const void *w, void *c, void *stream)
+{
     if (path < 0 || path > 2)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "GEMM path %d is not 0, 1 or 2", path);
-    sj_gemm_desc d = {.ab_dtype = dtype, .c_dtype = dtype, .m = m, .n = n, .k = k, .a = a, .b = w, .trans_b = 1,
-                      .c = c, .alpha = 1.0f};
-    if (skinny_splits) {
-        const int64_t lds[3] = {k, k, n};
-        sj_gemm_skinny plan;
-        *skinny_splits = path != 1 && sj_gemm_skinny_plan(sj_context_props(blas->ctx), &d, lds, path == 2, &plan)
-                             ? (int)plan.splits
-                             : 0;
-    }
-    sj_gemm_force(blas, paths[path]);
+    sj_gemm_desc d = linear_desc(dtype, m, n, k, a, w, c);
+    sj_gemm_force(blas, linear_paths[path]);
     ssmjit_status st = sj_gemm(blas, &d, stream);
     sj_gemm_force(blas, SJ_GEMM_RULE);
     return st;
+}
+
+int sj_linear_skinny_splits(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k,
+                            const void *a, const void *w, void *c)
+{
+    if (!blas || path < 0 || path > 2)
+        return 0;
+    sj_gemm_desc d = linear_desc(dtype, m, n, k, a, w, c);
+    sj_gemm_skinny plan;
+    sj_gemm_force(blas, linear_paths[path]);
+    int takes = sj_gemm_skinny_for(blas, &d, &plan);
+    sj_gemm_force(blas, SJ_GEMM_RULE);
+    return takes ? (int)plan.splits : 0;
 }
 
 ssmjit_status sj_kernel_lookup(ssmjit_context *ctx, size_t module, int backward, const char *name, void **fn)

@@ -203,11 +203,14 @@ void sj_blas_destroy(sj_blas *blas);
 
 /* C [m, n] = A [m, k] W [n, k]^T, all contiguous in `dtype` (a Linear
  * layer's product, as the model runs it), on `path`: 0 by the rule, 1
- * through cuBLAS, 2 through the skinny kernels wherever they can run.
- * *skinny_splits (may be NULL) is set to the skinny kernels' splits of k
- * where they would run on that path, else to 0. */
+ * through cuBLAS, 2 through the skinny kernels wherever they can run. */
 ssmjit_status sj_linear_on_path(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k,
-                                const void *a, const void *w, void *c, void *stream, int *skinny_splits);
+                                const void *a, const void *w, void *c, void *stream);
+
+/* The skinny kernels' splits of k where that call would take them, 0
+ * where it would go to cuBLAS (or is refused); runs nothing. */
+int sj_linear_skinny_splits(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k,
+                            const void *a, const void *w, void *c);
 
 /* ---- the cache, made up (ssmjit bench --cache) --------------------------- */
 

@@ -66,8 +66,6 @@ static void reference(const gemm_case *g, const double *a, const double *b, cons
         }
 }
 
-/* The leading dimension sj_gemm resolves: the width for a contiguous view. */
-static int64_t resolved_ld(ssmjit_matrix v, int64_t width) { return v.stride ? v.stride : width; }
 
 static gu_view upload_random(double *host, size_t rows, size_t w, ssmjit_dtype dtype, int strided)
 {
@@ -91,10 +89,8 @@ static void check_case(sj_blas *blas, const gemm_case *g, void *stream)
                       .b = k ? mb.data : NULL, .ldb = mb.stride, .trans_b = g->trans_b,
                       .c = mc.data, .ldc = mc.stride, .alpha = g->alpha, .beta = g->beta,
                       .allow_tf32 = g->tf32};
-    int64_t lds[3] = {resolved_ld(ma, g->trans_a ? g->m : g->k), resolved_ld(mb, g->trans_b ? g->k : g->n),
-                      resolved_ld(mc, g->n)};
     sj_gemm_skinny plan;
-    if (g->skinny && !sj_gemm_skinny_plan(sj_context_props(blas->ctx), &d, lds, blas->path == SJ_GEMM_SKINNY, &plan))
+    if (g->skinny && !sj_gemm_skinny_for(blas, &d, &plan))
         fail_msg("m %lld n %lld k %lld: not the skinny kernels", (long long)g->m, (long long)g->n, (long long)g->k);
     ssmjit_status st = sj_gemm(blas, &d, stream);
     if (st != SSMJIT_OK)
@@ -308,9 +304,8 @@ static void test_skinny_reproducible(void **state)
     sj_gemm_force(blas, SJ_GEMM_SKINNY);
     sj_gemm_desc d = {.ab_dtype = SSMJIT_BF16, .c_dtype = SSMJIT_F32, .m = m, .n = n, .k = k, .a = da, .b = dw,
                       .trans_b = 1, .c = dc, .alpha = 1.0f};
-    const int64_t lds[3] = {k, k, n};
     sj_gemm_skinny plan;
-    assert_true(sj_gemm_skinny_plan(sj_context_props(ctx), &d, lds, 1, &plan));
+    assert_true(sj_gemm_skinny_for(blas, &d, &plan));
     assert_true(plan.splits > 1);
     for (int run = 0; run < 20; run++) {
         gu_poison(dc, (size_t)(m * n) * sizeof(float));

@@ -46,8 +46,7 @@ typedef struct gemm_run {
 static ssmjit_status run_once(void *arg, int i, void *stream)
 {
     const gemm_run *r = arg;
-    return sj_linear_on_path(r->blas, r->path, r->dtype, r->m, r->n, r->k, r->a, r->w[i % r->sets], r->c, stream,
-                             NULL);
+    return sj_linear_on_path(r->blas, r->path, r->dtype, r->m, r->n, r->k, r->a, r->w[i % r->sets], r->c, stream);
 }
 
 /* Microseconds a call on r's path: the median graph launch over CALLS. */
@@ -86,13 +85,10 @@ static ssmjit_status gemm_row(ssmjit_context *ctx, sj_blas *blas, ssmjit_dtype d
         if ((st = bench_alloc(ctx, wbytes, &r.w[r.sets])) == SSMJIT_OK)
             r.sets++;
     double us[2] = {0, 0};
-    int splits = 0, by_rule = 0;
+    int splits = sj_linear_skinny_splits(blas, 2, dtype, m, s->n, s->k, r.a, r.w[0], r.c);
+    int by_rule = sj_linear_skinny_splits(blas, 0, dtype, m, s->n, s->k, r.a, r.w[0], r.c);
     if (st == SSMJIT_OK)
         st = time_path(ctx, &r, stream, &us[0]);
-    if (st == SSMJIT_OK)
-        st = sj_linear_on_path(blas, 2, dtype, m, s->n, s->k, r.a, r.w[0], r.c, stream, &splits);
-    if (st == SSMJIT_OK)
-        st = sj_linear_on_path(blas, 0, dtype, m, s->n, s->k, r.a, r.w[0], r.c, stream, &by_rule);
     r.path = 2;
     if (st == SSMJIT_OK && splits)
         st = time_path(ctx, &r, stream, &us[1]);

@@ -216,6 +216,20 @@ static ssmjit_status skinny_call(sj_blas *blas, const sj_gemm_desc *d, const int
                      smem, stream, args);
 }
 
+/* Whether blas's path takes the skinny kernels for *d (its leading
+ * dimensions resolved into lds), and their launch. */
+static int takes_skinny(const sj_blas *blas, const sj_gemm_desc *d, const int64_t lds[3], sj_gemm_skinny *out)
+{
+    return blas->path != SJ_GEMM_CUBLAS &&
+           sj_gemm_skinny_plan(sj_context_props(blas->ctx), d, lds, blas->path == SJ_GEMM_SKINNY, out);
+}
+
+int sj_gemm_skinny_for(const sj_blas *blas, const sj_gemm_desc *d, sj_gemm_skinny *out)
+{
+    int64_t lds[3] = {0, 0, 0};
+    return blas && check_desc(d, lds) == SSMJIT_OK && d->m && d->n && takes_skinny(blas, d, lds, out);
+}
+
 ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
 {
     int64_t lds[3] = {0, 0, 0};
@@ -224,8 +238,7 @@ ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
     if (d->m == 0 || d->n == 0)
         return SSMJIT_OK;
     sj_gemm_skinny skinny;
-    if (blas->path != SJ_GEMM_CUBLAS &&
-        sj_gemm_skinny_plan(sj_context_props(blas->ctx), d, lds, blas->path == SJ_GEMM_SKINNY, &skinny))
+    if (takes_skinny(blas, d, lds, &skinny))
         return skinny_call(blas, d, lds, &skinny, stream);
     /* cuBLAS runs on the CUDA runtime, which works in the current context. */
     int pushed;
@@ -240,9 +253,11 @@ ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
 static ssmjit_status blas_init(sj_blas *blas)
 {
     SJ_TRY(SJ_CU(blas->ctx->drv, MemAlloc, &blas->workspace, SJ_BLAS_WORKSPACE_BYTES));
-    SJ_TRY(SJ_CU(blas->ctx->drv, MemAlloc, &blas->parts, SKINNY_PARTS_BYTES));
-    SJ_TRY(SJ_CU(blas->ctx->drv, MemAlloc, &blas->arrivals, SKINNY_TILES * sizeof(unsigned)));
-    SJ_TRY(SJ_CU(blas->ctx->drv, MemsetD8, blas->arrivals, 0, SKINNY_TILES * sizeof(unsigned)));
+    if (sj_context_props(blas->ctx)->cc_major >= 8) { /* where the skinny kernels can run */
+        SJ_TRY(SJ_CU(blas->ctx->drv, MemAlloc, &blas->parts, SKINNY_PARTS_BYTES));
+        SJ_TRY(SJ_CU(blas->ctx->drv, MemAlloc, &blas->arrivals, SKINNY_TILES * sizeof(unsigned)));
+        SJ_TRY(SJ_CU(blas->ctx->drv, MemsetD8, blas->arrivals, 0, SKINNY_TILES * sizeof(unsigned)));
+    }
     SJ_TRY(SJ_CUBLAS(blas->api, Create, &blas->handle));
     SJ_TRY(give_workspace(blas));
     /* Split-K partial sums of a 16-bit C stay in f32 too. */
