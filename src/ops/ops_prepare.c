@@ -16,40 +16,41 @@
  * L's; the backward's the checkpoint it rebuilds when given none. */
 typedef struct op_kernels {
     unsigned op;
+    unsigned dtypes; /* those the op has kernels for */
     sj_module_id module;
     const char *kernels[9];
 } op_kernels;
 
-/* The ops with no f32 kernels (f32 GEMMs stay with cuBLAS). */
-#define SIXTEEN_BIT_OPS SJ_OP_GEMM
+#define ALL SSMJIT_DTYPES_ALL
+#define SIXTEEN_BIT (SSMJIT_DTYPE_BIT(SSMJIT_F16) | SSMJIT_DTYPE_BIT(SSMJIT_BF16))
 
 static const op_kernels table[] = {
-    {SSMJIT_OP_ACTIVATION_FWD, SJ_MODULE_ELEMENTWISE, {"act_fwd_silu_@", "act_fwd_softplus_@"}},
-    {SSMJIT_OP_ACTIVATION_BWD, SJ_MODULE_ELEMENTWISE_BWD, {"act_bwd_silu_@", "act_bwd_softplus_@"}},
-    {SSMJIT_OP_GATE_FWD, SJ_MODULE_ELEMENTWISE, {"gate_fwd_@"}},
-    {SSMJIT_OP_GATE_BWD, SJ_MODULE_ELEMENTWISE_BWD, {"gate_bwd_@"}},
-    {SSMJIT_OP_RMSNORM_FWD, SJ_MODULE_NORM,
+    {SSMJIT_OP_ACTIVATION_FWD, ALL, SJ_MODULE_ELEMENTWISE, {"act_fwd_silu_@", "act_fwd_softplus_@"}},
+    {SSMJIT_OP_ACTIVATION_BWD, ALL, SJ_MODULE_ELEMENTWISE_BWD, {"act_bwd_silu_@", "act_bwd_softplus_@"}},
+    {SSMJIT_OP_GATE_FWD, ALL, SJ_MODULE_ELEMENTWISE, {"gate_fwd_@"}},
+    {SSMJIT_OP_GATE_BWD, ALL, SJ_MODULE_ELEMENTWISE_BWD, {"gate_bwd_@"}},
+    {SSMJIT_OP_RMSNORM_FWD, ALL, SJ_MODULE_NORM,
      {"rmsnorm_fwd_cached_@_@", "rmsnorm_fwd_cached_@_f32", "rmsnorm_fwd_stream_@_@", "rmsnorm_fwd_stream_@_f32"}},
-    {SSMJIT_OP_RMSNORM_BWD, SJ_MODULE_NORM_BWD,
+    {SSMJIT_OP_RMSNORM_BWD, ALL, SJ_MODULE_NORM_BWD,
      {"rmsnorm_bwd_cached_@_@", "rmsnorm_bwd_cached_@_f32", "rmsnorm_bwd_stream_@_@", "rmsnorm_bwd_stream_@_f32",
       "rmsnorm_dweight"}},
-    {SSMJIT_OP_CONV1D_FWD, SJ_MODULE_CONV, {"conv_fwd_t4_v4_@", "conv_fwd_t8_v4_@", "conv_fwd_t8_v1_@"}},
-    {SSMJIT_OP_CONV1D_BWD, SJ_MODULE_CONV_BWD,
+    {SSMJIT_OP_CONV1D_FWD, ALL, SJ_MODULE_CONV, {"conv_fwd_t4_v4_@", "conv_fwd_t8_v4_@", "conv_fwd_t8_v1_@"}},
+    {SSMJIT_OP_CONV1D_BWD, ALL, SJ_MODULE_CONV_BWD,
      {"conv_bwd_t4_v4_@", "conv_bwd_t8_v2_@", "conv_bwd_t8_v1_@", "conv_bwd_reduce"}},
-    {SSMJIT_OP_CONV1D_UPDATE, SJ_MODULE_CONV_UPDATE, {"conv_update_t4_@", "conv_update_t8_@"}},
-    {SSMJIT_OP_SCAN_FWD, SJ_MODULE_SCAN_FWD,
+    {SSMJIT_OP_CONV1D_UPDATE, ALL, SJ_MODULE_CONV_UPDATE, {"conv_update_t4_@", "conv_update_t8_@"}},
+    {SSMJIT_OP_SCAN_FWD, ALL, SJ_MODULE_SCAN_FWD,
      {"scan_fwd_ns4_@", "scan_fwd_ns8_@", "scan_fwd_ns16_@", "scan_fwd_tp4_@", "scan_fwd_tp8_@",
       "scan_split_ends_@", "scan_split_carry"}},
-    {SSMJIT_OP_SCAN_BWD, SJ_MODULE_SCAN_BWD,
+    {SSMJIT_OP_SCAN_BWD, ALL, SJ_MODULE_SCAN_BWD,
      {"scan_bwd_@", "scan_bwd_reduce_bc_@", "scan_bwd_reduce_params", "scan_states_ns8_@", "scan_split_ends_@",
       "scan_split_carry", "scan_split_starts"}},
-    {SSMJIT_OP_STATE_UPDATE, SJ_MODULE_STATE_UPDATE, {"state_update_@"}},
-    {SJ_OP_MODEL_FWD, SJ_MODULE_MODEL,
+    {SSMJIT_OP_STATE_UPDATE, ALL, SJ_MODULE_STATE_UPDATE, {"state_update_@"}},
+    {SJ_OP_MODEL_FWD, ALL, SJ_MODULE_MODEL,
      {"embedding_fwd_@_f32", "embedding_fwd_@_f16", "embedding_fwd_@_bf16", "argmax_rows_@", "conv_state_fill_@",
       "neg_exp_f32"}},
-    {SJ_OP_MODEL_BWD, SJ_MODULE_MODEL_BWD, {"embedding_bwd_@", "cross_entropy_@", "cross_entropy_sum", "mul_f32"}},
-    {SJ_OP_SAMPLE, SJ_MODULE_SAMPLE, {"sample_rows_@"}},
-    {SJ_OP_GEMM, SJ_MODULE_GEMM,
+    {SJ_OP_MODEL_BWD, ALL, SJ_MODULE_MODEL_BWD, {"embedding_bwd_@", "cross_entropy_@", "cross_entropy_sum", "mul_f32"}},
+    {SJ_OP_SAMPLE, ALL, SJ_MODULE_SAMPLE, {"sample_rows_@"}},
+    {SJ_OP_GEMM, SIXTEEN_BIT /* f32 GEMMs stay with cuBLAS */, SJ_MODULE_GEMM,
      {"gemm_skinny_m16_@_@", "gemm_skinny_m32_@_@", "gemm_skinny_m64_@_@", "gemm_skinny_m16_@_f32",
       "gemm_skinny_m32_@_f32", "gemm_skinny_m64_@_f32"}},
 };
@@ -62,7 +63,7 @@ ssmjit_status sj_op_units(unsigned ops, unsigned dtypes, sj_kernel_filter keep, 
         if (!(table[i].op & ops))
             continue;
         for (int d = SSMJIT_F32; d <= SSMJIT_BF16; d++) {
-            if (!(dtypes & SSMJIT_DTYPE_BIT(d)) || (d == SSMJIT_F32 && (table[i].op & SIXTEEN_BIT_OPS)))
+            if (!(dtypes & table[i].dtypes & SSMJIT_DTYPE_BIT(d)))
                 continue;
             const char *sfx = sj_dtype_suffix((ssmjit_dtype)d);
             for (const char *const *k = table[i].kernels; *k; k++) {
