@@ -147,27 +147,32 @@ static ssmjit_status graph_run(void *arg, int i, void *stream)
     return SJ_CU(g->drv, GraphLaunch, g->exec, (CUstream)stream);
 }
 
+typedef struct graph_calls {
+    int calls;
+    sj_timed_fn run;
+    void *arg;
+} graph_calls;
+
+/* The calls a timed graph holds, as sj_graph_capture's enqueue. */
+static ssmjit_status enqueue_calls(void *arg, void *stream)
+{
+    const graph_calls *c = arg;
+    ssmjit_status st = SSMJIT_OK;
+    for (int i = 0; i < c->calls && st == SSMJIT_OK; i++)
+        st = c->run(c->arg, i, stream);
+    return st;
+}
+
 ssmjit_status sj_time_graph(ssmjit_context *ctx, void *stream, int calls, int warmup, int runs, sj_timed_fn run,
                             void *arg, double *ms)
 {
+    graph_calls c = {calls, run, arg};
     graph_timing g = {ctx->drv, NULL};
-    CUgraph graph = NULL;
-    ssmjit_status st = SJ_CU(g.drv, StreamBeginCapture, (CUstream)stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    if (st != SSMJIT_OK)
-        return st;
-    for (int i = 0; i < calls && st == SSMJIT_OK; i++)
-        st = run(arg, i, stream);
-    ssmjit_status end = SJ_CU(g.drv, StreamEndCapture, (CUstream)stream, &graph);
-    if (st == SSMJIT_OK)
-        st = end;
-    if (st == SSMJIT_OK)
-        st = SJ_CU(g.drv, GraphInstantiateWithFlags, &g.exec, graph, 0ull);
+    ssmjit_status st = sj_graph_capture(ctx, stream, enqueue_calls, &c, &g.exec);
     if (st == SSMJIT_OK)
         st = sj_time_with_events(ctx, stream, warmup, runs, graph_run, &g, ms);
     if (g.exec)
         g.drv->GraphExecDestroy(g.exec);
-    if (graph)
-        g.drv->GraphDestroy(graph);
     return st;
 }
 

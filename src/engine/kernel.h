@@ -97,6 +97,13 @@ void sj_special_unload(ssmjit_context *ctx, sj_special_kernel *k, size_t n);
 ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, void *stream,
                                 void **args);
 
+/* What enqueue(arg, stream) puts on stream, recorded (stream is in
+ * capture meanwhile: nothing runs) and instantiated into *exec, which the
+ * caller destroys; *exec is NULL on failure.  Makes ctx current itself. */
+typedef ssmjit_status (*sj_enqueue_fn)(void *arg, void *stream);
+ssmjit_status sj_graph_capture(ssmjit_context *ctx, void *stream, sj_enqueue_fn enqueue, void *arg,
+                               CUgraphExec *exec);
+
 /* Properties of the context's device, read once at context creation. */
 const sj_device_props *sj_context_props(const ssmjit_context *ctx);
 

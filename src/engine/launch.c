@@ -44,3 +44,28 @@ ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid
     sj_context_leave(ctx, pushed);
     return st;
 }
+
+ssmjit_status sj_graph_capture(ssmjit_context *ctx, void *stream, sj_enqueue_fn enqueue, void *arg,
+                               CUgraphExec *exec)
+{
+    *exec = NULL;
+    int pushed;
+    SJ_TRY(sj_context_enter(ctx, &pushed));
+    ssmjit_status st = SJ_CU(ctx->drv, StreamBeginCapture, (CUstream)stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (st == SSMJIT_OK) {
+        st = enqueue(arg, stream);
+        CUgraph graph = NULL;
+        /* ended whatever happened, or the stream stays in capture */
+        ssmjit_status end = SJ_CU(ctx->drv, StreamEndCapture, (CUstream)stream, &graph);
+        if (st == SSMJIT_OK)
+            st = end;
+        if (st == SSMJIT_OK)
+            st = SJ_CU(ctx->drv, GraphInstantiateWithFlags, exec, graph, 0ull);
+        if (st != SSMJIT_OK)
+            *exec = NULL;
+        if (graph)
+            ctx->drv->GraphDestroy(graph);
+    }
+    sj_context_leave(ctx, pushed);
+    return st;
+}

@@ -108,28 +108,26 @@ static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args 
 
 /* Records step_kernels into a graph on the model's capture stream (where
  * nothing runs) and keeps it for the same key. */
+typedef struct step_capture {
+    ssmjit_model *m;
+    const ssmjit_model_step_args *a;
+    const sj_model_step_ws *ws;
+    const void *ids_dev;
+} step_capture;
+
+static ssmjit_status enqueue_step(void *arg, void *stream)
+{
+    const step_capture *c = arg;
+    return step_kernels(c->m, c->a, c->ws, c->ids_dev, stream);
+}
+
 static ssmjit_status capture(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
                              const void *ids_dev, const sj_model_step_key *key)
 {
-    int pushed;
-    SJ_TRY(sj_context_enter(m->ctx, &pushed));
-    ssmjit_status st = SJ_CU(m->drv, StreamBeginCapture, m->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    if (st == SSMJIT_OK) {
-        st = step_kernels(m, a, ws, ids_dev, m->capture);
-        CUgraph graph = NULL;
-        ssmjit_status end = SJ_CU(m->drv, StreamEndCapture, m->capture, &graph);
-        if (st == SSMJIT_OK)
-            st = end;
-        if (st == SSMJIT_OK)
-            st = SJ_CU(m->drv, GraphInstantiateWithFlags, &m->graph, graph, 0ull);
-        if (graph)
-            m->drv->GraphDestroy(graph);
-    }
+    step_capture c = {m, a, ws, ids_dev};
+    ssmjit_status st = sj_graph_capture(m->ctx, m->capture, enqueue_step, &c, &m->graph);
     if (st == SSMJIT_OK)
         m->key = *key;
-    else
-        m->graph = NULL;
-    sj_context_leave(m->ctx, pushed);
     return st;
 }
 
