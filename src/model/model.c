@@ -103,6 +103,11 @@ static int model_launches(const char *kernel, const void *arg)
     return 1;
 }
 
+static sj_model_dims model_dims(const ssmjit_model_config *c)
+{
+    return (sj_model_dims){c->d_model, c->d_inner, c->dt_rank, c->d_state, c->d_conv, c->vocab_size};
+}
+
 /* The ops (and the filter's argument) of what a model launches; with ctx
  * NULL, the forward scan's kernels of every kind. */
 static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
@@ -111,12 +116,14 @@ static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *
     *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8, sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : dtype),
                          ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state) : ~0u,
                          ctx ? sj_scan_fwd_is_token_parallel(ctx, 1, 1, cfg->d_inner, cfg->d_state, 0) : 1, 0};
-    /* W [n, k] of in_proj, x_proj, dt_proj, out_proj and the LM head */
-    const int64_t linear[][2] = {{2 * cfg->d_inner, cfg->d_model}, {cfg->dt_rank + 2 * cfg->d_state, cfg->d_inner},
-                                 {cfg->d_inner, cfg->dt_rank}, {cfg->d_model, cfg->d_inner},
-                                 {cfg->vocab_size, cfg->d_model}};
+    /* W [n, k] of the projections and the LM head */
+    static const sj_model_tensor_kind linear[] = {SJ_T_IN_PROJ, SJ_T_X_PROJ, SJ_T_DT_PROJ, SJ_T_OUT_PROJ,
+                                                  SJ_T_LM_HEAD};
+    const sj_model_dims dims = model_dims(cfg);
     for (size_t i = 0; i < sizeof linear / sizeof linear[0]; i++) {
-        int rows = sj_gemm_skinny_form(linear[i][0], linear[i][1]);
+        int64_t w[3];
+        sj_model_tensor_shape(&dims, linear[i], w);
+        int rows = sj_gemm_skinny_form(w[0], w[1]);
         k->skinny_rows = rows > k->skinny_rows ? rows : k->skinny_rows;
     }
     return what == SSMJIT_MODEL_PREPARE_NONE ? 0
@@ -139,43 +146,38 @@ ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *c
     return ops ? sj_prepare(ctx, ops, SSMJIT_DTYPE_BIT(dtype), model_launches, &k, flags) : SSMJIT_OK;
 }
 
-static void add_tensor(ssmjit_model *m, sj_model_tensor_kind kind, int64_t layer, ssmjit_dtype dtype,
-                       int ndim, const int64_t *shape)
+static void add_tensor(ssmjit_model *m, sj_model_tensor_kind kind, int64_t layer, ssmjit_dtype dtype)
 {
     sj_model_tensor *t = &m->t[m->count++];
     sj_model_tensor_name(SJ_NAMING_HF, kind, layer, t->name, sizeof t->name);
+    const sj_model_dims dims = model_dims(&m->cfg);
     t->kind = kind;
     t->dtype = dtype;
-    t->ndim = ndim;
+    t->ndim = sj_model_tensor_shape(&dims, kind, t->shape);
     t->numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        t->shape[i] = shape[i];
-        t->numel *= (size_t)shape[i];
-    }
+    for (int i = 0; i < t->ndim; i++)
+        t->numel *= (size_t)t->shape[i];
 }
 
 static void build_table(ssmjit_model *m)
 {
-    const ssmjit_model_config *c = &m->cfg;
+    /* a layer's tensors in sj_model_layer_slot's order: the matrices in
+     * the model's dtype, the rest f32 */
+    static const struct {
+        sj_model_tensor_kind kind;
+        int f32;
+    } layer[] = {{SJ_T_NORM, 1}, {SJ_T_IN_PROJ, 0},  {SJ_T_CONV, 1},   {SJ_T_CONV_BIAS, 1}, {SJ_T_X_PROJ, 0},
+                 {SJ_T_DT_PROJ, 0}, {SJ_T_DT_BIAS, 1}, {SJ_T_A_LOG, 1}, {SJ_T_D, 1},         {SJ_T_OUT_PROJ, 0}};
+    _Static_assert(sizeof layer / sizeof layer[0] == SJ_L_COUNT, "a layer's slots");
     ssmjit_dtype w = m->dtype, f = SSMJIT_F32;
-    int64_t di = c->d_inner, dm = c->d_model;
-    add_tensor(m, SJ_T_EMBEDDING, 0, w, 2, (int64_t[]){c->vocab_size, dm});
-    add_tensor(m, SJ_T_NORM_F, 0, f, 1, (int64_t[]){dm});
-    if (!c->tie_embeddings)
-        add_tensor(m, SJ_T_LM_HEAD, 0, w, 2, (int64_t[]){c->vocab_size, dm});
+    add_tensor(m, SJ_T_EMBEDDING, 0, w);
+    add_tensor(m, SJ_T_NORM_F, 0, f);
+    if (!m->cfg.tie_embeddings)
+        add_tensor(m, SJ_T_LM_HEAD, 0, w);
     m->layer_base = m->count;
-    for (int64_t l = 0; l < c->n_layer; l++) {
-        add_tensor(m, SJ_T_NORM, l, f, 1, (int64_t[]){dm});
-        add_tensor(m, SJ_T_IN_PROJ, l, w, 2, (int64_t[]){2 * di, dm});
-        add_tensor(m, SJ_T_CONV, l, f, 3, (int64_t[]){di, 1, c->d_conv});
-        add_tensor(m, SJ_T_CONV_BIAS, l, f, 1, (int64_t[]){di});
-        add_tensor(m, SJ_T_X_PROJ, l, w, 2, (int64_t[]){c->dt_rank + 2 * c->d_state, di});
-        add_tensor(m, SJ_T_DT_PROJ, l, w, 2, (int64_t[]){di, c->dt_rank});
-        add_tensor(m, SJ_T_DT_BIAS, l, f, 1, (int64_t[]){di});
-        add_tensor(m, SJ_T_A_LOG, l, f, 2, (int64_t[]){di, c->d_state});
-        add_tensor(m, SJ_T_D, l, f, 1, (int64_t[]){di});
-        add_tensor(m, SJ_T_OUT_PROJ, l, w, 2, (int64_t[]){dm, di});
-    }
+    for (int64_t l = 0; l < m->cfg.n_layer; l++)
+        for (size_t i = 0; i < SJ_L_COUNT; i++)
+            add_tensor(m, layer[i].kind, l, layer[i].f32 ? f : w);
 }
 
 static size_t tensor_bytes(const sj_model_tensor *t)

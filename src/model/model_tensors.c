@@ -75,44 +75,51 @@ typedef struct {
     int64_t dim[3];
 } shape;
 
+int sj_model_tensor_shape(const sj_model_dims *d, sj_model_tensor_kind which, int64_t dim[3])
+{
+#define SHAPE(n, a, b, c) (dim[0] = (a), dim[1] = (b), dim[2] = (c), (n))
+    switch (which) {
+    case SJ_T_EMBEDDING:
+    case SJ_T_LM_HEAD: return SHAPE(2, d->vocab, d->d_model, 0);
+    case SJ_T_NORM_F:
+    case SJ_T_NORM_F_BIAS:
+    case SJ_T_NORM:
+    case SJ_T_NORM_BIAS:
+    case SJ_T_OUT_PROJ_BIAS: return SHAPE(1, d->d_model, 0, 0);
+    case SJ_T_IN_PROJ: return SHAPE(2, 2 * d->d_inner, d->d_model, 0);
+    case SJ_T_IN_PROJ_BIAS: return SHAPE(1, 2 * d->d_inner, 0, 0);
+    case SJ_T_CONV: return SHAPE(3, d->d_inner, 1, d->d_conv);
+    case SJ_T_CONV_BIAS:
+    case SJ_T_DT_BIAS:
+    case SJ_T_D: return SHAPE(1, d->d_inner, 0, 0);
+    case SJ_T_X_PROJ: return SHAPE(2, d->dt_rank + 2 * d->d_state, d->d_inner, 0);
+    case SJ_T_DT_PROJ: return SHAPE(2, d->d_inner, d->dt_rank, 0);
+    case SJ_T_A_LOG: return SHAPE(2, d->d_inner, d->d_state, 0);
+    case SJ_T_OUT_PROJ: return SHAPE(2, d->d_model, d->d_inner, 0);
+    case SJ_T_COUNT: break;
+    }
+    return 0;
+#undef SHAPE
+}
+
 /* The shapes a tensor may have: at most two (the padded vocabulary, a conv
  * weight with or without its middle 1).  vocab_rows is the embedding's row
  * count once it has been found, else 0. */
 static int expected(const sj_model_file_config *c, sj_model_tensor_kind which, int64_t vocab_rows,
                     shape out[2])
 {
-    int64_t di = c->d_inner, dm = c->d_model;
-    switch (which) {
-    case SJ_T_EMBEDDING:
-    case SJ_T_LM_HEAD:
-        if (vocab_rows) {
-            out[0] = (shape){2, {vocab_rows, dm}};
-            return 1;
-        }
-        out[0] = (shape){2, {c->vocab_size, dm}};
-        out[1] = (shape){2, {c->vocab_padded, dm}};
-        return c->vocab_padded == c->vocab_size ? 1 : 2;
-    case SJ_T_NORM_F:
-    case SJ_T_NORM_F_BIAS:
-    case SJ_T_NORM:
-    case SJ_T_NORM_BIAS:
-    case SJ_T_OUT_PROJ_BIAS: out[0] = (shape){1, {dm}}; return 1;
-    case SJ_T_IN_PROJ: out[0] = (shape){2, {2 * di, dm}}; return 1;
-    case SJ_T_IN_PROJ_BIAS: out[0] = (shape){1, {2 * di}}; return 1;
-    case SJ_T_CONV:
-        out[0] = (shape){3, {di, 1, c->d_conv}};
-        out[1] = (shape){2, {di, c->d_conv}};
+    const sj_model_dims d = {c->d_model, c->d_inner, c->dt_rank, c->d_state, c->d_conv,
+                             vocab_rows ? vocab_rows : c->vocab_size};
+    out[0].ndim = sj_model_tensor_shape(&d, which, out[0].dim);
+    if ((which == SJ_T_EMBEDDING || which == SJ_T_LM_HEAD) && !vocab_rows && c->vocab_padded != c->vocab_size) {
+        out[1] = (shape){2, {c->vocab_padded, c->d_model}};
         return 2;
-    case SJ_T_CONV_BIAS:
-    case SJ_T_DT_BIAS:
-    case SJ_T_D: out[0] = (shape){1, {di}}; return 1;
-    case SJ_T_X_PROJ: out[0] = (shape){2, {c->dt_rank + 2 * c->d_state, di}}; return 1;
-    case SJ_T_DT_PROJ: out[0] = (shape){2, {di, c->dt_rank}}; return 1;
-    case SJ_T_A_LOG: out[0] = (shape){2, {di, c->d_state}}; return 1;
-    case SJ_T_OUT_PROJ: out[0] = (shape){2, {dm, di}}; return 1;
-    case SJ_T_COUNT: break;
     }
-    return 0;
+    if (which == SJ_T_CONV) {
+        out[1] = (shape){2, {c->d_inner, c->d_conv}};
+        return 2;
+    }
+    return out[0].ndim ? 1 : 0;
 }
 
 static void format_shape(char *buf, size_t cap, int ndim, const int64_t *dim)

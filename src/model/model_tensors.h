@@ -61,6 +61,16 @@ typedef enum sj_model_tensor_kind {
 ssmjit_status sj_model_tensor_name(sj_model_naming naming, sj_model_tensor_kind which, int64_t layer,
                                    char *buf, size_t cap);
 
+/* The sizes a tensor's shape follows from. */
+typedef struct sj_model_dims {
+    int64_t d_model, d_inner, dt_rank, d_state, d_conv, vocab;
+} sj_model_dims;
+
+/* The shape of tensor `which` (its first form where a checkpoint may
+ * hold two: the conv weight as [d_inner, 1, d_conv], the vocabulary as
+ * d->vocab rows) in dim; returns its number of dimensions, 0 for none. */
+int sj_model_tensor_shape(const sj_model_dims *d, sj_model_tensor_kind which, int64_t dim[3]);
+
 /* Tells which naming the checkpoint uses (by its embedding) and checks that
  * it holds every tensor the config calls for, each F32, F16 or BF16 with
  * the expected shape, no bias the config rules out, and no layer past
