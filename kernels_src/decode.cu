@@ -207,9 +207,14 @@ template <int NB> __device__ __forceinline__ float dec_pick(const float (&acc)[N
  * kernel of the step allowed to start while the one before it runs):
  * dec_wait() holds a block until the kernel before has finished and its
  * writes are visible, so a kernel reads and writes activations and states
- * only after it, and loads only weights before; dec_release() lets the
- * next kernel start (it then waits in its turn), so that its launch and
- * its first weights' latency pass while this one works. */
+ * only after it, and loads only weights (and its own layer's states)
+ * before; dec_release() lets the next kernel start (it then waits in its
+ * turn).  Each kernel releases before it waits: the next grid is then
+ * launched once this one's blocks have all started, not once they have
+ * all seen the kernel before finish, so its launch and its blocks' first
+ * loads pass earlier (3809 -> 3990 tokens/s at batch 1, bench/NOTES.md's
+ * decode round 4).  Waits chain: the kernel before finished only after
+ * its own wait, so every earlier kernel has finished too. */
 __device__ __forceinline__ void dec_wait()
 {
 #if __CUDA_ARCH__ >= 900
@@ -283,8 +288,8 @@ __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 ba
     dec_row<T, K> r;
     if (first < rows)
         r.load((const T *)w, first);
-    dec_wait();
     dec_release();
+    dec_wait();
     for (sj_i64 b0 = 0; b0 < batch; b0 += BT) {
         const int nb = (int)(batch - b0 < BT ? batch - b0 : BT);
         if (b0)
@@ -617,8 +622,8 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
         bias = a.dt_bias[d];
         Dd = a.Dv[d];
     }
-    dec_wait();
     dec_release();
+    dec_wait();
     for (; b < a.batch; b += gridDim.y) {
         dec_sum_parts<T>(a, b, xd);
         float y = 0.0f, x = 0.0f, dt = 0.0f;
