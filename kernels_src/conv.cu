@@ -1,7 +1,7 @@
 /* Causal depthwise conv1d forward; see conv_common.cuh.  The aligned
  * kernels move 4 channels per access (16 bytes in f32, 8 in 16-bit); one
  * element-wise fallback at 8 taps serves anything unaligned and every width.
- * src/ops_conv.c picks among exactly these. */
+ * src/ops/ops_conv.c picks among exactly these. */
 #include "conv_common.cuh"
 
 /* Tokens a forward thread loads ahead.  A 16-bit thread's rows are half

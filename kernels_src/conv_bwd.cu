@@ -1,7 +1,7 @@
 /* Causal depthwise conv1d backward; see conv_common.cuh.  The aligned
  * kernels hold four windows and move 8 bytes per access; one element-wise
  * fallback at 8 taps serves anything unaligned and every width.
- * src/ops_conv.c picks among exactly these. */
+ * src/ops/ops_conv.c picks among exactly these. */
 #include "conv_common.cuh"
 
 /* One walker of the backward.  With pre[t] = bias + sum_k w[k] in[t-(W-1)+k]
@@ -181,7 +181,7 @@ extern "C" __global__ void conv_bwd_reduce(const float *partial, sj_i64 rows, sj
 }
 #endif
 
-/* The 4-tap kernels in blocks of 128 threads (THREADS in src/ops_conv.c),
+/* The 4-tap kernels in blocks of 128 threads (THREADS in src/ops/ops_conv.c),
  * four an SM: ptxas fits 128 registers with some 100-200 bytes of spills
  * where it took 161-163, 16 warps an SM instead of 12, and the reference
  * shape ran bf16 10%, f32 4% faster (bench/NOTES.md).  The 8-tap ones are

@@ -37,7 +37,7 @@
 #define CONV_UNROLL 4
 
 /* Arguments are passed as one struct by value.  Every field is 8 bytes wide,
- * so the host's copies of these structs (src/ops_conv.c) have the same
+ * so the host's copies of these structs (src/ops/ops_conv.c) have the same
  * layout. */
 struct conv_fwd_args {
     const void *x;           /* [B, L, D], rows sx, sequences bsx elements apart */

@@ -12,7 +12,7 @@
  */
 #include "ssmjit_types.cuh"
 
-/* Passed by value; every field 8 bytes, mirrored in src/ops_conv.c. */
+/* Passed by value; every field 8 bytes, mirrored in src/ops/ops_conv.c. */
 struct conv_update_args {
     const void *x;       /* [B, L, D], rows sx, sequences bsx elements apart */
     void *y;             /* [B, L, D], rows sy, sequences bsy elements apart; may be x */

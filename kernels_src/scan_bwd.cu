@@ -44,7 +44,7 @@
  */
 #include "scan_common.cuh"
 
-/* Mirrored in src/ops_scan.c (BWD_*): states per launch, channels per
+/* Mirrored in src/ops/scan_internal.h (SJ_SCAN_BWD_*): states per launch, channels per
  * block, threads per block, and the
  * shared memory in floats (BWD_SMEM_FLOATS there): two stage buffers of
  *     P [TS][BD] float4 {dt, u, dy', dy silu'(z)} (slots: sj_bwd_pslot),
@@ -676,7 +676,7 @@ extern "C" __global__ void scan_bwd_reduce_params(const float *ws_dA, const floa
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* The backward split over L (src/scan_split.c)                             */
+/* The backward split over L (src/ops/scan_split.c)                         */
 /* ------------------------------------------------------------------------ */
 /*
  * The segments of whole chunks (scan_common.cuh) are the rows of a view

@@ -19,11 +19,11 @@
 #include "ssmjit_types.cuh"
 
 /* Tokens per chunk: the unit of shared-memory staging and the checkpoint
- * interval (SCAN_CHUNK in src/ops_scan.c). */
+ * interval (SJ_SCAN_CHUNK in src/ops/scan_internal.h). */
 #define SJ_SCAN_CHUNK 16
 
 /* Kernel argument block, passed by value.  Every field is 8 bytes so that
- * the host mirror (struct sj_scan_params in src/ops_scan.c) has the same
+ * the host mirror (struct sj_scan_params in src/ops/scan_internal.h) has the same
  * layout; keep the two in the same order. */
 struct sj_scan_params {
     /* forward inputs */
@@ -174,7 +174,7 @@ struct sj_fwd_raw {
  * with 8 and 16 states a thread the rows are SJ_FWD_PAD floats wider
  * than ROW and MAXT, so that consecutive tokens' rows start 16 bytes
  * apart in the banks (td_at in sj_scan_fwd says why).
- * sj_scan_fwd_smem_bytes() in src/ops_scan.c mirrors it.
+ * sj_scan_fwd_smem_bytes() in src/ops/scan_launch.c mirrors it.
  */
 #define SJ_FWD_PAD 4
 template <typename T, int NS, int ROW> struct sj_fwd_layout {
@@ -626,7 +626,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     })
 
 /* ------------------------------------------------------------------------ */
-/* Split over L (src/scan_split.c)                                          */
+/* Split over L (src/ops/scan_split.c)                                      */
 /* ------------------------------------------------------------------------ */
 /*
  * A row's L tokens as S segments of Ls, the segments of all rows the

@@ -7,7 +7,7 @@
 #include "scan_common.cuh"
 #include "scan_fwd_tp.cuh"
 
-/* Blocks of at most 256 threads (fwd_shape_for() in src/ops_scan.c).  With
+/* Blocks of at most 256 threads (fwd_shape_for() in src/ops/scan_launch.c).  With
  * 16 states per thread one block per SM may keep 255 registers a thread;
  * with 8 (twice the threads per channel) two blocks, 128 registers, so
  * that the reference shape is resident at once.  4 states a thread serve
@@ -28,7 +28,7 @@ SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_KERNELS, 0)
 SJ_FOR_EACH_DTYPE(SJ_SCAN_FWD_TP_KERNELS, 0)
 
 /* ------------------------------------------------------------------------ */
-/* The forward split over L (src/scan_split.c)                              */
+/* The forward split over L (src/ops/scan_split.c)                          */
 /* ------------------------------------------------------------------------ */
 /*
  * Each batch row's tokens as S segments of Ls, the segments of all rows

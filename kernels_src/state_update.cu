@@ -17,7 +17,7 @@
 #include "ssmjit_types.cuh"
 
 /* Kernel argument block; every field is 8 bytes so the host mirror
- * (struct sj_update_params in src/ops_scan.c) has the same layout. */
+ * (struct sj_update_params in src/ops/ops_scan.c) has the same layout. */
 struct sj_update_params {
     const void *x, *dt, *z, *B, *C;
     sj_i64 sx, sdt, sz, sB, sC;
@@ -27,7 +27,7 @@ struct sj_update_params {
     sj_i64 sout;
     sj_i64 batch, D, N, softplus, log2G, vec4;
 };
-static_assert(sizeof(sj_update_params) == 22 * 8, "host mirror in src/ops_scan.c");
+static_assert(sizeof(sj_update_params) == 22 * 8, "host mirror in src/ops/ops_scan.c");
 
 template <typename T> __device__ __forceinline__ float ld(const void *base, sj_i64 i)
 {

@@ -1,5 +1,5 @@
 /* Bad input to every public function and to the model layer's internal
- * ops (src/ops_model.h), as one table (BAD_INPUT below):
+ * ops (src/ops/ops_model.h), as one table (BAD_INPUT below):
  * NULL handles and pointers, negative extents and extents whose products
  * pass 2^62, unknown enum values and mismatched dtypes.  Each row must
  * return its status with a message containing its text, and write

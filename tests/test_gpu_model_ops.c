@@ -1,4 +1,4 @@
-/* The model layer's small ops (src/ops_model.h) on the GPU against double
+/* The model layer's small ops (src/ops/ops_model.h) on the GPU against double
  * references on fresh random inputs, outputs poisoned with NaN: embedding
  * lookup in every (table, output) dtype pair with out-of-range ids clamped;
  * the embedding gradient with repeated ids, accumulating into a table
