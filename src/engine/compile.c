@@ -49,6 +49,78 @@ ssmjit_status sj_defines_normalize(const char *const *defines, size_t n, char **
     return SSMJIT_OK;
 }
 
+struct sj_spec_entry {
+    sj_compile_spec spec;
+    char **defines; /* normalised, one block: spec.defines */
+    struct sj_spec_entry *next;
+};
+
+void sj_spec_set_init(sj_spec_set *set)
+{
+    pthread_mutex_init(&set->lock, NULL);
+    set->head = NULL;
+}
+
+static int same_defines(const sj_compile_spec *a, char **defines, size_t n)
+{
+    if (a->num_defines != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a->defines[i], defines[i]))
+            return 0;
+    return 1;
+}
+
+ssmjit_status sj_spec_set_get(sj_spec_set *set, const sj_compile_spec *base, const char *const *defines,
+                              size_t num_defines, const sj_compile_spec **out)
+{
+    size_t total = base->num_defines + num_defines;
+    const char **all = malloc((total ? total : 1) * sizeof *all);
+    if (!all)
+        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < base->num_defines; i++)
+        all[i] = base->defines[i];
+    for (size_t i = 0; i < num_defines; i++)
+        all[base->num_defines + i] = defines[i];
+    char **norm;
+    size_t n;
+    ssmjit_status st = sj_defines_normalize(all, total, &norm, &n);
+    free(all);
+    SJ_TRY(st);
+    pthread_mutex_lock(&set->lock);
+    struct sj_spec_entry *e = set->head;
+    while (e && !(e->spec.fast_math == base->fast_math && same_defines(&e->spec, norm, n)))
+        e = e->next;
+    if (e) {
+        free(norm);
+    } else if ((e = malloc(sizeof *e)) != NULL) {
+        e->spec = *base;
+        e->spec.defines = (const char *const *)norm;
+        e->spec.num_defines = n;
+        e->defines = norm;
+        e->next = set->head;
+        set->head = e;
+    } else {
+        free(norm);
+    }
+    pthread_mutex_unlock(&set->lock);
+    if (!e)
+        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
+    *out = &e->spec;
+    return SSMJIT_OK;
+}
+
+void sj_spec_set_free(sj_spec_set *set)
+{
+    for (struct sj_spec_entry *e = set->head, *next; e; e = next) {
+        next = e->next;
+        free(e->defines);
+        free(e);
+    }
+    set->head = NULL;
+    pthread_mutex_destroy(&set->lock);
+}
+
 int sj_compile_options(const sj_compile_spec *spec, const char **opts, int cap, char *buf,
                        size_t buf_len)
 {

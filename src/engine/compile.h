@@ -4,6 +4,7 @@
 #ifndef SSMJIT_COMPILE_H
 #define SSMJIT_COMPILE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,25 @@ typedef struct sj_compile_spec {
  * (*out, free with free()).  Rejects NULL, empty and whitespace-containing
  * entries with SSMJIT_ERR_INVALID_ARG. */
 ssmjit_status sj_defines_normalize(const char *const *defines, size_t n, char ***out, size_t *out_n);
+
+/* Specs made at run time (a context's spec with a caller's defines
+ * added, special.c), each kept once for its set of defines until the set
+ * is freed, since the compile jobs queued with one point at it. */
+typedef struct sj_spec_set {
+    pthread_mutex_t lock;
+    struct sj_spec_entry *head;
+} sj_spec_set;
+
+void sj_spec_set_init(sj_spec_set *set);
+
+/* The set's spec equal to base (whose defines are normalised) with
+ * `defines` added and normalised: made on the first ask, the same pointer
+ * after.  Errors as sj_defines_normalize's, or out of memory. */
+ssmjit_status sj_spec_set_get(sj_spec_set *set, const sj_compile_spec *base, const char *const *defines,
+                              size_t num_defines, const sj_compile_spec **out);
+
+/* Frees every spec of the set and its lock. */
+void sj_spec_set_free(sj_spec_set *set);
 
 /* The NVRTC options for spec: exactly what NVRTC receives and what the key
  * hashes, in that order.  Writes at most `cap` pointers into opts (to

@@ -174,8 +174,7 @@ SSMJIT_API void ssmjit_context_destroy(ssmjit_context *ctx)
     if (ops_state)
         ctx->ops_state_free(ops_state);
     pthread_mutex_destroy(&ctx->ops_state_lock);
-    sj_special_specs_free(ctx);
-    pthread_mutex_destroy(&ctx->special_lock);
+    sj_spec_set_free(&ctx->special_specs);
     free(ctx->defines);
     free(ctx);
 }
@@ -188,7 +187,7 @@ ssmjit_context *sj_context_alloc(void)
     pthread_mutex_init(&ctx->target_lock, NULL);
     pthread_mutex_init(&ctx->unit_lock, NULL);
     pthread_mutex_init(&ctx->ops_state_lock, NULL);
-    pthread_mutex_init(&ctx->special_lock, NULL);
+    sj_spec_set_init(&ctx->special_specs);
     return ctx;
 }
 

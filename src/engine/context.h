@@ -48,8 +48,7 @@ struct ssmjit_context {
 
     /* the specs of specialised units (special.c): kept until the
      * context's queued compiles are released */
-    pthread_mutex_t special_lock;
-    struct sj_special_spec *special_specs;
+    sj_spec_set special_specs;
 
     /* the ops layer's own state (sj_context_ops_state), freed with the
      * context by ops_state_free; published with release order, so that
@@ -71,9 +70,6 @@ void sj_context_leave(ssmjit_context *ctx, int pushed);
 /* Resolves (once) what this context compiles for; *spec (may be NULL)
  * points at the spec of variant `fast`. */
 ssmjit_status sj_context_spec(ssmjit_context *ctx, int fast, const sj_compile_spec **spec);
-
-/* Frees the specs special.c kept (at destroy, after the owner's release). */
-void sj_special_specs_free(ssmjit_context *ctx);
 
 /* The fast-math variant a kernel of `role` takes in this context. */
 int sj_context_fast(const ssmjit_context *ctx, sj_kernel_role role);

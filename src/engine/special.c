@@ -11,22 +11,6 @@
 #include "base/error.h"
 #include "context.h"
 
-struct sj_special_spec {
-    sj_compile_spec spec;
-    char **defines; /* normalised, one block: spec.defines */
-    struct sj_special_spec *next;
-};
-
-static int same_defines(const sj_compile_spec *a, char **defines, size_t n)
-{
-    if (a->num_defines != n)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(a->defines[i], defines[i]))
-            return 0;
-    return 1;
-}
-
 /* The context's spec for variant `fast` with `defines` added (made once
  * per set of defines, kept until the context goes). */
 static ssmjit_status special_spec(ssmjit_context *ctx, int fast, const char *const *defines, size_t num_defines,
@@ -34,50 +18,7 @@ static ssmjit_status special_spec(ssmjit_context *ctx, int fast, const char *con
 {
     const sj_compile_spec *base;
     SJ_TRY(sj_context_spec(ctx, fast, &base));
-    size_t total = base->num_defines + num_defines;
-    const char **all = malloc((total ? total : 1) * sizeof *all);
-    if (!all)
-        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
-    for (size_t i = 0; i < base->num_defines; i++)
-        all[i] = base->defines[i];
-    for (size_t i = 0; i < num_defines; i++)
-        all[base->num_defines + i] = defines[i];
-    char **norm;
-    size_t n;
-    ssmjit_status st = sj_defines_normalize(all, total, &norm, &n);
-    free(all);
-    SJ_TRY(st);
-    pthread_mutex_lock(&ctx->special_lock);
-    struct sj_special_spec *s = ctx->special_specs;
-    while (s && !(s->spec.fast_math == base->fast_math && same_defines(&s->spec, norm, n)))
-        s = s->next;
-    if (s) {
-        free(norm);
-    } else if ((s = malloc(sizeof *s)) != NULL) {
-        s->spec = *base;
-        s->spec.defines = (const char *const *)norm;
-        s->spec.num_defines = n;
-        s->defines = norm;
-        s->next = ctx->special_specs;
-        ctx->special_specs = s;
-    } else {
-        free(norm);
-    }
-    pthread_mutex_unlock(&ctx->special_lock);
-    if (!s)
-        return sj_error(SSMJIT_ERR_NO_MEMORY, "out of memory");
-    *out = &s->spec;
-    return SSMJIT_OK;
-}
-
-void sj_special_specs_free(ssmjit_context *ctx)
-{
-    for (struct sj_special_spec *s = ctx->special_specs, *next; s; s = next) {
-        next = s->next;
-        free(s->defines);
-        free(s);
-    }
-    ctx->special_specs = NULL;
+    return sj_spec_set_get(&ctx->special_specs, base, defines, num_defines, out);
 }
 
 /* The jobs of `names` in specialised module mod. */
