@@ -128,6 +128,17 @@ static inline void *sj_model_weight(const ssmjit_model *m, int64_t layer, sj_mod
 }
 
 /* The LM head: the embedding when tied. */
+static inline size_t sj_model_tensor_bytes(const sj_model_tensor *t)
+{
+    return t->numel * ssmjit_dtype_size(t->dtype);
+}
+
+/* The sizes of config c that its tensors' shapes follow from. */
+static inline sj_model_dims sj_model_dims_of(const ssmjit_model_config *c)
+{
+    return (sj_model_dims){c->d_model, c->d_inner, c->dt_rank, c->d_state, c->d_conv, c->vocab_size};
+}
+
 static inline const sj_model_tensor *sj_model_head_tensor(const ssmjit_model *m)
 {
     return &m->t[m->cfg.tie_embeddings ? SJ_G_EMBEDDING : SJ_G_LM_HEAD];
@@ -204,7 +215,6 @@ void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
 /* Everything a fused step launches after its ids are on the device. */
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
                                    const void *ids_dev, void *stream);
-void sj_model_decode_unload(ssmjit_model *m);
 /* For a model the fused path can run: its x_proj is summed from this many
  * parts a sequence, of sj_model_decode_part_floats floats each, and its
  * head has sj_model_decode_head_blocks blocks. */

@@ -127,11 +127,6 @@ static ssmjit_status load(ssmjit_model *m)
                            NUM_DEFINES, m->decode);
 }
 
-void sj_model_decode_unload(ssmjit_model *m)
-{
-    sj_special_unload(m->ctx, m->decode, SJ_DECODE_KERNELS);
-}
-
 /* Blocks of 8 warps for a product with `rows` outputs: a row a warp
  * where the blocks an SM holds at once reach them all, else each warp
  * takes several (a second wave of blocks would stage the activations

@@ -136,16 +136,6 @@ static ssmjit_status zero_states(ssmjit_model *m, const ssmjit_model_forward_arg
     return st;
 }
 
-ssmjit_status sj_model_embed(ssmjit_model *m, const int32_t *host_ids, int64_t n, void *ids_dev,
-                             void *out, void *stream)
-{
-    if (host_ids)
-        SJ_TRY(sj_model_copy_in(m, ids_dev, host_ids, (size_t)n * 4, stream));
-    return sj_embedding_fwd(m->ctx, m->dtype, n, m->cfg.d_model, m->cfg.vocab_size, ids_dev,
-                            (const void *)(uintptr_t)m->t[SJ_G_EMBEDDING].data,
-                            (ssmjit_matrix){out, 0, 0}, m->dtype, stream);
-}
-
 static ssmjit_status run(ssmjit_model *m, const ssmjit_model_forward_args *a, const sj_model_ws *ws,
                          void *stream)
 {

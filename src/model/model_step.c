@@ -6,7 +6,6 @@
 #include "base/error.h"
 #include "model.h"
 #include "ops/ops_model.h"
-#include "ops/ops_sample.h"
 #include "ops/validate.h"
 
 static const char op[] = "ssmjit_model_step";
@@ -80,22 +79,6 @@ static ssmjit_status unfused_kernels(ssmjit_model *m, const ssmjit_model_step_ar
     SJ_TRY(sj_model_linear(m, sj_model_head_tensor(m), B, normed, c->d_model, a->logits, c->vocab_size,
                            stream));
     return sj_model_pick_next(m, a, stream);
-}
-
-_Static_assert(sizeof(ssmjit_sampling) == sizeof(sj_sample_params) &&
-                   offsetof(ssmjit_sampling, top_p) == offsetof(sj_sample_params, top_p) &&
-                   offsetof(ssmjit_sampling, seed) == offsetof(sj_sample_params, seed),
-               "ssmjit_sampling is the sampling kernel's layout");
-
-ssmjit_status sj_model_pick_next(ssmjit_model *m, const ssmjit_model_step_args *a, void *stream)
-{
-    const int64_t B = a->batch, V = m->cfg.vocab_size;
-    if (!a->next_ids)
-        return SSMJIT_OK;
-    if (a->sampling)
-        return sj_sample_rows(m->ctx, m->dtype, B, V, (ssmjit_matrix){a->logits, 0, 0},
-                              (const sj_sample_params *)a->sampling, a->sampling_steps, a->next_ids, stream);
-    return sj_argmax_rows(m->ctx, m->dtype, B, V, (ssmjit_matrix){a->logits, 0, 0}, a->next_ids, stream);
 }
 
 static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args *a,
