@@ -206,6 +206,43 @@ static void test_defines_normalised(void **state)
     free(nb);
 }
 
+/* A spec set gives one spec per base and set of defines, whatever their
+ * order and repeats, a new one for another base or other defines, and
+ * refuses defines that sj_defines_normalize refuses. */
+static void test_spec_set(void **state)
+{
+    (void)state;
+    const char *base_defines[] = {"Z=9"};
+    const sj_compile_spec base = {.arch = 90, .fast_math = 1, .defines = base_defines, .num_defines = 1};
+    sj_compile_spec other = base;
+    other.fast_math = 0;
+    sj_compile_spec other_arch = base;
+    other_arch.arch = 80;
+    const char *ab[] = {"B=2", "A=1"}, *ba[] = {"A=1", "B=2", "A=1"}, *ac[] = {"A=1", "C=3"}, *bad[] = {"A 1"};
+    sj_spec_set set;
+    sj_spec_set_init(&set);
+    const sj_compile_spec *s1, *s2, *s3, *s4, *s5, *s6 = NULL;
+    assert_int_equal(sj_spec_set_get(&set, &base, ab, 2, &s1), SSMJIT_OK);
+    assert_int_equal(sj_spec_set_get(&set, &base, ba, 3, &s2), SSMJIT_OK);
+    assert_int_equal(sj_spec_set_get(&set, &base, ac, 2, &s3), SSMJIT_OK);
+    assert_int_equal(sj_spec_set_get(&set, &other, ab, 2, &s4), SSMJIT_OK);
+    assert_int_equal(sj_spec_set_get(&set, &other_arch, ab, 2, &s5), SSMJIT_OK);
+    assert_ptr_equal(s1, s2);
+    assert_ptr_not_equal(s1, s3);
+    assert_ptr_not_equal(s1, s4);
+    assert_ptr_not_equal(s1, s5);
+    assert_int_equal(s1->arch, 90);
+    assert_int_equal(s4->fast_math, 0);
+    assert_int_equal(s5->arch, 80);
+    assert_int_equal(s1->num_defines, 3);
+    assert_string_equal(s1->defines[0], "A=1");
+    assert_string_equal(s1->defines[1], "B=2");
+    assert_string_equal(s1->defines[2], "Z=9");
+    assert_int_equal(sj_spec_set_get(&set, &base, bad, 1, &s6), SSMJIT_ERR_INVALID_ARG);
+    assert_null(s6);
+    sj_spec_set_free(&set);
+}
+
 static sj_compile_spec spec_80(const char **define)
 {
     return (sj_compile_spec){.arch = 80, .fast_math = 1, .defines = define, .num_defines = *define ? 1 : 0};
@@ -1006,6 +1043,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_key_changes_with_each_input),
         cmocka_unit_test(test_unit_text),
         cmocka_unit_test(test_defines_normalised),
+        cmocka_unit_test(test_spec_set),
         cmocka_unit_test(test_hit_miss_and_damage_replaced),
         cmocka_unit_test(test_read_only_mode),
         cmocka_unit_test(test_off_mode),

@@ -61,9 +61,11 @@ void sj_spec_set_init(sj_spec_set *set)
     set->head = NULL;
 }
 
-static int same_defines(const sj_compile_spec *a, char **defines, size_t n)
+/* Whether a is base with the normalised defines (n of them). */
+static int same_spec(const sj_compile_spec *a, const sj_compile_spec *base, char **defines, size_t n)
 {
-    if (a->num_defines != n)
+    if (a->arch != base->arch || a->ptx != base->ptx || a->fast_math != base->fast_math ||
+        a->lineinfo != base->lineinfo || a->num_defines != n)
         return 0;
     for (size_t i = 0; i < n; i++)
         if (strcmp(a->defines[i], defines[i]))
@@ -89,7 +91,7 @@ ssmjit_status sj_spec_set_get(sj_spec_set *set, const sj_compile_spec *base, con
     SJ_TRY(st);
     pthread_mutex_lock(&set->lock);
     struct sj_spec_entry *e = set->head;
-    while (e && !(e->spec.fast_math == base->fast_math && same_defines(&e->spec, norm, n)))
+    while (e && !same_spec(&e->spec, base, norm, n))
         e = e->next;
     if (e) {
         free(norm);
