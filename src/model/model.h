@@ -1,8 +1,9 @@
 /* The model's internals, shared by the model layer's files: model.c
- * (weights and tensors), model_workspace.c, model_load.c, model_forward.c,
- * model_backward.c, model_step.c and model_profile.c.  The CLI's
- * benchmark uses its profiling and sj_model_prepare, test_prepare.c
- * sj_model_units. */
+ * (the pieces the others share: prepare, tensors, GEMMs, the embedding,
+ * the next-id pick, checks), model_create.c (create, destroy),
+ * model_workspace.c, model_load.c, model_forward.c, model_backward.c,
+ * model_step.c, model_decode.c and model_profile.c.  The CLI's benchmark
+ * uses its profiling and sj_model_prepare, test_prepare.c sj_model_units. */
 #ifndef SSMJIT_MODEL_H
 #define SSMJIT_MODEL_H
 
