@@ -1,0 +1,160 @@
+/* sj_graph_capture (src/engine/launch.c) against a recording stand-in
+ * driver: what it records on success, and on each failure that the
+ * stream is out of capture again, the graph freed and no graph given,
+ * with the first error returned. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "context.h"
+#include "kernel.h"
+#include "st_util.h"
+
+#define FAIL_RESULT 700 /* what a failing stand-in call returns */
+
+static struct {
+    const char *fail; /* the driver call that fails, or NULL */
+    int began, ended, instantiated, destroyed, enqueued;
+    CUstream stream;  /* the stream capture began on */
+} rec;
+
+static CUgraph const the_graph = (CUgraph)0x1000;
+static CUgraphExec const the_exec = (CUgraphExec)0x2000;
+static CUcontext const the_cu = (CUcontext)0x3000;
+
+static CUresult result(const char *call)
+{
+    return rec.fail && strcmp(rec.fail, call) == 0 ? (CUresult)FAIL_RESULT : CUDA_SUCCESS;
+}
+
+static CUresult ctx_get_current(CUcontext *c)
+{
+    *c = the_cu;
+    return CUDA_SUCCESS;
+}
+
+static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
+{
+    (void)mode;
+    rec.stream = s;
+    CUresult r = result("begin");
+    rec.began += r == CUDA_SUCCESS;
+    return r;
+}
+
+static CUresult end_capture(CUstream s, CUgraph *g)
+{
+    assert_ptr_equal(s, rec.stream);
+    rec.ended++;
+    CUresult r = result("end");
+    *g = r == CUDA_SUCCESS ? the_graph : NULL;
+    return r;
+}
+
+static CUresult instantiate(CUgraphExec *exec, CUgraph g, unsigned long long flags)
+{
+    (void)flags;
+    assert_ptr_equal(g, the_graph);
+    rec.instantiated++;
+    CUresult r = result("instantiate");
+    /* a driver may leave its output written on failure */
+    *exec = the_exec;
+    return r;
+}
+
+static CUresult graph_destroy(CUgraph g)
+{
+    assert_ptr_equal(g, the_graph);
+    rec.destroyed++;
+    return CUDA_SUCCESS;
+}
+
+static const sj_driver stand_in = {
+    .CtxGetCurrent = ctx_get_current,
+    .StreamBeginCapture = begin_capture,
+    .StreamEndCapture = end_capture,
+    .GraphInstantiateWithFlags = instantiate,
+    .GraphDestroy = graph_destroy,
+};
+
+/* The calls captured: one, which fails where asked. */
+static ssmjit_status enqueue(void *arg, void *stream)
+{
+    assert_ptr_equal(stream, rec.stream);
+    assert_string_equal((const char *)arg, "calls");
+    rec.enqueued++;
+    if (rec.fail && strcmp(rec.fail, "enqueue") == 0)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "the enqueued call failed");
+    return SSMJIT_OK;
+}
+
+static ssmjit_context *stand_in_context(void)
+{
+    ssmjit_context *ctx = sj_context_alloc();
+    assert_non_null(ctx);
+    ctx->drv = &stand_in;
+    ctx->cu = the_cu;
+    return ctx;
+}
+
+static ssmjit_status capture(ssmjit_context *ctx, const char *fail, CUgraphExec *exec)
+{
+    memset(&rec, 0, sizeof rec);
+    rec.fail = fail;
+    *exec = (CUgraphExec)&rec; /* not NULL: the call must set it */
+    return sj_graph_capture(ctx, (void *)0x4000, enqueue, "calls", exec);
+}
+
+static void test_captures(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = stand_in_context();
+    CUgraphExec exec;
+    assert_int_equal(capture(ctx, NULL, &exec), SSMJIT_OK);
+    assert_ptr_equal(exec, the_exec);
+    assert_ptr_equal(rec.stream, (CUstream)0x4000);
+    assert_int_equal(rec.began, 1);
+    assert_int_equal(rec.enqueued, 1);
+    assert_int_equal(rec.ended, 1);
+    assert_int_equal(rec.instantiated, 1);
+    assert_int_equal(rec.destroyed, 1); /* the graph, once instantiated */
+    free(ctx);
+}
+
+static void test_failures(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = stand_in_context();
+    CUgraphExec exec;
+    /* capture never began: nothing captured, nothing to end */
+    su_assert_error(capture(ctx, "begin", &exec), SSMJIT_ERR_DRIVER, "cuStreamBeginCapture", NULL);
+    assert_null(exec);
+    assert_int_equal(rec.enqueued + rec.ended + rec.instantiated, 0);
+    /* a call failed inside the capture: the capture still ends and its
+     * graph is freed, the call's error returned */
+    su_assert_error(capture(ctx, "enqueue", &exec), SSMJIT_ERR_INVALID_ARG, "the enqueued call failed", NULL);
+    assert_null(exec);
+    assert_int_equal(rec.ended, 1);
+    assert_int_equal(rec.instantiated, 0);
+    assert_int_equal(rec.destroyed, 1);
+    /* the capture's end failed: no graph */
+    su_assert_error(capture(ctx, "end", &exec), SSMJIT_ERR_DRIVER, "cuStreamEndCapture", NULL);
+    assert_null(exec);
+    assert_int_equal(rec.instantiated + rec.destroyed, 0);
+    /* instantiation failed: the graph freed, what the driver left in the
+     * output not given */
+    su_assert_error(capture(ctx, "instantiate", &exec), SSMJIT_ERR_DRIVER, "cuGraphInstantiateWithFlags", NULL);
+    assert_null(exec);
+    assert_int_equal(rec.destroyed, 1);
+    free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_captures), cmocka_unit_test(test_failures)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
