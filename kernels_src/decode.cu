@@ -81,17 +81,20 @@ struct sj_decode_args {
 };
 static_assert(sizeof(sj_decode_args) == 25 * 8, "host mirror in src/model/model_decode.c");
 
+/* The host launches by its copies of these and of MIX_THREADS (src/model/
+ * model.h, SJ_DECODE_*), which tests/test_kernel_sizes.c holds equal. */
 constexpr int DEC_WARPS = 8; /* a block's warps */
-constexpr int DEC_BLOCKS_PER_SM = 2; /* the products' occupancy, mirrored in model_decode.c */
+constexpr int DEC_BLOCKS_PER_SM = 2; /* the products' occupancy */
+constexpr int DEC_STAGE_BYTES = 40960; /* the shared memory a block stages activations in */
 
 /* Sequences whose activations (K floats each) a block stages at once, in
  * at most 40 KiB of shared memory: two (four held the registers of eight
  * accumulators' reads, and the blocks an SM halved). */
 __host__ __device__ constexpr int dec_batch(int K)
 {
-    return K * 4 * 2 <= 40960 ? 2 : 1;
+    return K * 4 * 2 <= DEC_STAGE_BYTES ? 2 : 1;
 }
-static_assert(DM * 4 <= 40960 && DI * 4 <= 40960, "the decode kernels stage one sequence in 40 KiB");
+static_assert(DM * 4 <= DEC_STAGE_BYTES && DI * 4 <= DEC_STAGE_BYTES, "the decode kernels stage one sequence");
 
 template <bool F32, typename T> struct dec_res_of {
     typedef T type;

@@ -23,10 +23,12 @@
 #include "copy_async.cuh"
 #include "ssmjit_types.cuh"
 
-#define SJ_SKINNY_THREADS 128 /* SKINNY_THREADS in src/ops/gemm.c */
+/* The host launches by the same defines in src/ops/gemm.h, which
+ * tests/test_kernel_sizes.c holds equal to these. */
+#define SJ_SKINNY_THREADS 128
 #define SJ_SKINNY_NT 2        /* 8-row tiles of W a warp */
-#define SJ_SKINNY_KC 4        /* chunks of 32 k a stage (SKINNY_KC in src/ops/gemm.c) */
-#define SJ_SKINNY_STAGES 3    /* stages of the ring in shared memory (SKINNY_STAGES) */
+#define SJ_SKINNY_KC 4        /* chunks of 32 k a stage */
+#define SJ_SKINNY_STAGES 3    /* stages of the ring in shared memory */
 #define SJ_SKINNY_ROWS (SJ_SKINNY_THREADS / 32 * SJ_SKINNY_NT * 8) /* W's rows a block: 64 */
 #define SJ_SKINNY_BLOCKS_PER_SM 3
 

@@ -170,8 +170,8 @@ SJ_FOR_EACH_DTYPE(SJ_CE_KERNELS, 0)
 
 /* *loss = scale * the sum of row_loss[0..rows), in double: each thread
  * sums a fixed stride of rows, then a tree in shared memory adds the
- * threads in a fixed order.  One block of SJ_CE_SUM_THREADS threads; rows
- * = 0 gives 0. */
+ * threads in a fixed order.  One block of SJ_CE_SUM_THREADS threads (the
+ * host's in src/ops/ops_model.h); rows = 0 gives 0. */
 #define SJ_CE_SUM_THREADS 256
 
 #if SJ_KERNEL_WANTED(cross_entropy_sum)

@@ -24,7 +24,7 @@ struct sj_sample_params {
 };
 static_assert(sizeof(sj_sample_params) == 24, "host mirror in src/ops/ops_sample.h");
 
-/* Threads a block (SAMPLE_THREADS in src/ops/ops_sample.c). */
+/* Threads a block (SJ_SAMPLE_THREADS in src/ops/ops_sample.h too). */
 #define SJ_SAMPLE_THREADS 1024
 #define SJ_SAMPLE_BINS 256
 #define SJ_SAMPLE_WARPS (SJ_SAMPLE_THREADS / 32)

@@ -39,8 +39,12 @@
 
 #include "scan_common.cuh"
 
+/* The host's copies (src/ops/scan_internal.h, SJ_SCAN_TP_*) are held
+ * equal to these by tests/test_kernel_sizes.c. */
 #define SJ_TP_CB 4 /* channels (warps) a block */
 #define SJ_TP_NG 4 /* groups of 4 states: N <= 16 */
+#define SJ_TP4_BLOCKS_PER_SM 4 /* the launch bounds of 4 tokens a lane */
+#define SJ_TP8_BLOCKS_PER_SM 3 /* and of 8 */
 
 /* K tokens a lane (a chunk of 32 K) */
 template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(const sj_scan_params &p)
@@ -297,4 +301,5 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
     {                                                                                                          \
         sj_scan_fwd_tp<T, K>(p);                                                                               \
     })
-#define SJ_SCAN_FWD_TP_KERNELS(T, sfx, unused) SJ_SCAN_FWD_TP_KERNEL(4, 4, T, sfx) SJ_SCAN_FWD_TP_KERNEL(8, 3, T, sfx)
+#define SJ_SCAN_FWD_TP_KERNELS(T, sfx, unused)                                                                 \
+    SJ_SCAN_FWD_TP_KERNEL(4, SJ_TP4_BLOCKS_PER_SM, T, sfx) SJ_SCAN_FWD_TP_KERNEL(8, SJ_TP8_BLOCKS_PER_SM, T, sfx)

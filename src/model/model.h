@@ -204,6 +204,16 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
  * else the unfused step, unless forced. */
 #define SJ_DECODE_FUSED_MAX_BATCH 2
 #define SJ_DECODE_FUSED_MAX_D_MODEL 2048
+/* The fused kernels' sizes, kernels_src/decode.cu's DEC_WARPS,
+ * DEC_BLOCKS_PER_SM, MIX_THREADS and DEC_STAGE_BYTES (tests/
+ * test_kernel_sizes.c holds the two sides equal): the products' blocks
+ * of SJ_DECODE_WARPS warps and the blocks an SM their launch bounds keep,
+ * the mix kernel's block, and the shared memory a block stages one
+ * sequence's activations in. */
+#define SJ_DECODE_WARPS 8
+#define SJ_DECODE_BLOCKS_PER_SM 2
+#define SJ_DECODE_MIX_THREADS 256
+#define SJ_DECODE_STAGE_BYTES 40960
 int sj_model_decode_fused(const ssmjit_model *m, int64_t batch);
 /* Forces the path of later steps (tests, benchmarks): -1 the rule, 0 the
  * unfused path, 1 the fused one (SSMJIT_ERR_UNSUPPORTED where it cannot

@@ -37,13 +37,8 @@ _Static_assert(sizeof(sj_decode_args) == 25 * 8, "kernel layout in kernels_src/d
 
 static const char *const parts[SJ_DECODE_KERNELS] = {"in", "mix", "out", "head"};
 
-/* The products' blocks of 8 warps an SM (DEC_BLOCKS_PER_SM in decode.cu:
- * their launch bounds). */
-#define BLOCKS_PER_SM 2
-
-/* Shared memory the kernels stage one sequence's activations in: 40 KiB
- * (dec_batch in decode.cu). */
-#define STAGE_FLOATS (40960 / 4)
+/* The floats of one sequence's activations the kernels can stage. */
+#define STAGE_FLOATS (SJ_DECODE_STAGE_BYTES / 4)
 
 /* Whether the rule can take the fused path for a model of config c. */
 static int rule_sizes(const ssmjit_model_config *c)
@@ -127,13 +122,14 @@ static ssmjit_status load(ssmjit_model *m)
                            NUM_DEFINES, m->decode);
 }
 
-/* Blocks of 8 warps for a product with `rows` outputs: a row a warp
- * where the blocks an SM holds at once reach them all, else each warp
- * takes several (a second wave of blocks would stage the activations
- * again). */
+/* Blocks of SJ_DECODE_WARPS warps for a product with `rows` outputs: a
+ * row a warp where the blocks an SM holds at once reach them all, else
+ * each warp takes several (a second wave of blocks would stage the
+ * activations again). */
 static sj_dim3 matvec_grid(const ssmjit_model *m, int64_t rows)
 {
-    int64_t blocks = sj_min64(sj_ceil_div(rows, 8), BLOCKS_PER_SM * (int64_t)sj_context_props(m->ctx)->sm_count);
+    int64_t blocks = sj_min64(sj_ceil_div(rows, SJ_DECODE_WARPS),
+                              SJ_DECODE_BLOCKS_PER_SM * (int64_t)sj_context_props(m->ctx)->sm_count);
     return (sj_dim3){(unsigned)blocks, 1, 1};
 }
 
@@ -142,7 +138,7 @@ static sj_dim3 matvec_grid(const ssmjit_model *m, int64_t rows)
 int64_t sj_model_decode_xparts(const ssmjit_model *m)
 {
     const ssmjit_model_config *c = &m->cfg;
-    return sj_min64(matvec_grid(m, 2 * c->d_inner).x, sj_ceil_div(c->d_inner, 8));
+    return sj_min64(matvec_grid(m, 2 * c->d_inner).x, sj_ceil_div(c->d_inner, SJ_DECODE_WARPS));
 }
 
 int64_t sj_model_decode_head_blocks(const ssmjit_model *m)
@@ -177,7 +173,8 @@ static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, 
     if (skipped(m, part))
         return SSMJIT_OK;
     void *args[] = {a};
-    return sj_launch_chained(m->ctx, m->decode[part].fn, grid, (sj_dim3){256, 1, 1}, stream, args);
+    unsigned threads = part == SJ_DECODE_MIX ? SJ_DECODE_MIX_THREADS : 32 * SJ_DECODE_WARPS;
+    return sj_launch_chained(m->ctx, m->decode[part].fn, grid, (sj_dim3){threads, 1, 1}, stream, args);
 }
 
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
@@ -193,7 +190,8 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
         SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
     /* the states' lanes: 4 a channel where decode.cu's MIX_G is 4 (N = 16) */
     const int64_t g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
-    const sj_dim3 in = matvec_grid(m, 2 * di), mix = {(unsigned)sj_ceil_div(di * g, 256), (unsigned)sj_min64(B, 65535), 1};
+    const sj_dim3 in = matvec_grid(m, 2 * di), mix = {(unsigned)sj_ceil_div(di * g, SJ_DECODE_MIX_THREADS),
+                                                    (unsigned)sj_min64(B, 65535), 1};
     /* greedy: the head takes the argmax too; a draw is a kernel of its own */
     const int greedy = a->next_ids && !a->sampling && !skipped(m, SJ_DECODE_PICK);
     sj_decode_args d = {

@@ -16,16 +16,6 @@
 
 #define OP "sj_gemm"
 
-/* The skinny kernels (kernels_src/gemm.cu): threads a block
- * (SJ_SKINNY_THREADS), W's rows a block, blocks an SM by their launch
- * bounds (SJ_SKINNY_BLOCKS_PER_SM). */
-#define SKINNY_THREADS 128
-#define SKINNY_ROWS_W 64
-#define SKINNY_BLOCKS_PER_SM 3
-/* Its ring in shared memory: SJ_SKINNY_STAGES stages, each W's 64 rows
- * and A's rows_a over SJ_SKINNY_KC chunks of 32 k. */
-#define SKINNY_STAGES 3
-#define SKINNY_KC 4
 /* A split of k takes at least this many 32-wide chunks, so that its
  * partial sums (rows_a x 64 floats a block) stay well under the weight
  * bytes it reads. */
@@ -126,7 +116,7 @@ static ssmjit_status set_stream(sj_blas *blas, CUstream stream)
 }
 
 /* The ring's bytes for a block over rows_a of A. */
-static unsigned skinny_smem(int rows_a) { return SKINNY_STAGES * (SKINNY_ROWS_W + rows_a) * SKINNY_KC * 64; }
+static unsigned skinny_smem(int rows_a) { return SJ_SKINNY_STAGES * (SJ_SKINNY_ROWS + rows_a) * SJ_SKINNY_KC * 64; }
 
 /* Where the skinny kernels beat cuBLAS on an H200 by 5% or more in two
  * runs (ssmjit bench --gemm; bench/NOTES.md, "Decode, round 3", runs G7
@@ -167,7 +157,7 @@ int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const i
 {
     /* the kernels index rows and k in int, a tile's end included */
     if (p->cc_major < 8 || d->ab_dtype == SSMJIT_F32 || d->trans_a || !d->trans_b || d->k <= 0 || d->k % 8 ||
-        d->k > (1 << 30) || d->n > INT_MAX - SKINNY_ROWS_W || lds[0] % 8 || lds[1] % 8 || (uintptr_t)d->a % 16 ||
+        d->k > (1 << 30) || d->n > INT_MAX - SJ_SKINNY_ROWS || lds[0] % 8 || lds[1] % 8 || (uintptr_t)d->a % 16 ||
         (uintptr_t)d->b % 16)
         return 0;
     if (!forced && !sj_gemm_skinny_wins(d->m, d->n, d->k))
@@ -175,8 +165,8 @@ int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const i
     int rows_a = skinny_rows_a(d->m);
     /* blocks an SM: the launch bounds', or fewer where the ring's shared
      * memory (and the 1 KB the device keeps for each block) runs out */
-    int64_t per_sm = sj_min64(SKINNY_BLOCKS_PER_SM, p->max_smem_per_sm / ((int64_t)skinny_smem(rows_a) + 1024));
-    int64_t tiles_n = sj_ceil_div(d->n, SKINNY_ROWS_W), tiles_m = sj_ceil_div(d->m, rows_a);
+    int64_t per_sm = sj_min64(SJ_SKINNY_BLOCKS_PER_SM, p->max_smem_per_sm / ((int64_t)skinny_smem(rows_a) + 1024));
+    int64_t tiles_n = sj_ceil_div(d->n, SJ_SKINNY_ROWS), tiles_m = sj_ceil_div(d->m, rows_a);
     if (tiles_m > 65535)
         return 0;
     /* k is split until the blocks fill the GPU once at the launch bounds'
@@ -212,7 +202,7 @@ static ssmjit_status skinny_call(sj_blas *blas, const sj_gemm_desc *d, const int
     void *args[] = {(void *)&d->a, &lda, (void *)&d->b, &ldb, (void *)&d->c, &ldc, &m, &n, &k,
                     &alpha, &beta, &split_chunks, &blas->parts, &blas->arrivals};
     unsigned smem = skinny_smem(s->rows_a);
-    return sj_launch(blas->ctx, fn, (sj_dim3){s->blocks_n, s->splits, s->tiles_m}, (sj_dim3){SKINNY_THREADS, 1, 1},
+    return sj_launch(blas->ctx, fn, (sj_dim3){s->blocks_n, s->splits, s->tiles_m}, (sj_dim3){SJ_SKINNY_THREADS, 1, 1},
                      smem, stream, args);
 }
 

@@ -71,6 +71,19 @@ typedef struct sj_gemm_desc {
  * C = beta C.  A failing cuBLAS call gives SSMJIT_ERR_DRIVER naming it. */
 ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream);
 
+/* The skinny kernels' sizes, the defines of the same names in
+ * kernels_src/gemm.cu (tests/test_kernel_sizes.c holds the two equal):
+ * threads a block, 8-row tiles of W a warp (so W's rows a block), blocks
+ * an SM by their launch bounds, and their ring in shared memory,
+ * SJ_SKINNY_STAGES stages, each W's rows and A's rows_a over SJ_SKINNY_KC
+ * chunks of 32 k. */
+#define SJ_SKINNY_THREADS 128
+#define SJ_SKINNY_NT 2
+#define SJ_SKINNY_ROWS (SJ_SKINNY_THREADS / 32 * SJ_SKINNY_NT * 8)
+#define SJ_SKINNY_BLOCKS_PER_SM 3
+#define SJ_SKINNY_STAGES 3
+#define SJ_SKINNY_KC 4
+
 /* The skinny kernels' launch for C = A W^T (A [m, k], W [n, k]): A's rows
  * a block takes (16, 32 or 64, the kernel's form), the grid (blocks over
  * W's 64-row tiles, splits of k, A's tiles) and the 32-wide chunks of k a

@@ -15,7 +15,6 @@
 #define ROWS_PER_GRID 65535u   /* grid.y of the row loops, grid.x of the row kernels; they loop */
 #define ROW_THREADS 256u       /* a row kernel's block (cross-entropy) */
 #define ARGMAX_THREADS 1024u   /* argmax's block: a lone row (batch-1 decoding) fills an SM */
-#define CE_SUM_THREADS 256u    /* SJ_CE_SUM_THREADS in kernels_src/model_bwd.cu */
 
 static unsigned grid_of(int64_t blocks)
 {
@@ -219,7 +218,7 @@ ssmjit_status sj_cross_entropy(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
     }
     SJ_TRY(get_kernel(ctx, SJ_ROLE_BACKWARD, &fn, "cross_entropy_sum"));
     void *args[] = {&row_loss, &rows, &scale, &loss};
-    sj_dim3 grid = {1, 1, 1}, block = {CE_SUM_THREADS, 1, 1};
+    sj_dim3 grid = {1, 1, 1}, block = {SJ_CE_SUM_THREADS, 1, 1};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);
 }
 

@@ -47,6 +47,11 @@ ssmjit_status sj_embedding_bwd(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
                                const int32_t *seg_id, ssmjit_matrix dy, float *dtable,
                                void *stream);
 
+/* The block that sums the rows' losses: SJ_CE_SUM_THREADS in
+ * kernels_src/model_bwd.cu (tests/test_kernel_sizes.c holds the two
+ * equal). */
+#define SJ_CE_SUM_THREADS 256u
+
 /* Softmax cross-entropy of logits [rows, vocab] (dtype) against
  * targets (device [rows]), in f32 with the row maximum subtracted:
  * row_loss[r] = logsumexp(logits[r]) - logits[r][targets[r]], 0 for an

@@ -7,7 +7,6 @@
 #include "engine/kernel.h"
 #include "validate.h"
 
-#define SAMPLE_THREADS 1024u /* SJ_SAMPLE_THREADS in kernels_src/sample.cu */
 #define MAX_GRID 65535u      /* blocks; the kernel loops over further rows */
 
 ssmjit_status sj_sample_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t rows, int64_t cols,
@@ -38,6 +37,6 @@ ssmjit_status sj_sample_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t ro
     snprintf(name, sizeof name, "sample_rows_%s", sj_dtype_suffix(dtype));
     SJ_TRY(sj_kernel_get(ctx, SJ_MODULE_SAMPLE, SJ_ROLE_FORWARD, name, &fn));
     void *args[] = {&logits.data, &logits.stride, &params, &steps, &out, &rows, &cols};
-    sj_dim3 grid = {rows < MAX_GRID ? (unsigned)rows : MAX_GRID, 1, 1}, block = {SAMPLE_THREADS, 1, 1};
+    sj_dim3 grid = {rows < MAX_GRID ? (unsigned)rows : MAX_GRID, 1, 1}, block = {SJ_SAMPLE_THREADS, 1, 1};
     return sj_launch(ctx, fn, grid, block, 0, stream, args);
 }

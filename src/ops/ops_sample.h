@@ -47,6 +47,10 @@
 
 #include "ssmjit.h"
 
+/* Threads a block of the sampling kernels: SJ_SAMPLE_THREADS in
+ * kernels_src/sample.cu (tests/test_kernel_sizes.c holds the two equal). */
+#define SJ_SAMPLE_THREADS 1024u
+
 /* One row's parameters, in device memory.  Mirrored by struct
  * sj_sample_params in kernels_src/sample.cu: keep the two the same. */
 typedef struct sj_sample_params {

@@ -14,7 +14,9 @@
 
 /* Must match kernels_src: SJ_SCAN_CHUNK, the backward's SJ_BWD_NBLK,
  * SJ_BWD_BD, SJ_BWD_THREADS, SJ_BWD_TP, SJ_BWD_BUF and the
- * shared-memory layout described beside them. */
+ * shared-memory layout described beside them.  tests/test_kernel_sizes.c
+ * holds each number here equal to the kernels' (the sums below are
+ * written as the kernels write theirs). */
 #define SJ_SCAN_CHUNK 16
 #define SJ_SCAN_BWD_NBLK 16
 #define SJ_SCAN_BWD_BD 64
@@ -32,7 +34,7 @@
 /* The token-parallel forward (kernels_src/scan_fwd_tp.cuh): SJ_TP_CB
  * channels a block of 32 SJ_TP_CB threads, at most 4 SJ_TP_NG states;
  * the blocks an SM of its kernels of 8 and 4 tokens a lane (their launch
- * bounds). */
+ * bounds, SJ_TP8_BLOCKS_PER_SM and SJ_TP4_BLOCKS_PER_SM). */
 #define SJ_SCAN_TP_CB 4
 #define SJ_SCAN_TP_MAX_N 16
 #define SJ_SCAN_TP8_BLOCKS_PER_SM 3
