@@ -14,6 +14,7 @@
 
 #include "context.h"
 #include "model_tensors.h"
+#include "ssmjit_internal.h"
 #include "st_util.h"
 #include "test_util.h"
 
@@ -478,6 +479,38 @@ static void test_model_load_checks_first(void **state)
     free(ctx);
 }
 
+/* The benchmarks' door to the Linear layers' shapes gives a decode step's
+ * five in order, at the 130m and 1.4b shapes as their checkpoints hold
+ * them, and nothing past them. */
+static void test_linear_shapes(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"in_proj", "x_proj", "dt_proj", "out_proj", "lm_head"};
+    static const int64_t small[5][2] = {{3072, 768}, {80, 1536}, {1536, 48}, {768, 1536}, {50280, 768}};
+    static const int64_t big[5][2] = {{8192, 2048}, {160, 4096}, {4096, 128}, {2048, 4096}, {50280, 2048}};
+    ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4,
+                             .dt_rank = 48, .n_layer = 24, .vocab_size = 50280, .tie_embeddings = 1};
+    for (int model = 0; model < 2; model++) {
+        const int64_t(*want)[2] = model ? big : small;
+        if (model)
+            c.d_model = 2048, c.d_inner = 4096, c.dt_rank = 128, c.n_layer = 48;
+        for (int i = 0; i < 5; i++) {
+            const char *name = NULL;
+            int64_t n = -1, k = -1;
+            assert_int_equal(sj_model_linear_shape(&c, i, &name, &n, &k), 1);
+            assert_string_equal(name, names[i]);
+            assert_int_equal(n, want[i][0]);
+            assert_int_equal(k, want[i][1]);
+        }
+        const char *name = "untouched";
+        int64_t n = -1, k = -1;
+        assert_int_equal(sj_model_linear_shape(&c, 5, &name, &n, &k), 0);
+        assert_int_equal(sj_model_linear_shape(&c, -1, &name, &n, &k), 0);
+        assert_string_equal(name, "untouched");
+        assert_int_equal(n, -1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -485,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_tied_lm_head), cmocka_unit_test(test_missing_tensors),
         cmocka_unit_test(test_wrong_shapes), cmocka_unit_test(test_config_mismatch),
         cmocka_unit_test(test_tensor_names), cmocka_unit_test(test_model_load_checks_first),
+        cmocka_unit_test(test_linear_shapes),
     };
     return cmocka_run_group_tests(tests, su_dir_setup, su_dir_teardown);
 }

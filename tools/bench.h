@@ -11,6 +11,8 @@
 /* The mamba-130m shape the benchmarks use (random weights): d_model 768,
  * 24 layers, N 16, vocab 50280, tied embeddings, f32 residual stream. */
 extern const ssmjit_model_config bench_130m;
+/* The mamba-1.4b shape: d_model 2048, 48 layers, otherwise the same. */
+extern const ssmjit_model_config bench_1p4b;
 
 /* The command line running this program with `args` (a fresh process of
  * it): 0, or -1 when it does not fit in cap. */

@@ -8,7 +8,6 @@
  * activations do). */
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "bench.h"
 #include "bench_parts.h"
@@ -25,12 +24,12 @@ typedef struct gemm_shape {
     int64_t n, k;
 } gemm_shape;
 
-static const gemm_shape shapes[] = {
-    {"130m", "in_proj", 3072, 768},   {"130m", "x_proj", 80, 1536},  {"130m", "dt_proj", 1536, 48},
-    {"130m", "out_proj", 768, 1536},  {"130m", "lm_head", 50280, 768}, {"1.4b", "in_proj", 8192, 2048},
-    {"1.4b", "x_proj", 160, 4096},    {"1.4b", "dt_proj", 4096, 128}, {"1.4b", "out_proj", 2048, 4096},
-    {"1.4b", "lm_head", 50280, 2048},
-};
+/* The models whose Linear layers are timed (sj_model_linear_shape gives
+ * their shapes). */
+static const struct {
+    const char *name;
+    const ssmjit_model_config *config;
+} models[] = {{"130m", &bench_130m}, {"1.4b", &bench_1p4b}};
 static const int64_t rows[] = {1, 8, 64, 256};
 
 typedef struct gemm_run {
@@ -125,14 +124,17 @@ int bench_gemm(ssmjit_context *ctx, int quick)
                "GEMM C [m, n] = A [m, k] W [n, k]^T, us a call in a graph of %d; GB/s: W's bytes over the time\n\n",
                copy, CALLS);
     static const ssmjit_dtype dtypes[] = {SSMJIT_BF16, SSMJIT_F16};
-    for (size_t d = 0; d < 2 && st == SSMJIT_OK; d++)
-        for (size_t i = 0; i < sizeof shapes / sizeof *shapes && st == SSMJIT_OK; i++) {
-            /* f16 at the 130m shapes only; --quick one shape */
-            if ((d && strcmp(shapes[i].model, "130m")) || (quick && i))
-                continue;
-            for (size_t j = 0; j < sizeof rows / sizeof *rows && st == SSMJIT_OK; j++)
-                st = gemm_row(ctx, blas, dtypes[d], &shapes[i], rows[j], stream, copy);
+    for (size_t d = 0; d < 2 && st == SSMJIT_OK; d++) {
+        /* f16 at the 130m shapes only; --quick one shape */
+        size_t nmodels = d || quick ? 1 : sizeof models / sizeof *models;
+        for (size_t mi = 0; mi < nmodels && st == SSMJIT_OK; mi++) {
+            gemm_shape s = {models[mi].name, NULL, 0, 0};
+            for (int i = 0; (i == 0 || !quick) && sj_model_linear_shape(models[mi].config, i, &s.what, &s.n, &s.k);
+                 i++)
+                for (size_t j = 0; j < sizeof rows / sizeof *rows && st == SSMJIT_OK; j++)
+                    st = gemm_row(ctx, blas, dtypes[d], &s, rows[j], stream, copy);
         }
+    }
     sj_blas_destroy(blas);
     sj_stream_destroy(ctx, stream);
     sj_context_leave(ctx, pushed);

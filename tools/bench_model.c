@@ -258,14 +258,8 @@ int bench_model(ssmjit_context *ctx, int quick)
         st = decode_parts(&b, 1, quick ? 50 : 500);
     if (st == SSMJIT_OK)
         st = decode_other(&b, "130m", bench_130m, SSMJIT_F32, quick ? 50 : 300, copy);
-    if (st == SSMJIT_OK && !quick) {
-        ssmjit_model_config big = bench_130m;
-        big.d_model = 2048;
-        big.d_inner = 4096;
-        big.dt_rank = 128;
-        big.n_layer = 48;
-        st = decode_other(&b, "1.4b", big, SSMJIT_BF16, 200, copy);
-    }
+    if (st == SSMJIT_OK && !quick)
+        st = decode_other(&b, "1.4b", bench_1p4b, SSMJIT_BF16, 200, copy);
     double split[3] = {0, 0, 0};
     if (st == SSMJIT_OK)
         st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train, split);

@@ -11,6 +11,9 @@
 const ssmjit_model_config bench_130m = {.struct_size = sizeof bench_130m, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4,
                                         .dt_rank = 48, .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5,
                                         .tie_embeddings = 1, .residual_in_fp32 = 1};
+const ssmjit_model_config bench_1p4b = {.struct_size = sizeof bench_1p4b, .d_model = 2048, .d_inner = 4096, .d_state = 16,
+                                        .d_conv = 4, .dt_rank = 128, .n_layer = 48, .vocab_size = 50280,
+                                        .norm_eps = 1e-5, .tie_embeddings = 1, .residual_in_fp32 = 1};
 
 static int compare_doubles(const void *a, const void *b)
 {
