@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dtype_convert.h"
@@ -227,13 +228,74 @@ static void test_convert_buffers(void **state)
     assert_int_equal(out, 0x7fc00001u);
 }
 
+/* What sj_convert must write for one element: the element functions
+ * (checked above) composed through f32. */
+static uint32_t element_want(uint32_t u, ssmjit_dtype from, ssmjit_dtype to)
+{
+    float wide = from == SSMJIT_F32 ? f32_of(u) : from == SSMJIT_F16 ? sj_f16_to_f32((uint16_t)u)
+                                                                    : sj_bf16_to_f32((uint16_t)u);
+    if (to == SSMJIT_F32)
+        return bits_of(wide) | (isnan(wide) ? 0x00400000u : 0);
+    return to == SSMJIT_F16 ? sj_f32_to_f16(wide) : sj_f32_to_bf16(wide);
+}
+
+/* sj_convert over long buffers, as a model's load uses it (its vectorised
+ * loops and their tails): every 16-bit pattern, and f32 patterns on a
+ * stride through all of them with the specials' neighbours, from an odd
+ * byte into an odd byte, for every pair of dtypes. */
+static void test_convert_every_pattern(void **state)
+{
+    (void)state;
+    static const ssmjit_dtype types[] = {SSMJIT_F32, SSMJIT_F16, SSMJIT_BF16};
+    static const uint32_t specials[] = {0x00000000u, 0x00000001u, 0x007fffffu, 0x00800000u, 0x33000000u,
+                                        0x38800000u, 0x477fefffu, 0x477ff000u, 0x7f7fffffu, 0x7f800000u,
+                                        0x7f800001u, 0x7fbfffffu, 0x7fc00000u, 0x7fffffffu, 0x3f808000u,
+                                        0x3f818000u, 0x3f807fffu};
+    enum { STRIDE = 65537, F32_N = 65536 + 17 * 6 * 2 + 1 };
+    uint32_t *f32s = malloc(F32_N * sizeof *f32s);
+    size_t nf = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += STRIDE)
+        f32s[nf++] = (uint32_t)u;
+    for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
+        for (uint32_t sign = 0; sign < 2; sign++)
+            for (int delta = -2; delta <= 3; delta++)
+                f32s[nf++] = (specials[i] + (uint32_t)delta) ^ (sign << 31);
+    assert_true(nf <= F32_N);
+    unsigned char *src = malloc(4 * F32_N + 2), *dst = malloc(4 * F32_N + 2);
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            ssmjit_dtype from = types[a], to = types[b];
+            size_t n = from == SSMJIT_F32 ? nf : 65536, in = ssmjit_dtype_size(from), out = ssmjit_dtype_size(to);
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u = from == SSMJIT_F32 ? f32s[i] : (uint32_t)i;
+                uint16_t h = (uint16_t)u;
+                memcpy(src + 1 + i * in, in == 4 ? (const void *)&u : (const void *)&h, in);
+            }
+            memset(dst, 0xAB, 4 * F32_N + 2);
+            sj_convert(dst + 1, to, src + 1, from, n);
+            assert_int_equal(dst[0], 0xAB);
+            assert_int_equal(dst[1 + n * out], 0xAB);
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u = from == SSMJIT_F32 ? f32s[i] : (uint32_t)i, got = 0;
+                memcpy(&got, dst + 1 + i * out, out);
+                uint32_t want = element_want(u, from, to);
+                if (got != want)
+                    fail_msg("%s to %s: 0x%08x gave 0x%08x, want 0x%08x", sj_dtype_suffix(from),
+                             sj_dtype_suffix(to), u, got, want);
+            }
+        }
+    free(f32s);
+    free(src);
+    free(dst);
+}
+
 int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_values),        cmocka_unit_test(test_nan_stays_quiet),
         cmocka_unit_test(test_all_16_bit_patterns), cmocka_unit_test(test_against_double_reference),
-        cmocka_unit_test(test_convert_buffers),
+        cmocka_unit_test(test_convert_buffers),     cmocka_unit_test(test_convert_every_pattern),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,20 +182,29 @@ SSMJIT_API ssmjit_status ssmjit_model_bind_tensor(ssmjit_model *m, const char *n
     return SSMJIT_OK;
 }
 
+/* A tensor goes up in pieces of this many bytes (of its dtype), each
+ * converted into one staging buffer: a buffer the size of the tensor
+ * (the embedding's 77 MB at the 130m shape) came fresh from the system
+ * for every tensor, and faulting its pages in cost as much as converting
+ * into it (bench/NOTES.md, "Model load"). */
+#define UPLOAD_PIECE_BYTES ((size_t)4 << 20)
+
 ssmjit_status sj_model_upload(ssmjit_model *m, sj_model_tensor *t, const void *src,
                               ssmjit_dtype src_dtype)
 {
-    size_t bytes = sj_model_tensor_bytes(t);
-    void *staging = malloc(bytes ? bytes : 1);
+    const size_t es = ssmjit_dtype_size(t->dtype), in = ssmjit_dtype_size(src_dtype), numel = (size_t)t->numel;
+    const size_t per = UPLOAD_PIECE_BYTES / es, first = numel < per ? numel : per;
+    unsigned char *staging = malloc(first ? first * es : 1);
     if (!staging)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of host memory converting '%s'", t->name);
-    sj_convert(staging, t->dtype, src, src_dtype, t->numel);
     int pushed;
     ssmjit_status st = sj_context_enter(m->ctx, &pushed);
-    if (st == SSMJIT_OK) {
-        st = SJ_CU(m->drv, MemcpyHtoD, t->data, staging, bytes);
-        sj_context_leave(m->ctx, pushed);
+    for (size_t done = 0; st == SSMJIT_OK && done < numel; done += per) {
+        size_t n = numel - done < per ? numel - done : per;
+        sj_convert(staging, t->dtype, (const unsigned char *)src + done * in, src_dtype, n);
+        st = SJ_CU(m->drv, MemcpyHtoD, t->data + done * es, staging, n * es);
     }
+    sj_context_leave(m->ctx, pushed);
     free(staging);
     return st;
 }
