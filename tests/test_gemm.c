@@ -20,10 +20,16 @@
 /* In a fresh process (the loader keeps its first answer): with
  * SSMJIT_CUBLAS_PATH naming no file, opening cuBLAS fails, names that file
  * and nothing else, fails the same way again, and sj_blas_create reports
- * it before touching the context, leaving *out NULL. */
-static int absent_child(const char *path)
+ * it before touching the context, leaving *out NULL.  With `ahead`, the
+ * opening was first started on the pool (sj_cublas_open_ahead, twice), as
+ * a model does, and all of that holds the same. */
+static int absent_child(const char *path, int ahead)
 {
     setenv("SSMJIT_CUBLAS_PATH", path, 1);
+    if (ahead) {
+        sj_cublas_open_ahead();
+        sj_cublas_open_ahead();
+    }
     const sj_cublas *api = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (sj_cublas_get(&api) != SSMJIT_ERR_CUBLAS_NOT_FOUND || api)
@@ -47,6 +53,7 @@ static void test_absent(void **state)
 {
     (void)state;
     assert_int_equal(tu_run_self("--absent-child", ABSENT), 0);
+    assert_int_equal(tu_run_self("--absent-ahead-child", ABSENT), 0);
 }
 
 /* The default search either opens a cuBLAS with every required entry
@@ -199,7 +206,9 @@ static void test_skinny_rule_and_plans(void **state)
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--absent-child"))
-        return absent_child(argv[2]);
+        return absent_child(argv[2], 0);
+    if (argc == 3 && !strcmp(argv[1], "--absent-ahead-child"))
+        return absent_child(argv[2], 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_skinny_refuses),
         cmocka_unit_test(test_skinny_rule_and_plans),

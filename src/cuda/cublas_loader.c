@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/lib_open.h"
+#include "base/pool.h"
 
 static const char *const search_names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"};
 
@@ -24,6 +25,19 @@ static sj_lib lib = SJ_LIB_INIT("cuBLAS", "SSMJIT_CUBLAS_PATH", SSMJIT_ERR_CUBLA
                                 search_names, symbols, cublas);
 
 static void load(void) { sj_lib_load(&lib); }
+
+/* The pool's task that opens it; its outcome is the library's, which
+ * sj_cublas_get reports. */
+static void open_on_pool(sj_pool_task *task)
+{
+    (void)task;
+    pthread_once(&lib.once, load);
+}
+static sj_pool_task open_task = {open_on_pool, NULL};
+static pthread_once_t open_queued = PTHREAD_ONCE_INIT;
+static void queue_open(void) { sj_pool_submit(&open_task); }
+
+void sj_cublas_open_ahead(void) { pthread_once(&open_queued, queue_open); }
 
 ssmjit_status sj_cublas_get(const sj_cublas **out)
 {

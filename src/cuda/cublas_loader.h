@@ -51,6 +51,13 @@ typedef struct sj_cublas {
  * or the entry point the library lacks; every later call reports the same. */
 ssmjit_status sj_cublas_get(const sj_cublas **out);
 
+/* Starts opening cuBLAS on the compile pool (once a process), so that the
+ * 50 MB library and the 540 MB of cuBLASLt behind it load while the
+ * caller does other work (a model, its weights): opening them took 70-90
+ * ms.  sj_cublas_get then waits for it, or opens it itself if no worker
+ * has begun, and reports as it would have. */
+void sj_cublas_open_ahead(void);
+
 /* SSMJIT_OK for CUBLAS_STATUS_SUCCESS, else an SSMJIT_ERR_DRIVER message
  * "<call> failed: CUBLAS_STATUS_... (<status>)". */
 ssmjit_status sj_cublas_result(const sj_cublas *api, cublasStatus_t s, const char *call);

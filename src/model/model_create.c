@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "cuda/cublas_loader.h"
 #include "model.h"
 #include "ops/validate.h"
 
@@ -126,6 +127,7 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     if (!opts)
         opts = &defaults;
     SJ_TRY(check_options(opts, op));
+    sj_cublas_open_ahead();
     /* First thing, so that the kernels compile while the weights are read.
      * Ahead of need only: what keeps them from queueing (no NVRTC, no
      * toolchain record) is reported by the call that needs one, as
@@ -151,10 +153,8 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     m->decode_force = -1;
     build_table(m);
 
-    ssmjit_status st = sj_blas_create(ctx, &m->blas);
     int pushed = 0;
-    if (st == SSMJIT_OK)
-        st = sj_context_enter(ctx, &pushed);
+    ssmjit_status st = sj_context_enter(ctx, &pushed);
     if (st == SSMJIT_OK) {
         st = alloc_weights(m);
         if (st == SSMJIT_OK)
@@ -168,6 +168,8 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     *out = m;
     return SSMJIT_OK;
 }
+
+ssmjit_status sj_model_open_blas(ssmjit_model *m) { return sj_blas_create(m->ctx, &m->blas); }
 
 SSMJIT_API void ssmjit_model_destroy(ssmjit_model *m)
 {
@@ -278,6 +280,8 @@ SSMJIT_API ssmjit_status ssmjit_model_create(ssmjit_context *ctx, const ssmjit_m
     ssmjit_model *m;
     SJ_TRY(sj_model_alloc(ctx, config, opts, &m));
     ssmjit_status st = randomize(m, seed);
+    if (st == SSMJIT_OK)
+        st = sj_model_open_blas(m);
     if (st != SSMJIT_OK) {
         ssmjit_model_destroy(m);
         return st;

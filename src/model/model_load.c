@@ -94,6 +94,8 @@ static ssmjit_status load(ssmjit_context *ctx, const char *path, const ssmjit_mo
     ssmjit_model *m;
     SJ_TRY(sj_model_alloc(ctx, &c, opts, &m));
     ssmjit_status st = fill(m, ck, naming);
+    if (st == SSMJIT_OK)
+        st = sj_model_open_blas(m);
     if (st != SSMJIT_OK) {
         ssmjit_model_destroy(m);
         return st;
