@@ -197,27 +197,6 @@ ssmjit_status sj_linear_on_path(sj_blas *blas, int path, ssmjit_dtype dtype, int
     return st;
 }
 
-int sj_model_linear_shape(const ssmjit_model_config *c, int i, const char **name, int64_t *n, int64_t *k)
-{
-    static const struct {
-        const char *name;
-        sj_model_tensor_kind kind;
-    } linears[] = {{"in_proj", SJ_T_IN_PROJ},
-                   {"x_proj", SJ_T_X_PROJ},
-                   {"dt_proj", SJ_T_DT_PROJ},
-                   {"out_proj", SJ_T_OUT_PROJ},
-                   {"lm_head", SJ_T_LM_HEAD}};
-    if (i < 0 || i >= (int)(sizeof linears / sizeof *linears))
-        return 0;
-    const sj_model_dims dims = sj_model_dims_of(c);
-    int64_t dim[3];
-    (void)sj_model_tensor_shape(&dims, linears[i].kind, dim);
-    *name = linears[i].name;
-    *n = dim[0];
-    *k = dim[1];
-    return 1;
-}
-
 int sj_linear_skinny_splits(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t m, int64_t n, int64_t k,
                             const void *a, const void *w, void *c)
 {

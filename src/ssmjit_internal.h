@@ -210,7 +210,7 @@ ssmjit_status sj_linear_on_path(sj_blas *blas, int path, ssmjit_dtype dtype, int
 /* The Linear layers of a decode step in the order it runs them (in_proj,
  * x_proj, dt_proj, out_proj, the LM head): the i-th's name and its
  * weight's shape W [n, k] for a model of config c, as the model expects
- * it (src/model/model_tensors.h).  0 where there is no i-th. */
+ * it (src/model/model.h).  0 where there is no i-th. */
 int sj_model_linear_shape(const ssmjit_model_config *c, int i, const char **name, int64_t *n, int64_t *k);
 
 /* The skinny kernels' splits of k where that call would take them, 0

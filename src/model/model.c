@@ -58,6 +58,27 @@ static int model_launches(const char *kernel, const void *arg)
     return 1;
 }
 
+int sj_model_linear_shape(const ssmjit_model_config *c, int i, const char **name, int64_t *n, int64_t *k)
+{
+    static const struct {
+        const char *name;
+        sj_model_tensor_kind kind;
+    } linears[] = {{"in_proj", SJ_T_IN_PROJ},
+                   {"x_proj", SJ_T_X_PROJ},
+                   {"dt_proj", SJ_T_DT_PROJ},
+                   {"out_proj", SJ_T_OUT_PROJ},
+                   {"lm_head", SJ_T_LM_HEAD}};
+    if (i < 0 || i >= (int)(sizeof linears / sizeof *linears))
+        return 0;
+    const sj_model_dims dims = sj_model_dims_of(c);
+    int64_t dim[3];
+    (void)sj_model_tensor_shape(&dims, linears[i].kind, dim);
+    *name = linears[i].name;
+    *n = dim[0];
+    *k = dim[1];
+    return 1;
+}
+
 /* The ops (and the filter's argument) of what a model launches; with ctx
  * NULL, the forward scan's kernels of every kind. */
 static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
@@ -66,14 +87,10 @@ static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *
     *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8, sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : dtype),
                          ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state) : ~0u,
                          ctx ? sj_scan_fwd_is_token_parallel(ctx, 1, 1, cfg->d_inner, cfg->d_state, 0) : 1, 0};
-    /* W [n, k] of the projections and the LM head */
-    static const sj_model_tensor_kind linear[] = {SJ_T_IN_PROJ, SJ_T_X_PROJ, SJ_T_DT_PROJ, SJ_T_OUT_PROJ,
-                                                  SJ_T_LM_HEAD};
-    const sj_model_dims dims = sj_model_dims_of(cfg);
-    for (size_t i = 0; i < sizeof linear / sizeof linear[0]; i++) {
-        int64_t w[3];
-        sj_model_tensor_shape(&dims, linear[i], w);
-        int rows = sj_gemm_skinny_form(w[0], w[1]);
+    const char *name;
+    int64_t wn, wk; /* W [n, k] */
+    for (int i = 0; sj_model_linear_shape(cfg, i, &name, &wn, &wk); i++) {
+        int rows = sj_gemm_skinny_form(wn, wk);
         k->skinny_rows = rows > k->skinny_rows ? rows : k->skinny_rows;
     }
     return what == SSMJIT_MODEL_PREPARE_NONE ? 0

@@ -353,4 +353,10 @@ ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_confi
 ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
                                ssmjit_model_prepare what, unsigned flags);
 
+/* The Linear layers of a decode step in the order it runs them (in_proj,
+ * x_proj, dt_proj, out_proj, the LM head): the i-th's name and its
+ * weight's shape W [n, k] for a model of config c.  0 where there is no
+ * i-th.  The skinny GEMMs' forms and the GEMM benchmark go by it. */
+int sj_model_linear_shape(const ssmjit_model_config *c, int i, const char **name, int64_t *n, int64_t *k);
+
 #endif
