@@ -110,7 +110,9 @@ static void store(unsigned char *p, ssmjit_dtype dtype, uint32_t u)
  * into bf16) in loops of plain integer selects that the compiler
  * vectorises: loading a 130m model's weights through load() and store()
  * took longer than reading them.  Each gives what the general path gives
- * (tests/test_dtype_convert.c compares them on every 16-bit pattern). */
+ * (tests/test_dtype_convert.c compares them on every 16-bit pattern): a
+ * 16-bit NaN comes out with its quiet bit (0x0040 in bf16, 0x0200 in
+ * f16) set.  COPY_LOOP runs over sj_convert's n elements, s into d. */
 #define COPY_LOOP(IN, OUT, EXPR)                               \
     for (size_t i = 0; i < n; i++) {                           \
         IN x;                                                  \
