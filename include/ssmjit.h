@@ -1099,7 +1099,8 @@ typedef struct ssmjit_model_config {
 
 /* What ssmjit_model_load / _create queue on the compile pool as they
  * start (see ssmjit_context_prepare), so that the kernels compile while
- * the weights load and the first forward waits for little or nothing.
+ * the weights load and the first forward waits for little or nothing;
+ * cuBLAS opens there too, unless SSMJIT_MODEL_PREPARE_NONE.
  * Ahead of need only: a kernel that cannot be queued or compiled (no
  * NVRTC, say) fails the call that needs it, as it would without. */
 typedef enum ssmjit_model_prepare {

@@ -293,9 +293,9 @@ void sj_model_profile_end(ssmjit_model *m, void *stream);
 
 /* Checks a config (field named in the message) and allocates a model whose
  * tensors have device memory but no values, and no cuBLAS handle yet:
- * cuBLAS starts opening on the pool (sj_cublas_open_ahead) while the
- * caller gives the tensors their values, and sj_model_open_blas then
- * finishes the model. */
+ * unless opts->prepare is SSMJIT_MODEL_PREPARE_NONE, cuBLAS starts opening
+ * on the pool (sj_cublas_open_ahead) while the caller gives the tensors
+ * their values, and sj_model_open_blas then finishes the model. */
 ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg,
                              const ssmjit_model_options *opts, ssmjit_model **out);
 ssmjit_status sj_model_open_blas(ssmjit_model *m);

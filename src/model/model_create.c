@@ -127,7 +127,11 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     if (!opts)
         opts = &defaults;
     SJ_TRY(check_options(opts, op));
-    sj_cublas_open_ahead();
+    /* cuBLAS opens on the pool while the weights load (the handle comes
+     * after them, sj_model_open_blas); nothing starts ahead under
+     * SSMJIT_MODEL_PREPARE_NONE. */
+    if (opts->prepare != SSMJIT_MODEL_PREPARE_NONE)
+        sj_cublas_open_ahead();
     /* First thing, so that the kernels compile while the weights are read.
      * Ahead of need only: what keeps them from queueing (no NVRTC, no
      * toolchain record) is reported by the call that needs one, as
