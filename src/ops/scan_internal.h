@@ -15,8 +15,9 @@
 /* Must match kernels_src: SJ_SCAN_CHUNK, the backward's SJ_BWD_NBLK,
  * SJ_BWD_BD, SJ_BWD_THREADS, SJ_BWD_TP, SJ_BWD_BUF and the
  * shared-memory layout described beside them.  tests/test_kernel_sizes.c
- * holds each number here equal to the kernels' (the sums below are
- * written as the kernels write theirs). */
+ * holds the five numbers below equal to the kernels' (the two sums after
+ * them are written as the kernels write theirs), and the split ends' and
+ * token-parallel sizes further down. */
 #define SJ_SCAN_CHUNK 16
 #define SJ_SCAN_BWD_NBLK 16
 #define SJ_SCAN_BWD_BD 64
