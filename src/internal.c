@@ -204,10 +204,7 @@ int sj_linear_skinny_splits(sj_blas *blas, int path, ssmjit_dtype dtype, int64_t
         return 0;
     sj_gemm_desc d = linear_desc(dtype, m, n, k, a, w, c);
     sj_gemm_skinny plan;
-    sj_gemm_force(blas, linear_paths[path]);
-    int takes = sj_gemm_skinny_for(blas, &d, &plan);
-    sj_gemm_force(blas, SJ_GEMM_RULE);
-    return takes ? (int)plan.splits : 0;
+    return sj_gemm_skinny_for(blas, linear_paths[path], &d, &plan) ? (int)plan.splits : 0;
 }
 
 ssmjit_status sj_kernel_lookup(ssmjit_context *ctx, size_t module, int backward, const char *name, void **fn)

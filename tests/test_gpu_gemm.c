@@ -90,7 +90,7 @@ static void check_case(sj_blas *blas, const gemm_case *g, void *stream)
                       .c = mc.data, .ldc = mc.stride, .alpha = g->alpha, .beta = g->beta,
                       .allow_tf32 = g->tf32};
     sj_gemm_skinny plan;
-    if (g->skinny && !sj_gemm_skinny_for(blas, &d, &plan))
+    if (g->skinny && !sj_gemm_skinny_for(blas, blas->path, &d, &plan))
         fail_msg("m %lld n %lld k %lld: not the skinny kernels", (long long)g->m, (long long)g->n, (long long)g->k);
     ssmjit_status st = sj_gemm(blas, &d, stream);
     if (st != SSMJIT_OK)
@@ -305,7 +305,7 @@ static void test_skinny_reproducible(void **state)
     sj_gemm_desc d = {.ab_dtype = SSMJIT_BF16, .c_dtype = SSMJIT_F32, .m = m, .n = n, .k = k, .a = da, .b = dw,
                       .trans_b = 1, .c = dc, .alpha = 1.0f};
     sj_gemm_skinny plan;
-    assert_true(sj_gemm_skinny_for(blas, &d, &plan));
+    assert_true(sj_gemm_skinny_for(blas, blas->path, &d, &plan));
     assert_true(plan.splits > 1);
     for (int run = 0; run < 20; run++) {
         gu_poison(dc, (size_t)(m * n) * sizeof(float));

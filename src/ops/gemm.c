@@ -206,18 +206,19 @@ static ssmjit_status skinny_call(sj_blas *blas, const sj_gemm_desc *d, const int
                      smem, stream, args);
 }
 
-/* Whether blas's path takes the skinny kernels for *d (its leading
- * dimensions resolved into lds), and their launch. */
-static int takes_skinny(const sj_blas *blas, const sj_gemm_desc *d, const int64_t lds[3], sj_gemm_skinny *out)
+/* Whether `path` takes the skinny kernels for *d (its leading dimensions
+ * resolved into lds) on blas's device, and their launch. */
+static int takes_skinny(const sj_blas *blas, sj_gemm_path path, const sj_gemm_desc *d, const int64_t lds[3],
+                        sj_gemm_skinny *out)
 {
-    return blas->path != SJ_GEMM_CUBLAS &&
-           sj_gemm_skinny_plan(sj_context_props(blas->ctx), d, lds, blas->path == SJ_GEMM_SKINNY, out);
+    return path != SJ_GEMM_CUBLAS &&
+           sj_gemm_skinny_plan(sj_context_props(blas->ctx), d, lds, path == SJ_GEMM_SKINNY, out);
 }
 
-int sj_gemm_skinny_for(const sj_blas *blas, const sj_gemm_desc *d, sj_gemm_skinny *out)
+int sj_gemm_skinny_for(const sj_blas *blas, sj_gemm_path path, const sj_gemm_desc *d, sj_gemm_skinny *out)
 {
     int64_t lds[3] = {0, 0, 0};
-    return blas && check_desc(d, lds) == SSMJIT_OK && d->m && d->n && takes_skinny(blas, d, lds, out);
+    return blas && check_desc(d, lds) == SSMJIT_OK && d->m && d->n && takes_skinny(blas, path, d, lds, out);
 }
 
 ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
@@ -228,7 +229,7 @@ ssmjit_status sj_gemm(sj_blas *blas, const sj_gemm_desc *d, void *stream)
     if (d->m == 0 || d->n == 0)
         return SSMJIT_OK;
     sj_gemm_skinny skinny;
-    if (takes_skinny(blas, d, lds, &skinny))
+    if (takes_skinny(blas, blas->path, d, lds, &skinny))
         return skinny_call(blas, d, lds, &skinny, stream);
     /* cuBLAS runs on the CUDA runtime, which works in the current context. */
     int pushed;

@@ -105,10 +105,10 @@ typedef struct sj_gemm_skinny {
 int sj_gemm_skinny_plan(const sj_device_props *p, const sj_gemm_desc *d, const int64_t lds[3], int forced,
                         sj_gemm_skinny *out);
 
-/* Whether sj_gemm(blas, d) takes the skinny kernels on blas's path
- * (sj_gemm_force), and their launch (*out); 0 too where sj_gemm refuses
- * *d or has nothing to do. */
-int sj_gemm_skinny_for(const sj_blas *blas, const sj_gemm_desc *d, sj_gemm_skinny *out);
+/* Whether sj_gemm(blas, d) takes the skinny kernels with blas on `path`
+ * (as sj_gemm_force sets it; blas->path for the path it is on), and their
+ * launch (*out); 0 too where sj_gemm refuses *d or has nothing to do. */
+int sj_gemm_skinny_for(const sj_blas *blas, sj_gemm_path path, const sj_gemm_desc *d, sj_gemm_skinny *out);
 
 /* The rule measured on an H200 (bench/NOTES.md, "Decode, round 3"): the
  * skinny kernels beat cuBLAS for C [m, n] = A [m, k] W[n, k]^T where this
