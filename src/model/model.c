@@ -202,8 +202,8 @@ SSMJIT_API ssmjit_status ssmjit_model_bind_tensor(ssmjit_model *m, const char *n
 /* A tensor goes up in pieces of this many bytes (of its dtype), each
  * converted into one staging buffer: a buffer the size of the tensor
  * (the embedding's 77 MB at the 130m shape) came fresh from the system
- * for every tensor, and faulting its pages in cost as much as converting
- * into it (bench/NOTES.md, "Model load"). */
+ * for every tensor, and faulting its pages in cost more than converting
+ * into it (bench/NOTES.md, "Model load: the host's half"). */
 #define UPLOAD_PIECE_BYTES ((size_t)4 << 20)
 
 ssmjit_status sj_model_upload(ssmjit_model *m, sj_model_tensor *t, const void *src,

@@ -128,7 +128,6 @@ static inline void *sj_model_weight(const ssmjit_model *m, int64_t layer, sj_mod
     return (void *)(uintptr_t)sj_model_layer_tensor(m, layer, s)->data;
 }
 
-/* The LM head: the embedding when tied. */
 static inline size_t sj_model_tensor_bytes(const sj_model_tensor *t)
 {
     return t->numel * ssmjit_dtype_size(t->dtype);
@@ -140,6 +139,7 @@ static inline sj_model_dims sj_model_dims_of(const ssmjit_model_config *c)
     return (sj_model_dims){c->d_model, c->d_inner, c->dt_rank, c->d_state, c->d_conv, c->vocab_size};
 }
 
+/* The LM head: the embedding when tied. */
 static inline const sj_model_tensor *sj_model_head_tensor(const ssmjit_model *m)
 {
     return &m->t[m->cfg.tie_embeddings ? SJ_G_EMBEDDING : SJ_G_LM_HEAD];
@@ -295,10 +295,14 @@ void sj_model_profile_end(ssmjit_model *m, void *stream);
  * tensors have device memory but no values, and no cuBLAS handle yet:
  * unless opts->prepare is SSMJIT_MODEL_PREPARE_NONE, cuBLAS starts opening
  * on the pool (sj_cublas_open_ahead) while the caller gives the tensors
- * their values, and sj_model_open_blas then finishes the model. */
+ * their values, and sj_model_finish then finishes the model. */
 ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg,
                              const ssmjit_model_options *opts, ssmjit_model **out);
-ssmjit_status sj_model_open_blas(ssmjit_model *m);
+
+/* Finishes model m, whose tensors got their values with status `filled`:
+ * gives it its cuBLAS handle and *out = m; on any failure destroys m and
+ * returns the first error. */
+ssmjit_status sj_model_finish(ssmjit_model *m, ssmjit_status filled, ssmjit_model **out);
 
 /* Converts t->numel elements of src (host, src_dtype, any alignment) to
  * the tensor's dtype and copies them to its device memory. */

@@ -128,7 +128,7 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
         opts = &defaults;
     SJ_TRY(check_options(opts, op));
     /* cuBLAS opens on the pool while the weights load (the handle comes
-     * after them, sj_model_open_blas); nothing starts ahead under
+     * after them, sj_model_finish); nothing starts ahead under
      * SSMJIT_MODEL_PREPARE_NONE. */
     if (opts->prepare != SSMJIT_MODEL_PREPARE_NONE)
         sj_cublas_open_ahead();
@@ -173,7 +173,16 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
     return SSMJIT_OK;
 }
 
-ssmjit_status sj_model_open_blas(ssmjit_model *m) { return sj_blas_create(m->ctx, &m->blas); }
+ssmjit_status sj_model_finish(ssmjit_model *m, ssmjit_status filled, ssmjit_model **out)
+{
+    ssmjit_status st = filled == SSMJIT_OK ? sj_blas_create(m->ctx, &m->blas) : filled;
+    if (st != SSMJIT_OK) {
+        ssmjit_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return SSMJIT_OK;
+}
 
 SSMJIT_API void ssmjit_model_destroy(ssmjit_model *m)
 {
@@ -283,13 +292,5 @@ SSMJIT_API ssmjit_status ssmjit_model_create(ssmjit_context *ctx, const ssmjit_m
     *out = NULL;
     ssmjit_model *m;
     SJ_TRY(sj_model_alloc(ctx, config, opts, &m));
-    ssmjit_status st = randomize(m, seed);
-    if (st == SSMJIT_OK)
-        st = sj_model_open_blas(m);
-    if (st != SSMJIT_OK) {
-        ssmjit_model_destroy(m);
-        return st;
-    }
-    *out = m;
-    return SSMJIT_OK;
+    return sj_model_finish(m, randomize(m, seed), out);
 }

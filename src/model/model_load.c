@@ -93,15 +93,7 @@ static ssmjit_status load(ssmjit_context *ctx, const char *path, const ssmjit_mo
     SJ_TRY(model_config_of(&mc, ck, naming, &c));
     ssmjit_model *m;
     SJ_TRY(sj_model_alloc(ctx, &c, opts, &m));
-    ssmjit_status st = fill(m, ck, naming);
-    if (st == SSMJIT_OK)
-        st = sj_model_open_blas(m);
-    if (st != SSMJIT_OK) {
-        ssmjit_model_destroy(m);
-        return st;
-    }
-    *out = m;
-    return SSMJIT_OK;
+    return sj_model_finish(m, fill(m, ck, naming), out);
 }
 
 SSMJIT_API ssmjit_status ssmjit_model_load(ssmjit_context *ctx, const char *path,
