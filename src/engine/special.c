@@ -11,16 +11,6 @@
 #include "base/error.h"
 #include "context.h"
 
-/* The context's spec for variant `fast` with `defines` added (made once
- * per set of defines, kept until the context goes). */
-static ssmjit_status special_spec(ssmjit_context *ctx, int fast, const char *const *defines, size_t num_defines,
-                                  const sj_compile_spec **out)
-{
-    const sj_compile_spec *base;
-    SJ_TRY(sj_context_spec(ctx, fast, &base));
-    return sj_spec_set_get(&ctx->special_specs, base, defines, num_defines, out);
-}
-
 /* The jobs of `names` in specialised module mod. */
 static ssmjit_status special_jobs(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role,
                                   const char *const *names, size_t n, const char *const *defines,
@@ -28,8 +18,11 @@ static ssmjit_status special_jobs(ssmjit_context *ctx, sj_module_id mod, sj_kern
 {
     if (!sj_modules[mod].specialised)
         return sj_error(SSMJIT_ERR_INTERNAL, "module %s is not specialised", sj_modules[mod].name);
-    const sj_compile_spec *spec = NULL;
-    SJ_TRY(special_spec(ctx, sj_context_fast(ctx, role), defines, num_defines, &spec));
+    /* the role's spec with `defines` added: made once per set of defines,
+     * kept until the context goes */
+    const sj_compile_spec *base, *spec = NULL;
+    SJ_TRY(sj_context_spec(ctx, sj_context_fast(ctx, role), &base));
+    SJ_TRY(sj_spec_set_get(&ctx->special_specs, base, defines, num_defines, &spec));
     for (size_t i = 0; i < n; i++) {
         int u = sj_unit_find(mod, names[i]);
         if (u < 0)
