@@ -1114,6 +1114,19 @@ typedef struct ssmjit_model_options {
     ssmjit_dtype dtype;     /* weights and activations; default SSMJIT_BF16 */
     int allow_tf32;         /* f32 model: GEMMs may use TF32 tensor cores */
     ssmjit_model_prepare prepare;
+    /* The largest calls the caller will make, so that `prepare` queues
+     * only the kernels such calls launch: the most sequences in one call
+     * (a forward, backward or step) and the most tokens a sequence in one
+     * forward or backward; 0, the default, for any (a negative one is
+     * SSMJIT_ERR_INVALID_ARG).  A kernel that a
+     * larger call needs then compiles at that call's first use, as under
+     * SSMJIT_MODEL_PREPARE_NONE.  A compile that has begun runs to its
+     * end, and ssmjit_context_destroy waits for it, whether or not
+     * anything launches the kernel: with these set, a program that runs
+     * one prompt and exits (`ssmjit run` sets both) waits for none it
+     * does not use. */
+    int64_t max_batch;
+    int64_t max_tokens;
 } ssmjit_model_options;
 
 /* Fills *opts with defaults.  opts must not be NULL. */

@@ -149,11 +149,11 @@ int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t 
  * token-serial kernels, 2 the token-parallel one where it can run. */
 void sj_scan_force_fwd_kernel(int kernel);
 
-/* The kernels a model of this shape and dtype may launch on ctx's device,
- * queued (flags 0) or loaded (SSMJIT_PREPARE_WAIT), as ssmjit_model_load
- * does for `what`. */
-ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
-                               ssmjit_model_prepare what, unsigned flags);
+/* The kernels a model of this shape may launch on ctx's device, queued
+ * (flags 0) or loaded (SSMJIT_PREPARE_WAIT), as ssmjit_model_load does
+ * for these options. */
+ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, const ssmjit_model_options *opts,
+                               unsigned flags);
 
 /* The path of a model's later decode steps (src/model/model.h): -1 the
  * rule, 0 the unfused kernels, 1 the fused kernels specialised to the

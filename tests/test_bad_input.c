@@ -1402,6 +1402,12 @@ static ssmjit_status model_calls_null(args *a, int which)
       return model_create(a))                                                                             \
     X(model_create_opts_dtype, INVALID_ARG, "opts->dtype = 3 is not a known dtype",                       \
       a->mopts.dtype = (ssmjit_dtype)3; return model_create(a))                                           \
+    X(model_create_opts_prepare, INVALID_ARG, "opts->prepare = 3 is not a ssmjit_model_prepare",         \
+      a->mopts.prepare = (ssmjit_model_prepare)3; return model_create(a))                                 \
+    X(model_create_opts_max_batch, INVALID_ARG, "opts->max_batch = -1 is negative (0: any)",             \
+      a->mopts.max_batch = -1; return model_create(a))                                                    \
+    X(model_create_opts_max_tokens, INVALID_ARG, "opts->max_tokens = -2 is negative (0: any)",           \
+      a->mopts.max_tokens = -2; return model_create(a))                                                   \
     X(model_load_ctx_null, INVALID_ARG, "ssmjit_model_load: ctx is NULL", a->ctx = NULL;                  \
       return model_load(a, a->cache_dir))                                                                 \
     X(model_load_path_null, INVALID_ARG, "ssmjit_model_load: path is NULL", return model_load(a, NULL))    \

@@ -79,14 +79,26 @@ static void test_op_by_op(void **state)
     }
 }
 
+/* Default options but for what to prepare. */
+static ssmjit_model_options prepare_opts(ssmjit_model_prepare what)
+{
+    ssmjit_model_options o;
+    ssmjit_model_options_init(&o);
+    o.prepare = what;
+    return o;
+}
+
 static void test_model_units(void **state)
 {
     (void)state;
     ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
                              .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
                              .residual_in_fp32 = 1};
+    const ssmjit_model_options inference = prepare_opts(SSMJIT_MODEL_PREPARE_INFERENCE),
+                               training = prepare_opts(SSMJIT_MODEL_PREPARE_TRAINING),
+                               none = prepare_opts(SSMJIT_MODEL_PREPARE_NONE);
     visits *v = calloc(1, sizeof *v);
-    assert_int_equal(sj_model_units(NULL, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
+    assert_int_equal(sj_model_units(NULL, &c, &inference, visit, v), SSMJIT_OK);
     assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_f32,rmsnorm_fwd_stream_bf16_f32,conv_fwd_t4_v4_bf16,"
                                   "conv_fwd_t8_v1_bf16,conv_update_t4_bf16,scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,"
                                   "scan_fwd_ns16_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
@@ -96,7 +108,7 @@ static void test_model_units(void **state)
     memset(v, 0, sizeof *v);
     c.residual_in_fp32 = 0;
     c.d_conv = 6;
-    assert_int_equal(sj_model_units(NULL, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_TRAINING, visit, v), SSMJIT_OK);
+    assert_int_equal(sj_model_units(NULL, &c, &training, visit, v), SSMJIT_OK);
     assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_bf16,rmsnorm_fwd_stream_bf16_bf16,"
                                   "rmsnorm_bwd_cached_bf16_bf16,rmsnorm_bwd_stream_bf16_bf16,rmsnorm_dweight,"
                                   "conv_fwd_t8_v4_bf16,conv_fwd_t8_v1_bf16,conv_bwd_t8_v2_bf16,conv_bwd_t8_v1_bf16,"
@@ -109,14 +121,14 @@ static void test_model_units(void **state)
                                   "embedding_bwd_bf16,cross_entropy_bf16,cross_entropy_sum,mul_f32,"
                                   "gemm_skinny_m16_bf16_bf16");
     memset(v, 0, sizeof *v);
-    assert_int_equal(sj_model_units(NULL, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_NONE, visit, v), SSMJIT_OK);
+    assert_int_equal(sj_model_units(NULL, &c, &none, visit, v), SSMJIT_OK);
     assert_string_equal(v->names, "");
     /* no projection of this shape is in the skinny GEMMs' table */
     memset(v, 0, sizeof *v);
     c.d_model = 512;
     c.d_inner = 1024;
     c.dt_rank = 32;
-    assert_int_equal(sj_model_units(NULL, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
+    assert_int_equal(sj_model_units(NULL, &c, &inference, visit, v), SSMJIT_OK);
     assert_null(strstr(v->names, "gemm_skinny"));
     assert_non_null(strstr(v->names, "state_update_bf16"));
     free(v);
@@ -124,7 +136,12 @@ static void test_model_units(void **state)
 
 /* On a device, the forward scan's kernels are those its launch shapes
  * take: an H200's (132 SMs) at mamba-130m's D = 1536 and N = 16 never
- * takes 16 states a thread, whatever the batch. */
+ * takes 16 states a thread, whatever the batch.  Told the largest calls,
+ * the model queues what they take: one short prompt neither 8 states a
+ * thread (its load waited for that kernel, bench/NOTES.md) nor the
+ * split's kernels; one long prompt, whose split's segments are rows of
+ * the kernels, both; a training step of 100 tokens the split's kernels,
+ * since its backward can split. */
 static void test_model_units_on_a_device(void **state)
 {
     (void)state;
@@ -132,15 +149,75 @@ static void test_model_units_on_a_device(void **state)
     ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
                              .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
                              .residual_in_fp32 = 1};
-    assert_int_equal(sj_scan_fwd_states_used(ctx, 1536, 16), (1u << 4) | (1u << 8));
+    assert_int_equal(sj_scan_fwd_states_used(ctx, 1536, 16, 0, 0), (1u << 4) | (1u << 8));
+    ssmjit_model_options o = prepare_opts(SSMJIT_MODEL_PREPARE_INFERENCE);
     visits *v = calloc(1, sizeof *v);
-    assert_int_equal(sj_model_units(ctx, &c, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE, visit, v), SSMJIT_OK);
+    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
     assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
                                      "scan_split_carry"));
     assert_null(strstr(v->names, "ns16"));
     /* many states: 16 a thread */
-    assert_true(sj_scan_fwd_states_used(ctx, 1536, 256) & (1u << 16));
+    assert_true(sj_scan_fwd_states_used(ctx, 1536, 256, 0, 0) & (1u << 16));
+
+    o.max_batch = 1;
+    o.max_tokens = 100;
+    memset(v, 0, sizeof *v);
+    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    assert_non_null(strstr(v->names, ",scan_fwd_ns4_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,state_update_bf16,"));
+    assert_null(strstr(v->names, "scan_split"));
+    o.max_tokens = 2048;
+    memset(v, 0, sizeof *v);
+    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
+                                     "scan_split_carry"));
+    o.prepare = SSMJIT_MODEL_PREPARE_TRAINING;
+    o.max_tokens = 100;
+    memset(v, 0, sizeof *v);
+    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    assert_non_null(strstr(v->names, ",scan_fwd_ns4_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"));
+    assert_null(strstr(v->names, "scan_fwd_ns8"));
     free(v);
+    ssmjit_context_destroy(ctx);
+}
+
+/* Whatever forward a model's largest calls allow, the kernel of its
+ * launch shape is among those the model queued: at each B, L and D of a
+ * grid, f32 and bf16, with and without a checkpoint, the states a thread
+ * of the forward over its rows (B, or B times the split's segments) are
+ * among sj_scan_fwd_states_used's for B and L; and the split's segments
+ * are at most sj_scan_split_most's, forward and backward. */
+static void test_states_used_cover_the_calls(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_stand_in_context();
+    static const int64_t Bs[] = {1, 2, 3, 4, 8, 16, 64}, Ls[] = {1, 64, 127, 128, 512, 2048, 16384},
+                         Ds[] = {200, 768, 1536, 2048, 4096, 5120};
+    int checked = 0;
+    for (size_t b = 0; b < sizeof Bs / sizeof *Bs; b++)
+        for (size_t l = 0; l < sizeof Ls / sizeof *Ls; l++)
+            for (size_t d = 0; d < sizeof Ds / sizeof *Ds; d++) {
+                const int64_t B = Bs[b], L = Ls[l], D = Ds[d];
+                const unsigned used = sj_scan_fwd_states_used(ctx, D, 16, B, L);
+                for (int v = 0; v < 4; v++) {
+                    const ssmjit_dtype dtype = v & 2 ? SSMJIT_BF16 : SSMJIT_F32;
+                    const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, D, 16, v & 1, 0),
+                                  S_bwd = sj_scan_split_segments(ctx, dtype, B, L, D, 16, 1, 1);
+                    const int ns = sj_scan_fwd_shape_for(ctx, B * S, D, 16).ns;
+                    if (!(used >> ns & 1) || S > sj_scan_split_most(L, 0) || S_bwd > sj_scan_split_most(L, 1))
+                        fail_msg("B=%lld L=%lld D=%lld v=%d: %lld segments (most %lld), %d states a thread "
+                                 "(queued 0x%x), backward %lld segments (most %lld)",
+                                 (long long)B, (long long)L, (long long)D, v, (long long)S,
+                                 (long long)sj_scan_split_most(L, 0), ns, used, (long long)S_bwd,
+                                 (long long)sj_scan_split_most(L, 1));
+                    checked++;
+                }
+            }
+    print_message("%d forwards covered\n", checked);
+    assert_int_equal(sj_scan_split_most(127, 0), 1);
+    assert_int_equal(sj_scan_split_most(128, 0), 2);
+    assert_int_equal(sj_scan_split_most(31, 1), 1);
+    assert_int_equal(sj_scan_split_most(32, 1), 2);
+    assert_int_equal(sj_scan_split_most(INT64_MAX, 0), 64);
     ssmjit_context_destroy(ctx);
 }
 
@@ -237,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_op_by_op),
         cmocka_unit_test(test_model_units),
         cmocka_unit_test(test_model_units_on_a_device),
+        cmocka_unit_test(test_states_used_cover_the_calls),
         cmocka_unit_test(test_decode_rule),
         cmocka_unit_test(test_decode_prepared_once),
     };

@@ -151,9 +151,9 @@ static int startup_child(const char *kind)
     } else if (!strcmp(kind, "module") || !strcmp(kind, "library")) {
         rc = startup_loads(ctx, !strcmp(kind, "library"));
     } else {
-        st = !strcmp(kind, "all") ? ssmjit_context_load_all(ctx)
-                                  : sj_model_prepare(ctx, &bench_130m, SSMJIT_BF16, SSMJIT_MODEL_PREPARE_INFERENCE,
-                                                     SSMJIT_PREPARE_WAIT);
+        ssmjit_model_options mo;
+        ssmjit_model_options_init(&mo);
+        st = !strcmp(kind, "all") ? ssmjit_context_load_all(ctx) : sj_model_prepare(ctx, &bench_130m, &mo, SSMJIT_PREPARE_WAIT);
         if (st == SSMJIT_OK)
             printf("%.4f\n", (cli_now() - t0) * 1e3);
         else

@@ -358,6 +358,9 @@ int cli_run(int argc, char **argv)
     ssmjit_model_options mo;
     ssmjit_model_options_init(&mo);
     mo.dtype = o.dtype;
+    /* one sequence: queue only the kernels of its prompt's prefill */
+    mo.max_batch = 1;
+    mo.max_tokens = o.ntokens;
     ssmjit_model *m;
     int pushed;
     st = ssmjit_model_load(ctx, o.model, &mo, &m);

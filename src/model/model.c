@@ -26,6 +26,7 @@ typedef struct model_kernels {
     const char *residual; /* dtype suffix */
     unsigned states;      /* the forward scan's states a thread, as bits (sj_scan_fwd_states_used) */
     int token_parallel;   /* whether one short prompt takes the token-parallel forward scan */
+    int split;            /* whether a scan may split its rows' tokens (sj_scan_split_most) */
     int skinny_rows;      /* the largest skinny GEMM form the rule gives its projections, 0 none */
 } model_kernels;
 
@@ -52,6 +53,8 @@ static int model_launches(const char *kernel, const void *arg)
         return rows <= k->skinny_rows && strstr(kernel, "_f32") == NULL;
     if (!strncmp(kernel, "scan_fwd_tp", 11))
         return k->token_parallel;
+    if (!strncmp(kernel, "scan_split_", 11))
+        return k->split;
     int ns;
     if (sscanf(kernel, "scan_fwd_ns%d_", &ns) == 1)
         return ns < 32 && (k->states >> ns & 1);
@@ -79,14 +82,22 @@ int sj_model_linear_shape(const ssmjit_model_config *c, int i, const char **name
     return 1;
 }
 
-/* The ops (and the filter's argument) of what a model launches; with ctx
- * NULL, the forward scan's kernels of every kind. */
-static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
-                          ssmjit_model_prepare what, model_kernels *k)
+/* The ops (and the filter's argument) of what a model launches in calls
+ * up to opts' largest; with ctx NULL, the forward scan's kernels of every
+ * kind those calls may take. */
+static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *cfg,
+                          const ssmjit_model_options *opts, model_kernels *k)
 {
-    *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8, sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : dtype),
-                         ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state) : ~0u,
-                         ctx ? sj_scan_fwd_is_token_parallel(ctx, 1, 1, cfg->d_inner, cfg->d_state, 0) : 1, 0};
+    const ssmjit_model_prepare what = opts->prepare;
+    /* the backward cuts shorter segments than the forward, its split
+     * kernels named as the forward's */
+    const int64_t tokens = opts->max_tokens > 0 ? opts->max_tokens : INT64_MAX;
+    *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8,
+                         sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : opts->dtype),
+                         ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state, opts->max_batch, opts->max_tokens)
+                             : ~0u,
+                         ctx ? sj_scan_fwd_is_token_parallel(ctx, 1, 1, cfg->d_inner, cfg->d_state, 0) : 1,
+                         sj_scan_split_most(tokens, what == SSMJIT_MODEL_PREPARE_TRAINING) > 1, 0};
     const char *name;
     int64_t wn, wk; /* W [n, k] */
     for (int i = 0; sj_model_linear_shape(cfg, i, &name, &wn, &wk); i++) {
@@ -97,20 +108,20 @@ static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *
            : SJ_MODEL_INFERENCE_OPS | (what == SSMJIT_MODEL_PREPARE_TRAINING ? SJ_MODEL_TRAINING_OPS : 0);
 }
 
-ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
-                             ssmjit_model_prepare what, void (*visit)(size_t unit, void *arg), void *arg)
+ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg,
+                             const ssmjit_model_options *opts, void (*visit)(size_t unit, void *arg), void *arg)
 {
     model_kernels k;
-    unsigned ops = model_ops(ctx, cfg, dtype, what, &k);
-    return sj_op_units(ops, SSMJIT_DTYPE_BIT(dtype), model_launches, &k, visit, arg);
+    unsigned ops = model_ops(ctx, cfg, opts, &k);
+    return sj_op_units(ops, SSMJIT_DTYPE_BIT(opts->dtype), model_launches, &k, visit, arg);
 }
 
-ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
-                               ssmjit_model_prepare what, unsigned flags)
+ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, const ssmjit_model_options *opts,
+                               unsigned flags)
 {
     model_kernels k;
-    unsigned ops = model_ops(ctx, cfg, dtype, what, &k);
-    return ops ? sj_prepare(ctx, ops, SSMJIT_DTYPE_BIT(dtype), model_launches, &k, flags) : SSMJIT_OK;
+    unsigned ops = model_ops(ctx, cfg, opts, &k);
+    return ops ? sj_prepare(ctx, ops, SSMJIT_DTYPE_BIT(opts->dtype), model_launches, &k, flags) : SSMJIT_OK;
 }
 
 SSMJIT_API ssmjit_status ssmjit_model_get_config(const ssmjit_model *m, ssmjit_model_config *config,

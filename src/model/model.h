@@ -344,18 +344,19 @@ ssmjit_status sj_model_copy_in(ssmjit_model *m, void *dst, const void *src, size
 ssmjit_status sj_model_check_ids(const ssmjit_model *m, const int32_t *ids, int64_t n,
                                  int ignore_ok, const char *op, const char *what);
 
-/* The kernels a model of this shape and dtype may launch on ctx's device:
- * those of its forward and decoding, with `what`
- * SSMJIT_MODEL_PREPARE_TRAINING also its backward's, none with
- * SSMJIT_MODEL_PREPARE_NONE.  Of the forward scan's, only those of the
- * states a thread its launch shapes take on that device (every count when
- * sj_model_units is given no ctx).  sj_model_units visits their units;
+/* The kernels a model of this shape may launch on ctx's device in the
+ * dtype and calls up to the largest that opts give: those of its forward
+ * and decoding, with opts->prepare SSMJIT_MODEL_PREPARE_TRAINING also its
+ * backward's, none with SSMJIT_MODEL_PREPARE_NONE.  Of the forward scan's,
+ * only those of the states a thread its launch shapes take on that device
+ * (every count when sj_model_units is given no ctx), and the split's only
+ * where such calls' rows are long enough to split.  sj_model_units visits their units;
  * sj_model_prepare queues them (flags 0) or loads them
  * (SSMJIT_PREPARE_WAIT) in ctx. */
-ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
-                             ssmjit_model_prepare what, void (*visit)(size_t unit, void *arg), void *arg);
-ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, ssmjit_dtype dtype,
-                               ssmjit_model_prepare what, unsigned flags);
+ssmjit_status sj_model_units(const ssmjit_context *ctx, const ssmjit_model_config *cfg,
+                             const ssmjit_model_options *opts, void (*visit)(size_t unit, void *arg), void *arg);
+ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *cfg, const ssmjit_model_options *opts,
+                               unsigned flags);
 
 /* The Linear layers of a decode step in the order it runs them (in_proj,
  * x_proj, dt_proj, out_proj, the LM head): the i-th's name and its

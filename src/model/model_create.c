@@ -57,6 +57,10 @@ static ssmjit_status check_options(const ssmjit_model_options *o, const char *op
     if (o->prepare < SSMJIT_MODEL_PREPARE_INFERENCE || o->prepare > SSMJIT_MODEL_PREPARE_NONE)
         return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: opts->prepare = %d is not a ssmjit_model_prepare", op,
                         (int)o->prepare);
+    if (o->max_batch < 0 || o->max_tokens < 0)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "%s: opts->%s = %lld is negative (0: any)", op,
+                        o->max_batch < 0 ? "max_batch" : "max_tokens",
+                        (long long)(o->max_batch < 0 ? o->max_batch : o->max_tokens));
     return sj_check_dtype(o->dtype, op, "opts->dtype");
 }
 
@@ -136,7 +140,7 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
      * Ahead of need only: what keeps them from queueing (no NVRTC, no
      * toolchain record) is reported by the call that needs one, as
      * without it. */
-    if (sj_model_prepare(ctx, cfg, opts->dtype, opts->prepare, 0) != SSMJIT_OK)
+    if (sj_model_prepare(ctx, cfg, opts, 0) != SSMJIT_OK)
         sj_error_clear();
     if (opts->prepare != SSMJIT_MODEL_PREPARE_NONE && sj_model_decode_prepare(ctx, cfg, opts->dtype) != SSMJIT_OK)
         sj_error_clear();

@@ -52,6 +52,13 @@ int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t 
 int64_t sj_scan_split_segments(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t B, int64_t L, int64_t D, int64_t N,
                                int checkpoint, int backward);
 
+/* The most segments a row of L tokens is split into, by the forward
+ * (backward = 0) or the backward, whatever the batch, channels, states,
+ * dtype and device: the largest power of two within the split's bounds
+ * (64 segments, of at least 64 tokens forward and one chunk backward); 1
+ * where such a row is never split.  Forced splits aside. */
+int64_t sj_scan_split_most(int64_t L, int backward);
+
 /* The launch shape the forward picks for B sequences of D channels and N
  * states on ctx's device (forced parts included): ns states a thread,
  * groups threads a channel (groups * ns >= N), bd channels a block of
@@ -67,11 +74,13 @@ typedef struct sj_scan_fwd_shape {
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N);
 
 /* The states a thread (bit ns: 4, 8, 16) of the forward's launch shapes
- * for D and N on ctx's device, over every batch (a split's view rows
- * among them) up to 512 and steps of an eighth beyond: the kernels a
- * model of that shape may launch.  A batch between the steps may take
- * another, which then compiles at its first use. */
-unsigned sj_scan_fwd_states_used(const ssmjit_context *ctx, int64_t D, int64_t N);
+ * for D and N on ctx's device, over every batch of its kernels (a split's
+ * segments are rows of theirs) that forwards of at most B rows of at most
+ * L tokens (0: any) may take: each up to 512, steps of an eighth beyond,
+ * and the most.  Those are the kernels a model of that shape may launch.
+ * A batch between the steps may take another, which then compiles at its
+ * first use. */
+unsigned sj_scan_fwd_states_used(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L);
 
 /* Dynamic shared memory, in bytes, of a forward block of that shape. */
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);

@@ -71,6 +71,15 @@ static int split_fits(const sj_scan_extents *sh, int64_t S, int64_t min_tokens, 
            (sh->B == 1 || S * Ls == sh->L);
 }
 
+int64_t sj_scan_split_most(int64_t L, int backward)
+{
+    const int64_t least = backward ? SPLIT_MIN_TOKENS_BWD_ONE_WAVE : SPLIT_MIN_TOKENS;
+    int64_t S = 1;
+    while (2 * S <= SPLIT_MAX && L / (2 * S) >= least)
+        S *= 2;
+    return S;
+}
+
 /* Modelled cycles of the busiest SM for the forward over B rows of L
  * tokens of sh's channels and states: sj_scan_fwd_chunk_cycles() a
  * chunk, a partial last chunk counted twice (it takes the general path,

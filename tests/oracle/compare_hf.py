@@ -48,7 +48,7 @@ class TensorInfo(C.Structure):
 
 class ModelOptions(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("dtype", C.c_int), ("allow_tf32", C.c_int),
-                ("prepare", C.c_int)]
+                ("prepare", C.c_int), ("max_batch", C.c_int64), ("max_tokens", C.c_int64)]
 
 
 def check(lib, status, what):
@@ -92,6 +92,8 @@ def main():
     check(lib, lib.ssmjit_context_create(None, C.byref(ctx)), "context")
     opts = ModelOptions()
     lib.ssmjit_model_options_init(C.byref(opts))
+    if opts.struct_size != C.sizeof(opts):
+        sys.exit("FAIL: ModelOptions here has %d bytes, ssmjit.h's %d" % (C.sizeof(opts), opts.struct_size))
     opts.dtype = 0  # f32
     check(lib, lib.ssmjit_model_load(ctx, ckpt.encode(), C.byref(opts), C.byref(model)), "load")
     ws_bytes = C.c_size_t()
