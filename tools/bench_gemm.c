@@ -125,8 +125,8 @@ int bench_gemm(ssmjit_context *ctx, int quick)
                copy, CALLS);
     static const ssmjit_dtype dtypes[] = {SSMJIT_BF16, SSMJIT_F16};
     for (size_t d = 0; d < 2 && st == SSMJIT_OK; d++) {
-        /* f16 at the 130m shapes only; --quick one shape */
-        size_t nmodels = d || quick ? 1 : sizeof models / sizeof *models;
+        /* --quick: one shape */
+        size_t nmodels = quick ? 1 : sizeof models / sizeof *models;
         for (size_t mi = 0; mi < nmodels && st == SSMJIT_OK; mi++) {
             gemm_shape s = {models[mi].name, NULL, 0, 0};
             for (int i = 0; (i == 0 || !quick) && sj_model_linear_shape(models[mi].config, i, &s.what, &s.n, &s.k);
