@@ -44,6 +44,7 @@ typedef int CUstreamCaptureMode;
 #define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_EVENT_DEFAULT 0
+#define CU_EVENT_DISABLE_TIMING 0x2
 #define CU_STREAM_NON_BLOCKING 1
 typedef int CUlaunchAttributeID;
 typedef union CUlaunchAttributeValue_union {

@@ -33,7 +33,7 @@ static const sj_lib_symbol symbols[] = {
     E(CtxGetCurrent), E(CtxSetCurrent), E(CtxPushCurrent), E(CtxPopCurrent), E(CtxGetDevice),
     E(CtxSynchronize), E(ModuleLoadData), E(ModuleUnload), E(ModuleGetFunction),
     E(LibraryLoadData), E(LibraryUnload), E(LibraryGetKernel), E(KernelGetFunction),
-    E(FuncSetAttribute), E(LaunchKernel), E(LaunchKernelEx), E(MemAlloc), E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH),
+    E(FuncSetAttribute), E(LaunchKernel), E(LaunchKernelEx), E(MemAlloc), E(MemFree), E(MemAllocHost), E(MemFreeHost), E(MemcpyHtoD), E(MemcpyDtoH),
     E(MemcpyDtoD), E(MemcpyDtoDAsync), E(MemcpyHtoDAsync), E(MemcpyDtoHAsync), E(MemsetD8), E(MemsetD8Async), E(MemsetD32Async),
     E(StreamCreate), E(StreamDestroy), E(StreamSynchronize), E(EventCreate), E(EventDestroy),
     E(EventRecord), E(EventSynchronize), E(EventElapsedTime), E(MemGetInfo),

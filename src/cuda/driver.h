@@ -47,6 +47,8 @@ typedef struct sj_driver {
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra);
     CUresult (*MemAlloc)(CUdeviceptr *ptr, size_t bytes);
     CUresult (*MemFree)(CUdeviceptr ptr);
+    CUresult (*MemAllocHost)(void **ptr, size_t bytes); /* page-locked host memory */
+    CUresult (*MemFreeHost)(void *ptr);
     CUresult (*MemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
     CUresult (*MemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
     CUresult (*MemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);

@@ -211,29 +211,113 @@ SSMJIT_API ssmjit_status ssmjit_model_bind_tensor(ssmjit_model *m, const char *n
 }
 
 /* A tensor goes up in pieces of this many bytes (of its dtype), each
- * converted into one staging buffer: a buffer the size of the tensor
- * (the embedding's 77 MB at the 130m shape) came fresh from the system
- * for every tensor, and faulting its pages in cost more than converting
- * into it (bench/NOTES.md, "Model load: the host's half"). */
+ * converted into a staging buffer: a buffer the size of the tensor (the
+ * embedding's 77 MB at the 130m shape) came fresh from the system for
+ * every tensor, and faulting its pages in cost more than converting into
+ * it (bench/NOTES.md, "Model load: the host's half").  Two pinned ones
+ * let the device copy a piece while the next is converted, without the
+ * driver's own staging copy of pageable memory. */
 #define UPLOAD_PIECE_BYTES ((size_t)4 << 20)
 
-ssmjit_status sj_model_upload(ssmjit_model *m, sj_model_tensor *t, const void *src,
-                              ssmjit_dtype src_dtype)
+/* Opens the staging in the current context: two pinned buffers and their
+ * events, or none where the driver lacks an entry point the pinned path
+ * takes or any cannot be had (pageable pieces then). */
+static void staging_open(ssmjit_model *m)
+{
+    sj_model_staging *s = &m->staging;
+    const sj_driver *d = m->drv;
+    s->opened = 1;
+    if (!d->MemAllocHost || !d->MemFreeHost || !d->EventCreate || !d->EventDestroy || !d->EventRecord ||
+        !d->EventSynchronize || !d->MemcpyHtoDAsync || !d->StreamSynchronize)
+        return;
+    for (int b = 0; b < 2; b++) {
+        void *p = NULL;
+        if (d->MemAllocHost(&p, UPLOAD_PIECE_BYTES) != CUDA_SUCCESS)
+            break;
+        s->buf[b] = p;
+        if (d->EventCreate(&s->copied[b], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+            break;
+    }
+    if (!s->copied[1]) {
+        sj_model_staging_drop(m);
+        s->opened = 1;
+    }
+}
+
+void sj_model_staging_drop(ssmjit_model *m)
+{
+    sj_model_staging *s = &m->staging;
+    if (s->copied[1]) /* copies may be in flight */
+        m->drv->StreamSynchronize(m->capture);
+    for (int b = 0; b < 2; b++) {
+        if (s->copied[b])
+            m->drv->EventDestroy(s->copied[b]);
+        if (s->buf[b])
+            m->drv->MemFreeHost(s->buf[b]);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+ssmjit_status sj_model_staging_close(ssmjit_model *m)
+{
+    if (!m->staging.opened)
+        return SSMJIT_OK;
+    int pushed;
+    SJ_TRY(sj_context_enter(m->ctx, &pushed));
+    ssmjit_status st = m->staging.buf[0] ? SJ_CU(m->drv, StreamSynchronize, m->capture) : SSMJIT_OK;
+    sj_model_staging_drop(m);
+    sj_context_leave(m->ctx, pushed);
+    return st;
+}
+
+/* Pieces through the pinned buffers, in turn: a buffer is converted into
+ * once the copy that last read it has finished. */
+static ssmjit_status upload_pinned(ssmjit_model *m, sj_model_tensor *t, const unsigned char *src,
+                                   ssmjit_dtype src_dtype)
+{
+    sj_model_staging *s = &m->staging;
+    const size_t es = ssmjit_dtype_size(t->dtype), in = ssmjit_dtype_size(src_dtype), numel = (size_t)t->numel,
+                 per = UPLOAD_PIECE_BYTES / es;
+    for (size_t done = 0; done < numel; done += per) {
+        const size_t n = numel - done < per ? numel - done : per;
+        const int b = s->next;
+        SJ_TRY(SJ_CU(m->drv, EventSynchronize, s->copied[b]));
+        sj_convert(s->buf[b], t->dtype, src + done * in, src_dtype, n);
+        SJ_TRY(SJ_CU(m->drv, MemcpyHtoDAsync, t->data + done * es, s->buf[b], n * es, m->capture));
+        SJ_TRY(SJ_CU(m->drv, EventRecord, s->copied[b], m->capture));
+        s->next = b ^ 1;
+    }
+    return SSMJIT_OK;
+}
+
+/* Pieces through one pageable buffer, each copy waited for. */
+static ssmjit_status upload_pageable(ssmjit_model *m, sj_model_tensor *t, const unsigned char *src,
+                                     ssmjit_dtype src_dtype)
 {
     const size_t es = ssmjit_dtype_size(t->dtype), in = ssmjit_dtype_size(src_dtype), numel = (size_t)t->numel;
     const size_t per = UPLOAD_PIECE_BYTES / es, first = numel < per ? numel : per;
     unsigned char *staging = malloc(first ? first * es : 1);
     if (!staging)
         return sj_error(SSMJIT_ERR_NO_MEMORY, "out of host memory converting '%s'", t->name);
-    int pushed;
-    ssmjit_status st = sj_context_enter(m->ctx, &pushed);
+    ssmjit_status st = SSMJIT_OK;
     for (size_t done = 0; st == SSMJIT_OK && done < numel; done += per) {
         size_t n = numel - done < per ? numel - done : per;
-        sj_convert(staging, t->dtype, (const unsigned char *)src + done * in, src_dtype, n);
+        sj_convert(staging, t->dtype, src + done * in, src_dtype, n);
         st = SJ_CU(m->drv, MemcpyHtoD, t->data + done * es, staging, n * es);
     }
-    sj_context_leave(m->ctx, pushed);
     free(staging);
+    return st;
+}
+
+ssmjit_status sj_model_upload(ssmjit_model *m, sj_model_tensor *t, const void *src,
+                              ssmjit_dtype src_dtype)
+{
+    int pushed;
+    SJ_TRY(sj_context_enter(m->ctx, &pushed));
+    if (!m->staging.opened)
+        staging_open(m);
+    ssmjit_status st = m->staging.buf[0] ? upload_pinned(m, t, src, src_dtype) : upload_pageable(m, t, src, src_dtype);
+    sj_context_leave(m->ctx, pushed);
     return st;
 }
 

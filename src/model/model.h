@@ -77,6 +77,18 @@ typedef struct sj_model_profile {
     CUevent start[SJ_PROFILE_MAX], end[SJ_PROFILE_MAX];
 } sj_model_profile;
 
+/* Pinned host buffers that a load converts its tensors' pieces into,
+ * each copied to the device on the model's stream while the next is
+ * converted; opened at the first upload, closed by sj_model_finish.
+ * Where pinned memory cannot be had, buf[0] stays NULL and the pieces go
+ * up through one pageable buffer, each copy waited for. */
+typedef struct sj_model_staging {
+    int opened;
+    unsigned char *buf[2];
+    CUevent copied[2]; /* recorded after the last copy out of each */
+    int next;          /* the buffer the next piece takes */
+} sj_model_staging;
+
 struct ssmjit_model {
     ssmjit_context *ctx;
     const sj_driver *drv;
@@ -104,7 +116,8 @@ struct ssmjit_model {
 
     sj_model_profile *profile; /* NULL: not profiling */
 
-    CUstream capture;       /* the decode graph is captured on this stream */
+    CUstream capture;       /* the decode graph is captured on this stream, and the load's copies go on it */
+    sj_model_staging staging;
     sj_model_step_key key;
     CUgraphExec graph;      /* NULL: none captured */
 
@@ -300,14 +313,26 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
                              const ssmjit_model_options *opts, ssmjit_model **out);
 
 /* Finishes model m, whose tensors got their values with status `filled`:
- * gives it its cuBLAS handle and *out = m; on any failure destroys m and
- * returns the first error. */
+ * waits for the uploads' copies and closes their staging, gives m its
+ * cuBLAS handle and *out = m; on any failure destroys m and returns the
+ * first error. */
 ssmjit_status sj_model_finish(ssmjit_model *m, ssmjit_status filled, ssmjit_model **out);
 
 /* Converts t->numel elements of src (host, src_dtype, any alignment) to
- * the tensor's dtype and copies them to its device memory. */
+ * the tensor's dtype and copies them to its device memory, through the
+ * model's staging: src may be freed on return, but the copies are only
+ * known to be done, and their errors only reported, once
+ * sj_model_staging_close has returned. */
 ssmjit_status sj_model_upload(ssmjit_model *m, sj_model_tensor *t, const void *src,
                               ssmjit_dtype src_dtype);
+
+/* Waits for the uploads' copies and frees the staging (a no-op when none
+ * is open); the first error of the copies or of the wait. */
+ssmjit_status sj_model_staging_close(ssmjit_model *m);
+
+/* The same in the current context without a word: for a model being
+ * destroyed, whose first error is already reported. */
+void sj_model_staging_drop(ssmjit_model *m);
 
 /* Writes A = -exp(A_log) for every layer. */
 ssmjit_status sj_model_refresh_a(ssmjit_model *m, void *stream);

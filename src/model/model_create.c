@@ -179,7 +179,9 @@ ssmjit_status sj_model_alloc(ssmjit_context *ctx, const ssmjit_model_config *cfg
 
 ssmjit_status sj_model_finish(ssmjit_model *m, ssmjit_status filled, ssmjit_model **out)
 {
-    ssmjit_status st = filled == SSMJIT_OK ? sj_blas_create(m->ctx, &m->blas) : filled;
+    ssmjit_status st = filled == SSMJIT_OK ? sj_model_staging_close(m) : filled;
+    if (st == SSMJIT_OK)
+        st = sj_blas_create(m->ctx, &m->blas);
     if (st != SSMJIT_OK) {
         ssmjit_model_destroy(m);
         return st;
@@ -195,6 +197,7 @@ SSMJIT_API void ssmjit_model_destroy(ssmjit_model *m)
     if (m->ctx) {
         int pushed;
         if (sj_context_enter(m->ctx, &pushed) == SSMJIT_OK) {
+            sj_model_staging_drop(m);
             sj_model_drop_graph(m);
             sj_special_unload(m->ctx, m->decode, SJ_DECODE_KERNELS);
             for (int64_t i = 0; i < m->count; i++) {
