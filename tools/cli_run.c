@@ -1,4 +1,5 @@
 /* ssmjit run: prefill a prompt and decode on the GPU, greedily or sampled. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,22 @@ static int load_tokenizer(run_opts *o, ssmjit_tokenizer **tok)
     return st != SSMJIT_OK || !o->prompt ? CLI_OK : encode_prompt(*tok, o);
 }
 
+/* The tokenizer's load and the prompt's encoding, run beside the
+ * context's creation: neither needs the other, and both take tens of
+ * milliseconds (GPT-NeoX's tokenizer.json about 50, cuInit about 120). */
+typedef struct tokenizer_job {
+    run_opts *o;
+    ssmjit_tokenizer *tok;
+    int rc;
+} tokenizer_job;
+
+static void *tokenizer_thread(void *arg)
+{
+    tokenizer_job *j = arg;
+    j->rc = load_tokenizer(j->o, &j->tok);
+    return NULL;
+}
+
 /* Device buffers of one run, freed together. */
 typedef struct buffers {
     void *ws, *step_ws, *logits, *conv, *ssm, *next, *history, *sampling, *counter;
@@ -336,13 +353,11 @@ int cli_run(int argc, char **argv)
         fputs(help, stderr);
         return CLI_USAGE;
     }
-    ssmjit_tokenizer *tok;
-    int rc = load_tokenizer(&o, &tok);
-    if (rc != CLI_OK) {
-        ssmjit_tokenizer_destroy(tok);
-        free(o.tokens);
-        return rc;
-    }
+    tokenizer_job job = {&o, NULL, CLI_OK};
+    pthread_t thread;
+    const int beside = pthread_create(&thread, NULL, tokenizer_thread, &job) == 0;
+    if (!beside)
+        tokenizer_thread(&job);
     ssmjit_context *ctx;
     ssmjit_context_options co;
     ssmjit_context_options_init(&co);
@@ -350,10 +365,17 @@ int cli_run(int argc, char **argv)
     double t0 = cli_now();
     ssmjit_status st = ssmjit_context_create(&co, &ctx);
     double t1 = cli_now();
-    if (st != SSMJIT_OK) {
+    if (beside)
+        pthread_join(thread, NULL);
+    ssmjit_tokenizer *tok = job.tok;
+    int rc = job.rc;
+    if (rc != CLI_OK || st != SSMJIT_OK) {
+        /* a bad prompt or tokenizer is told first: the context's error
+         * would not be news then */
+        ssmjit_context_destroy(ctx);
         ssmjit_tokenizer_destroy(tok);
         free(o.tokens);
-        return cli_fail("run: context", st);
+        return rc != CLI_OK ? rc : cli_fail("run: context", st);
     }
     ssmjit_model_options mo;
     ssmjit_model_options_init(&mo);
