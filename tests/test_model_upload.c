@@ -189,6 +189,17 @@ static const sj_driver stand_in_pinned = {
     .MemcpyHtoDAsync = memcpy_htod_async,
 };
 
+/* A model on a context of driver drv, with nothing but its stream; its
+ * context is the caller's to free. */
+static ssmjit_model stand_in_model(const sj_driver *drv)
+{
+    ssmjit_context *ctx = sj_context_alloc();
+    assert_non_null(ctx);
+    ctx->drv = drv;
+    ctx->cu = the_cu;
+    return (ssmjit_model){.ctx = ctx, .drv = drv, .capture = the_stream};
+}
+
 /* Uploads numel elements of dtype `from` into a tensor of dtype `to`
  * whose device memory is dev through driver drv, failing at copy
  * fail_at (0: none), then closes the staging: the first error.  The
@@ -196,11 +207,7 @@ static const sj_driver stand_in_pinned = {
 static ssmjit_status upload(const sj_driver *drv, ssmjit_dtype to, ssmjit_dtype from, size_t numel, const void *src,
                             void *dev, int fail_at)
 {
-    ssmjit_context *ctx = sj_context_alloc();
-    assert_non_null(ctx);
-    ctx->drv = drv;
-    ctx->cu = the_cu;
-    ssmjit_model m = {.ctx = ctx, .drv = drv, .capture = the_stream};
+    ssmjit_model m = stand_in_model(drv);
     sj_model_tensor t = {.name = "backbone.embeddings.weight", .dtype = to, .numel = numel,
                          .data = (CUdeviceptr)(uintptr_t)dev};
     const int alloc_fail = rec.alloc_fail;
@@ -213,14 +220,14 @@ static ssmjit_status upload(const sj_driver *drv, ssmjit_dtype to, ssmjit_dtype 
         st = sj_model_staging_close(&m);
     } else {
         int pushed;
-        assert_int_equal(sj_context_enter(ctx, &pushed), SSMJIT_OK);
+        assert_int_equal(sj_context_enter(m.ctx, &pushed), SSMJIT_OK);
         sj_model_staging_drop(&m);
-        sj_context_leave(ctx, pushed);
+        sj_context_leave(m.ctx, pushed);
     }
     assert_int_equal(rec.pinned_held, 0);
     assert_int_equal(rec.events_held, 0);
     assert_int_equal(rec.done, rec.queued); /* nothing left in flight */
-    free(ctx);
+    free(m.ctx);
     return st;
 }
 
@@ -299,11 +306,7 @@ static void test_two_tensors(void **state)
     for (size_t i = 0; i < n1 + n2; i++)
         src[i] = sj_f32_to_bf16((float)tu_normal());
     memset(dev, 0, (n1 + n2) * 2);
-    ssmjit_context *ctx = sj_context_alloc();
-    assert_non_null(ctx);
-    ctx->drv = &stand_in_pinned;
-    ctx->cu = the_cu;
-    ssmjit_model m = {.ctx = ctx, .drv = &stand_in_pinned, .capture = the_stream};
+    ssmjit_model m = stand_in_model(&stand_in_pinned);
     sj_model_tensor t1 = {.name = "a", .dtype = SSMJIT_BF16, .numel = n1, .data = (CUdeviceptr)(uintptr_t)dev},
                     t2 = {.name = "b", .dtype = SSMJIT_BF16, .numel = n2,
                           .data = (CUdeviceptr)(uintptr_t)(dev + n1)};
@@ -318,7 +321,7 @@ static void test_two_tensors(void **state)
     assert_memory_equal(dev, src, (n1 + n2) * 2);
     assert_int_equal(rec.pinned_held, 0);
     assert_int_equal(rec.events_held, 0);
-    free(ctx);
+    free(m.ctx);
     free(src);
     free(dev);
 }
@@ -349,11 +352,7 @@ static void test_failed_async_copy(void **state)
     (void)state;
     size_t n = 1000;
     unsigned char *src = calloc(n, 2), *dev = malloc(n * 2);
-    ssmjit_context *ctx = sj_context_alloc();
-    assert_non_null(ctx);
-    ctx->drv = &stand_in_pinned;
-    ctx->cu = the_cu;
-    ssmjit_model m = {.ctx = ctx, .drv = &stand_in_pinned, .capture = the_stream};
+    ssmjit_model m = stand_in_model(&stand_in_pinned);
     sj_model_tensor t = {.name = "a", .dtype = SSMJIT_BF16, .numel = n, .data = (CUdeviceptr)(uintptr_t)dev};
     memset(&rec, 0, sizeof rec);
     rec.next = t.data;
@@ -364,7 +363,7 @@ static void test_failed_async_copy(void **state)
     assert_int_equal(rec.events_held, 0);
     assert_int_equal(rec.depth, 0);
     rec.sync_fail = 0;
-    free(ctx);
+    free(m.ctx);
     free(src);
     free(dev);
 }
