@@ -217,18 +217,6 @@ static sj_scan_fwd_shape fwd_shape_for(const ssmjit_context *ctx, const sj_scan_
     return (sj_scan_fwd_shape){n, (int)sj_ceil_div(sh->N, n), 16, 1, 1};
 }
 
-unsigned sj_scan_fwd_states_used(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L)
-{
-    const int64_t segments = sj_scan_split_most(L > 0 ? L : INT64_MAX, 0),
-                  most = B > 0 && B <= SJ_SCAN_MAX_BATCH / segments ? B * segments : SJ_SCAN_MAX_BATCH;
-    /* Every batch up to 512, then steps of an eighth: a model's load runs
-     * this (each batch costs a shape search, about 0.5 us). */
-    unsigned used = 1u << sj_scan_fwd_shape_for(ctx, most, D, N).ns;
-    for (int64_t rows = 1; rows < most; rows = rows < 512 ? rows + 1 : rows + rows / 8)
-        used |= 1u << sj_scan_fwd_shape_for(ctx, rows, D, N).ns;
-    return used;
-}
-
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N)
 {
     sj_scan_extents sh = {0};

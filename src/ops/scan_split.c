@@ -1,6 +1,7 @@
 /* The split over L of the selective scan's forward and backward
  * (ssmjit_selective_scan_fwd_workspace_size and _bwd_workspace_size;
- * kernels_src/scan_common.cuh says how): the plan, and the passes over
+ * kernels_src/scan_common.cuh says how): the plan, its bounds (and the
+ * forward kernels that calls within them may take), and the passes over
  * views of a row's segments. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -78,6 +79,18 @@ int64_t sj_scan_split_most(int64_t L, int backward)
     while (2 * S <= SPLIT_MAX && L / (2 * S) >= least)
         S *= 2;
     return S;
+}
+
+unsigned sj_scan_fwd_states_used(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L)
+{
+    const int64_t segments = sj_scan_split_most(L > 0 ? L : INT64_MAX, 0),
+                  most = B > 0 && B <= SJ_SCAN_MAX_BATCH / segments ? B * segments : SJ_SCAN_MAX_BATCH;
+    /* Every batch up to 512, then steps of an eighth: a model's load runs
+     * this (each batch costs a shape search, about 0.5 us). */
+    unsigned used = 1u << sj_scan_fwd_shape_for(ctx, most, D, N).ns;
+    for (int64_t rows = 1; rows < most; rows = rows < 512 ? rows + 1 : rows + rows / 8)
+        used |= 1u << sj_scan_fwd_shape_for(ctx, rows, D, N).ns;
+    return used;
 }
 
 /* Modelled cycles of the busiest SM for the forward over B rows of L
