@@ -1118,8 +1118,8 @@ typedef struct ssmjit_model_options {
      * only the kernels such calls launch: the most sequences in one call
      * (a forward, backward or step) and the most tokens a sequence in one
      * forward or backward; 0, the default, for any (a negative one is
-     * SSMJIT_ERR_INVALID_ARG).  A kernel that a
-     * larger call needs then compiles at that call's first use, as under
+     * SSMJIT_ERR_INVALID_ARG).  A kernel that a larger call needs then
+     * compiles at that call's first use, as under
      * SSMJIT_MODEL_PREPARE_NONE.  A compile that has begun runs to its
      * end, and ssmjit_context_destroy waits for it, whether or not
      * anything launches the kernel: with these set, a program that runs

@@ -370,8 +370,8 @@ int cli_run(int argc, char **argv)
     ssmjit_tokenizer *tok = job.tok;
     int rc = job.rc;
     if (rc != CLI_OK || st != SSMJIT_OK) {
-        /* a bad prompt or tokenizer is told first: the context's error
-         * would not be news then */
+        /* a bad prompt or tokenizer is the error reported, as when it
+         * was read before the context */
         ssmjit_context_destroy(ctx);
         ssmjit_tokenizer_destroy(tok);
         free(o.tokens);
