@@ -18,6 +18,7 @@
 #include "model.h"
 #include "ops_prepare.h"
 #include "ops_scan.h"
+#include "scan_internal.h"
 
 typedef struct {
     int count[SJ_UNIT_COUNT];
@@ -137,10 +138,11 @@ static void test_model_units(void **state)
 /* On a device, the forward scan's kernels are those its launch shapes
  * take: an H200's (132 SMs) at mamba-130m's D = 1536 and N = 16 never
  * takes 16 states a thread, whatever the batch.  Told the largest calls,
- * the model queues what they take: one short prompt neither 8 states a
- * thread (its load waited for that kernel, bench/NOTES.md) nor the
- * split's kernels; one long prompt, whose split's segments are rows of
- * the kernels, both; a training step of 100 tokens the split's kernels,
+ * the model queues what they take: one short prompt only the 4-token
+ * token-parallel kernel (its load waited for the token-serial ones,
+ * bench/NOTES.md); one long prompt, whose split's segments are rows of
+ * the token-serial kernels, those too, both token-parallel forms and the
+ * split's kernels; a training step of 100 tokens the split's kernels,
  * since its backward can split. */
 static void test_model_units_on_a_device(void **state)
 {
@@ -149,7 +151,10 @@ static void test_model_units_on_a_device(void **state)
     ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
                              .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
                              .residual_in_fp32 = 1};
-    assert_int_equal(sj_scan_fwd_states_used(ctx, 1536, 16, 0, 0), (1u << 4) | (1u << 8));
+    const sj_scan_fwd_kernels any = sj_scan_fwd_kernels_for(ctx, 1536, 16, 0, 0, 0);
+    assert_int_equal(any.states, (1u << 4) | (1u << 8));
+    assert_int_equal(any.tp_tokens, (1u << 4) | (1u << 8));
+    assert_true(any.split);
     ssmjit_model_options o = prepare_opts(SSMJIT_MODEL_PREPARE_INFERENCE);
     visits *v = calloc(1, sizeof *v);
     assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
@@ -157,13 +162,13 @@ static void test_model_units_on_a_device(void **state)
                                      "scan_split_carry"));
     assert_null(strstr(v->names, "ns16"));
     /* many states: 16 a thread */
-    assert_true(sj_scan_fwd_states_used(ctx, 1536, 256, 0, 0) & (1u << 16));
+    assert_true(sj_scan_fwd_kernels_for(ctx, 1536, 256, 0, 0, 0).states & (1u << 16));
 
     o.max_batch = 1;
     o.max_tokens = 100;
     memset(v, 0, sizeof *v);
     assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
-    assert_non_null(strstr(v->names, ",scan_fwd_ns4_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,state_update_bf16,"));
+    assert_non_null(strstr(v->names, ",conv_update_t4_bf16,scan_fwd_tp4_bf16,state_update_bf16,"));
     assert_null(strstr(v->names, "scan_split"));
     o.max_tokens = 2048;
     memset(v, 0, sizeof *v);
@@ -174,45 +179,74 @@ static void test_model_units_on_a_device(void **state)
     o.max_tokens = 100;
     memset(v, 0, sizeof *v);
     assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
-    assert_non_null(strstr(v->names, ",scan_fwd_ns4_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"));
-    assert_null(strstr(v->names, "scan_fwd_ns8"));
+    assert_non_null(strstr(v->names, ",scan_fwd_tp4_bf16,scan_split_ends_bf16,"));
+    assert_null(strstr(v->names, "scan_fwd_ns"));
+    assert_null(strstr(v->names, "scan_fwd_tp8"));
+    /* at 64 sequences of 100 tokens the grid fills the GPU: token-serial */
+    o.prepare = SSMJIT_MODEL_PREPARE_INFERENCE;
+    o.max_batch = 64;
+    memset(v, 0, sizeof *v);
+    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    assert_non_null(strstr(v->names, "scan_fwd_ns"));
     free(v);
     ssmjit_context_destroy(ctx);
 }
 
-/* Whatever forward a model's largest calls allow, the kernel of its
- * launch shape is among those the model queued: at each B, L and D of a
- * grid, f32 and bf16, with and without a checkpoint, the states a thread
- * of the forward over its rows (B, or B times the split's segments) are
- * among sj_scan_fwd_states_used's for B and L; and the split's segments
- * are at most sj_scan_split_most's, forward and backward. */
-static void test_states_used_cover_the_calls(void **state)
+/* What the forward launches for a call (its kernel, whether it splits),
+ * against what a model told a largest call at least as large queues. */
+static void check_call_covered(ssmjit_context *ctx, int64_t B, int64_t L, int64_t D, ssmjit_dtype dtype, int ck,
+                               const sj_scan_fwd_kernels *k, int64_t Bh, int64_t Lh)
+{
+    const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, D, 16, ck, 0),
+                  S_bwd = sj_scan_split_segments(ctx, dtype, B, L, D, 16, 1, 1);
+    int ok = S <= sj_scan_split_most(L, 0) && S_bwd <= sj_scan_split_most(L, 1) && (S == 1 || k->split),
+        ns = 0, tp = 0;
+    if (S == 1 && sj_scan_fwd_is_token_parallel(ctx, B, L, D, 16, 0)) {
+        sj_scan_extents sh = {0};
+        sh.B = B;
+        sh.L = L;
+        sh.D = D;
+        sh.N = 16;
+        tp = sj_scan_fwd_tp_tokens(ctx, &sh);
+        ok = ok && (k->tp_tokens >> tp & 1);
+    } else {
+        ns = sj_scan_fwd_shape_for(ctx, B * S, D, 16).ns;
+        ok = ok && (k->states >> ns & 1);
+    }
+    if (!ok)
+        fail_msg("B=%lld L=%lld D=%lld %s%s (told %lld x %lld): %lld segments (most %lld), token-parallel %d, "
+                 "%d states a thread; queued states 0x%x, tokens 0x%x, split %d",
+                 (long long)B, (long long)L, (long long)D, dtype == SSMJIT_F32 ? "f32" : "bf16", ck ? " ck" : "",
+                 (long long)Bh, (long long)Lh, (long long)S, (long long)sj_scan_split_most(L, 0), tp, ns, k->states,
+                 k->tp_tokens, k->split);
+}
+
+/* Whatever forward a model's largest calls allow, its kernels are among
+ * those the model queued: at each B, L and D of a grid, f32 and bf16,
+ * with and without a checkpoint, told each largest call of the grid at
+ * least as large, the forward's kernel (token-parallel, or token-serial
+ * over B rows or B times the split's segments) and the split's are
+ * queued; and the split's segments are at most sj_scan_split_most's,
+ * forward and backward. */
+static void test_kernels_cover_the_calls(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_stand_in_context();
-    static const int64_t Bs[] = {1, 2, 3, 4, 8, 16, 64}, Ls[] = {1, 64, 127, 128, 512, 2048, 16384},
+    static const int64_t Bs[] = {1, 2, 3, 4, 8, 16, 64}, Ls[] = {1, 64, 127, 128, 129, 512, 2048, 16384},
                          Ds[] = {200, 768, 1536, 2048, 4096, 5120};
+    const int nb = (int)(sizeof Bs / sizeof *Bs), nl = (int)(sizeof Ls / sizeof *Ls);
     int checked = 0;
-    for (size_t b = 0; b < sizeof Bs / sizeof *Bs; b++)
-        for (size_t l = 0; l < sizeof Ls / sizeof *Ls; l++)
-            for (size_t d = 0; d < sizeof Ds / sizeof *Ds; d++) {
-                const int64_t B = Bs[b], L = Ls[l], D = Ds[d];
-                const unsigned used = sj_scan_fwd_states_used(ctx, D, 16, B, L);
-                for (int v = 0; v < 4; v++) {
-                    const ssmjit_dtype dtype = v & 2 ? SSMJIT_BF16 : SSMJIT_F32;
-                    const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, D, 16, v & 1, 0),
-                                  S_bwd = sj_scan_split_segments(ctx, dtype, B, L, D, 16, 1, 1);
-                    const int ns = sj_scan_fwd_shape_for(ctx, B * S, D, 16).ns;
-                    if (!(used >> ns & 1) || S > sj_scan_split_most(L, 0) || S_bwd > sj_scan_split_most(L, 1))
-                        fail_msg("B=%lld L=%lld D=%lld v=%d: %lld segments (most %lld), %d states a thread "
-                                 "(queued 0x%x), backward %lld segments (most %lld)",
-                                 (long long)B, (long long)L, (long long)D, v, (long long)S,
-                                 (long long)sj_scan_split_most(L, 0), ns, used, (long long)S_bwd,
-                                 (long long)sj_scan_split_most(L, 1));
-                    checked++;
-                }
+    for (size_t d = 0; d < sizeof Ds / sizeof *Ds; d++)
+        for (int bh = 0; bh < nb; bh++)
+            for (int lh = 0; lh < nl; lh++) {
+                const sj_scan_fwd_kernels k = sj_scan_fwd_kernels_for(ctx, Ds[d], 16, Bs[bh], Ls[lh], 0);
+                for (int b = 0; b <= bh; b++)
+                    for (int l = 0; l <= lh; l++)
+                        for (int v = 0; v < 4; v++, checked++)
+                            check_call_covered(ctx, Bs[b], Ls[l], Ds[d], v & 2 ? SSMJIT_BF16 : SSMJIT_F32, v & 1, &k,
+                                               Bs[bh], Ls[lh]);
             }
-    print_message("%d forwards covered\n", checked);
+    print_message("%d calls covered\n", checked);
     assert_int_equal(sj_scan_split_most(127, 0), 1);
     assert_int_equal(sj_scan_split_most(128, 0), 2);
     assert_int_equal(sj_scan_split_most(31, 1), 1);
@@ -314,7 +348,7 @@ int main(void)
         cmocka_unit_test(test_op_by_op),
         cmocka_unit_test(test_model_units),
         cmocka_unit_test(test_model_units_on_a_device),
-        cmocka_unit_test(test_states_used_cover_the_calls),
+        cmocka_unit_test(test_kernels_cover_the_calls),
         cmocka_unit_test(test_decode_rule),
         cmocka_unit_test(test_decode_prepared_once),
     };

@@ -24,10 +24,8 @@
 typedef struct model_kernels {
     int taps;
     const char *residual; /* dtype suffix */
-    unsigned states;      /* the forward scan's states a thread, as bits (sj_scan_fwd_states_used) */
-    int token_parallel;   /* whether one short prompt takes the token-parallel forward scan */
-    int split;            /* whether a scan may split its rows' tokens (sj_scan_split_most) */
-    int skinny_rows;      /* the largest skinny GEMM form the rule gives its projections, 0 none */
+    sj_scan_fwd_kernels scan; /* the forward scan's, and whether the split's */
+    int skinny_rows;          /* the largest skinny GEMM form the rule gives its projections, 0 none */
 } model_kernels;
 
 static int has_suffix(const char *s, const char *sfx)
@@ -51,13 +49,13 @@ static int model_launches(const char *kernel, const void *arg)
     int rows;
     if (sscanf(kernel, "gemm_skinny_m%d_", &rows) == 1) /* the model's C is in its own dtype */
         return rows <= k->skinny_rows && strstr(kernel, "_f32") == NULL;
-    if (!strncmp(kernel, "scan_fwd_tp", 11))
-        return k->token_parallel;
     if (!strncmp(kernel, "scan_split_", 11))
-        return k->split;
-    int ns;
-    if (sscanf(kernel, "scan_fwd_ns%d_", &ns) == 1)
-        return ns < 32 && (k->states >> ns & 1);
+        return k->scan.split;
+    int bit;
+    if (sscanf(kernel, "scan_fwd_tp%d_", &bit) == 1)
+        return bit < 32 && (k->scan.tp_tokens >> bit & 1);
+    if (sscanf(kernel, "scan_fwd_ns%d_", &bit) == 1)
+        return bit < 32 && (k->scan.states >> bit & 1);
     return 1;
 }
 
@@ -84,20 +82,19 @@ int sj_model_linear_shape(const ssmjit_model_config *c, int i, const char **name
 
 /* The ops (and the filter's argument) of what a model launches in calls
  * up to opts' largest; with ctx NULL, the forward scan's kernels of every
- * kind those calls may take. */
+ * kind. */
 static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *cfg,
                           const ssmjit_model_options *opts, model_kernels *k)
 {
     const ssmjit_model_prepare what = opts->prepare;
-    /* the backward cuts shorter segments than the forward, its split
-     * kernels named as the forward's */
-    const int64_t tokens = opts->max_tokens > 0 ? opts->max_tokens : INT64_MAX;
+    /* the backward's split kernels are named as the forward's */
+    const sj_scan_fwd_kernels any = {~0u, ~0u, 1};
     *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8,
                          sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : opts->dtype),
-                         ctx ? sj_scan_fwd_states_used(ctx, cfg->d_inner, cfg->d_state, opts->max_batch, opts->max_tokens)
-                             : ~0u,
-                         ctx ? sj_scan_fwd_is_token_parallel(ctx, 1, 1, cfg->d_inner, cfg->d_state, 0) : 1,
-                         sj_scan_split_most(tokens, what == SSMJIT_MODEL_PREPARE_TRAINING) > 1, 0};
+                         ctx ? sj_scan_fwd_kernels_for(ctx, cfg->d_inner, cfg->d_state, opts->max_batch,
+                                                       opts->max_tokens, what == SSMJIT_MODEL_PREPARE_TRAINING)
+                             : any,
+                         0};
     const char *name;
     int64_t wn, wk; /* W [n, k] */
     for (int i = 0; sj_model_linear_shape(cfg, i, &name, &wn, &wk); i++) {

@@ -73,14 +73,23 @@ typedef struct sj_scan_fwd_shape {
 
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N);
 
-/* The states a thread (bit ns: 4, 8, 16) of the forward's launch shapes
- * for D and N on ctx's device, over every batch of its kernels (a split's
- * segments are rows of theirs) that forwards of at most B rows of at most
- * L tokens (0: any) may take: each up to 512, steps of an eighth beyond,
- * and the most.  Those are the kernels a model of that shape may launch.
- * A batch between the steps may take another, which then compiles at its
- * first use. */
-unsigned sj_scan_fwd_states_used(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L);
+/* The forward's kernels that calls of at most B rows of at most L tokens
+ * (0: any) take on ctx's device for D channels and N states: the
+ * token-serial kernels' states a thread (bit ns: 4, 8, 16), over every
+ * count of their rows (a split's segments are rows of theirs) up to 512
+ * and steps of an eighth beyond, the token-parallel kernels' tokens a
+ * lane (bit K: 4, 8), and whether the split's kernels run (with
+ * `backward`, those of the backward's split too, whose segments are
+ * shorter).  Those are the kernels a model of that shape may launch; a
+ * count of rows between the steps may take another, which then compiles
+ * at its first use. */
+typedef struct sj_scan_fwd_kernels {
+    unsigned states, tp_tokens;
+    int split;
+} sj_scan_fwd_kernels;
+
+sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L,
+                                            int backward);
 
 /* Dynamic shared memory, in bytes, of a forward block of that shape. */
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);

@@ -81,16 +81,31 @@ int64_t sj_scan_split_most(int64_t L, int backward)
     return S;
 }
 
-unsigned sj_scan_fwd_states_used(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L)
+sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L,
+                                            int backward)
 {
-    const int64_t segments = sj_scan_split_most(L > 0 ? L : INT64_MAX, 0),
-                  most = B > 0 && B <= SJ_SCAN_MAX_BATCH / segments ? B * segments : SJ_SCAN_MAX_BATCH;
-    /* Every batch up to 512, then steps of an eighth: a model's load runs
-     * this (each batch costs a shape search, about 0.5 us). */
-    unsigned used = 1u << sj_scan_fwd_shape_for(ctx, most, D, N).ns;
-    for (int64_t rows = 1; rows < most; rows = rows < 512 ? rows + 1 : rows + rows / 8)
-        used |= 1u << sj_scan_fwd_shape_for(ctx, rows, D, N).ns;
-    return used;
+    const int64_t tokens = L > 0 ? L : INT64_MAX, segments = sj_scan_split_most(tokens, 0),
+                  batch = B > 0 && B < SJ_SCAN_MAX_BATCH ? B : SJ_SCAN_MAX_BATCH,
+                  rows = batch <= SJ_SCAN_MAX_BATCH / segments ? batch * segments : SJ_SCAN_MAX_BATCH;
+    sj_scan_fwd_kernels k = {0, 0, sj_scan_split_most(tokens, backward) > 1};
+    /* Every count of rows up to 512, then steps of an eighth, and the
+     * most: a model's load runs this (each count costs a shape search,
+     * about 0.5 us).  Below the tokens a split needs, a batch the
+     * token-parallel kernel takes runs no token-serial one, and only its
+     * 4-token form (its 8-token form takes more than 128 tokens). */
+    for (int64_t r = 1; r <= rows; r = r == rows ? rows + 1 : r < 512 ? r + 1 : sj_min64(r + r / 8, rows)) {
+        sj_scan_extents sh = {0};
+        sh.B = r;
+        sh.L = tokens;
+        sh.D = D;
+        sh.N = N;
+        const int tp = r <= batch && sj_scan_fwd_token_parallel(ctx, &sh, 0);
+        if (tp)
+            k.tp_tokens |= 1u << 4 | 1u << sj_scan_fwd_tp_tokens(ctx, &sh);
+        if (!tp || segments > 1)
+            k.states |= 1u << sj_scan_fwd_shape_for(ctx, r, D, N).ns;
+    }
+    return k;
 }
 
 /* Modelled cycles of the busiest SM for the forward over B rows of L
