@@ -8,7 +8,10 @@
  *   decode_mix: x_proj's parts summed (dt_low, B, C), dt_proj, softplus,
  *               the state update, D and the z gate (y);
  *   decode_out: out_proj of y (the next layer's x);
- * and decode_head is the final norm with the LM head (logits).  x_proj
+ * and decode_head is the final norm with the LM head (logits).  At more
+ * sequences than the products stage at once, the hybrid step leaves
+ * in_proj and out_proj to cuBLAS and runs decode_convx (decode_in's work
+ * after its product) and decode_mix between them.  x_proj
  * has no kernel of its own: its rows are few (dt_rank + 2 d_state) and
  * each needs all of xc, so a kernel of its own was a whole step of the
  * chain for a few hundred kilobytes; each block of decode_in multiplies
@@ -666,6 +669,80 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
         }
     }
 }
+/* The hybrid step's part of decode_in (model_decode.c): in_proj's
+ * output for every sequence comes from cuBLAS in x ([batch, 2 DI], x
+ * half then z half), which reads each weight once for the whole batch.
+ * A block takes CX_CHANNELS channels of CX_SEQS sequences at a time (a
+ * row of blocks for each CX_SEQS sequences, up to the grid's): the
+ * conv state's step and SiLU (xc), the z half copied out as decode_mix
+ * reads it (z, [batch, DI]), and the block's part of x_proj over its
+ * channels, summed in channel order (xpart, decode_in's layout with a
+ * part a block). */
+/* Each of decode_mix's blocks sums every part of its sequence, so the
+ * parts are few: 64 channels a block (24 parts at d_inner 1536, 15 KB a
+ * sequence for each of its 24 blocks of decode_mix to read). */
+constexpr int CX_CHANNELS = 64; /* the host launches by its copies (model.h, SJ_DECODE_CONVX_*) */
+constexpr int CX_SEQS = 4;
+constexpr int CX_THREADS = 256;
+static_assert(CX_THREADS == CX_CHANNELS * CX_SEQS, "a thread a channel and sequence");
+
+template <typename T> __device__ __forceinline__ void decode_convx(const sj_decode_args &a)
+{
+    __shared__ float wx[DBL][CX_CHANNELS + 1]; /* x_proj's columns of the block's channels */
+    __shared__ float xs[CX_SEQS][CX_CHANNELS];
+    const int c = threadIdx.x % CX_CHANNELS, s = threadIdx.x / CX_CHANNELS;
+    const sj_i64 j0 = (sj_i64)blockIdx.x * CX_CHANNELS, j = j0 + c;
+    const bool ok = j < DI;
+    const T *w_x = (const T *)a.w_x, *xz = (const T *)a.x;
+    /* ahead of the wait: weights only */
+    for (int i = threadIdx.x; i < DBL * CX_CHANNELS; i += CX_THREADS) {
+        const int r = i / CX_CHANNELS, k = i % CX_CHANNELS;
+        wx[r][k] = j0 + k < DI ? sj_to_float(w_x[r * (sj_i64)DI + j0 + k]) : 0.0f;
+    }
+    float cw[WIDTH], cb = 0.0f;
+#pragma unroll
+    for (int k = 0; k < WIDTH; ++k)
+        cw[k] = ok ? a.conv_w[j * WIDTH + k] : 0.0f;
+    if (ok && a.conv_b)
+        cb = a.conv_b[j];
+    dec_release();
+    dec_wait();
+    for (sj_i64 b0 = (sj_i64)blockIdx.y * CX_SEQS; b0 < a.batch; b0 += (sj_i64)gridDim.y * CX_SEQS) {
+        const sj_i64 b = b0 + s;
+        float x = 0.0f;
+        if (ok && b < a.batch) {
+            /* the conv's step, summed in the order of conv_update.cu */
+            float *st = a.conv_state + (b * DI + j) * WIDTH;
+            float w[WIDTH];
+#pragma unroll
+            for (int k = 0; k + 1 < WIDTH; ++k)
+                w[k] = st[k + 1];
+            w[WIDTH - 1] = sj_to_float(xz[b * 2 * DI + j]);
+            float acc = cb;
+#pragma unroll
+            for (int k = 0; k < WIDTH; ++k) {
+                acc = fmaf(cw[k], w[k], acc);
+                st[k] = w[k];
+            }
+            x = dec_round<T>(sj_silu(acc));
+            ((T *)a.xc)[b * DI + j] = sj_from_float<T>(x);
+            ((T *)a.z)[b * DI + j] = xz[b * 2 * DI + DI + j];
+        }
+        __syncthreads(); /* the last sequences' xs are read */
+        xs[s][c] = x;
+        __syncthreads();
+        const int nb = (int)(a.batch - b0 < CX_SEQS ? a.batch - b0 : CX_SEQS);
+        for (int o = threadIdx.x; o < nb * DBLP; o += CX_THREADS) {
+            const int q = o / DBLP, r = o % DBLP;
+            float sum = 0.0f;
+            if (r < DBL)
+#pragma unroll 8
+                for (int k = 0; k < CX_CHANNELS; ++k)
+                    sum = fmaf(wx[r][k], xs[q][k], sum);
+            a.xpart[((sj_i64)blockIdx.x * a.batch + b0 + q) * DBLP + r] = sum;
+        }
+    }
+}
 #endif /* SJ_UNIT_ALL */
 
 /* The products' kernels keep two blocks an SM (128 registers): left
@@ -682,6 +759,7 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
     SJ_DECODE_KERNEL(T, sfx, in, DEC_THREADS, DEC_BLOCKS_PER_SM)     \
     SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, 1)                    \
     SJ_DECODE_KERNEL(T, sfx, out, DEC_THREADS, DEC_BLOCKS_PER_SM)    \
-    SJ_DECODE_KERNEL(T, sfx, head, DEC_THREADS, DEC_BLOCKS_PER_SM)
+    SJ_DECODE_KERNEL(T, sfx, head, DEC_THREADS, DEC_BLOCKS_PER_SM)   \
+    SJ_DECODE_KERNEL(T, sfx, convx, CX_THREADS, 1)
 
 SJ_FOR_EACH_DTYPE(SJ_DECODE_KERNELS, 0)

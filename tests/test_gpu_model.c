@@ -345,6 +345,20 @@ static void test_decode_paths(void **state)
         decode_after_prefill(&cases[i]);
 }
 
+/* The hybrid step (model_decode.c) on its own, so that a sanitizer can
+ * take it alone: the rule's pick above two sequences, and forced at one. */
+static void test_decode_hybrid(void **state)
+{
+    (void)state;
+    static const decode_case cases[] = {
+        {SSMJIT_F32, 3, 2, 0, 1},   {SSMJIT_F32, 1, 2, 0, 1},   {SSMJIT_F32, 100, 2, 1, 1},
+        {SSMJIT_F32, 5, 2, 2, 1},   {SSMJIT_BF16, 64, 2, 0, 1}, {SSMJIT_BF16, 64, 2, 1, 0},
+        {SSMJIT_BF16, 100, 2, 2, 0}, {SSMJIT_F16, 64, 2, 2, 1}, {SSMJIT_F32, 9, 2, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        decode_after_prefill(&cases[i]);
+}
+
 /* Sampled decoding in the step: two decoders from the same states and
  * seeds draw the same tokens step after step (the graph replays read the
  * counters on the device), a row at temperature 0 is the argmax of its
@@ -906,6 +920,7 @@ int main(void)
         cmocka_unit_test(test_forward_untied),
         cmocka_unit_test(test_forward_bf16),
         cmocka_unit_test(test_decode_paths),
+        cmocka_unit_test(test_decode_hybrid),
         cmocka_unit_test(test_greedy_graph),
         cmocka_unit_test(test_sampled_decode),
         cmocka_unit_test(test_backward_tied),

@@ -274,26 +274,34 @@ static void test_decode_rule(void **state)
         m.t[i].data = (CUdeviceptr)(0x100000 + i * 0x1000);
     m.t[SJ_G_EMBEDDING].shape[0] = m.cfg.vocab_size;
     for (int64_t B = 1; B <= 100; B++)
-        assert_int_equal(sj_model_decode_fused(&m, B), B <= SJ_DECODE_FUSED_MAX_BATCH);
+        assert_int_equal(sj_model_decode_path(&m, B), B <= SJ_DECODE_FUSED_MAX_BATCH    ? SJ_DECODE_FUSED
+                                                       : B <= SJ_DECODE_HYBRID_MAX_BATCH ? SJ_DECODE_HYBRID
+                                                                                         : SJ_DECODE_UNFUSED);
+    /* the hybrid kernels read x_proj element by element */
     sj_model_layer_tensor(&m, 1, SJ_L_X_PROJ)->data += 8;
-    assert_int_equal(sj_model_decode_fused(&m, 1), 0);
+    assert_int_equal(sj_model_decode_path(&m, 1), SJ_DECODE_UNFUSED);
+    assert_int_equal(sj_model_decode_path(&m, 3), SJ_DECODE_HYBRID);
     sj_model_layer_tensor(&m, 1, SJ_L_X_PROJ)->data += 8;
-    assert_int_equal(sj_model_decode_fused(&m, 1), 1);
+    assert_int_equal(sj_model_decode_path(&m, 1), SJ_DECODE_FUSED);
     m.cfg.d_model = 2048;
     m.cfg.d_inner = 4096;
-    assert_int_equal(sj_model_decode_fused(&m, 1), 1);
+    assert_int_equal(sj_model_decode_path(&m, 1), SJ_DECODE_FUSED);
     m.cfg.d_model = 2560;
     m.cfg.d_inner = 5120;
-    assert_int_equal(sj_model_decode_fused(&m, 1), 0);
-    assert_int_equal(sj_model_decode_force(&m, 1), SSMJIT_OK);
-    assert_int_equal(sj_model_decode_fused(&m, 64), 1);
-    assert_int_equal(sj_model_decode_force(&m, 0), SSMJIT_OK);
-    assert_int_equal(sj_model_decode_fused(&m, 1), 0);
-    assert_int_equal(sj_model_decode_force(&m, 2), SSMJIT_ERR_INVALID_ARG);
+    assert_int_equal(sj_model_decode_path(&m, 1), SJ_DECODE_UNFUSED);
+    assert_int_equal(sj_model_decode_path(&m, 64), SJ_DECODE_UNFUSED);
+    assert_int_equal(sj_model_decode_force(&m, SJ_DECODE_FUSED), SSMJIT_OK);
+    assert_int_equal(sj_model_decode_path(&m, 64), SJ_DECODE_FUSED);
+    assert_int_equal(sj_model_decode_force(&m, SJ_DECODE_HYBRID), SSMJIT_OK);
+    assert_int_equal(sj_model_decode_path(&m, 1), SJ_DECODE_HYBRID);
+    assert_int_equal(sj_model_decode_force(&m, SJ_DECODE_UNFUSED), SSMJIT_OK);
+    assert_int_equal(sj_model_decode_path(&m, 1), SJ_DECODE_UNFUSED);
+    assert_int_equal(sj_model_decode_force(&m, 3), SSMJIT_ERR_INVALID_ARG);
     m.cfg.d_inner = 20000;
-    assert_int_equal(sj_model_decode_force(&m, 1), SSMJIT_ERR_UNSUPPORTED);
+    assert_int_equal(sj_model_decode_force(&m, SJ_DECODE_FUSED), SSMJIT_ERR_UNSUPPORTED);
+    assert_int_equal(sj_model_decode_force(&m, SJ_DECODE_HYBRID), SSMJIT_ERR_UNSUPPORTED);
     assert_int_equal(sj_model_decode_force(&m, -1), SSMJIT_OK);
-    assert_int_equal(sj_model_decode_fused(&m, 1), 0);
+    assert_int_equal(sj_model_decode_path(&m, 1), SJ_DECODE_UNFUSED);
     free(m.t);
 }
 
@@ -325,7 +333,8 @@ static void test_decode_prepared_once(void **state)
     assert_int_equal(sj_model_decode_prepare(ctx, &c, SSMJIT_F16), SSMJIT_OK);
     /* the load's own list: a define or name that differs compiles anew */
     sj_special_kernel k[SJ_DECODE_KERNELS];
-    static const char *const names[] = {"decode_in_f16", "decode_mix_f16", "decode_out_f16", "decode_head_f16"};
+    static const char *const names[] = {"decode_in_f16", "decode_mix_f16", "decode_out_f16", "decode_head_f16",
+                                        "decode_convx_f16"};
     static const char *const defines[] = {"SJ_DEC_D_MODEL=136", "SJ_DEC_D_INNER=272", "SJ_DEC_DT_RANK=9",
                                           "SJ_DEC_D_STATE=8",   "SJ_DEC_D_CONV=4",    "SJ_DEC_VOCAB=321",
                                           "SJ_DEC_RES_F32=1"};

@@ -165,7 +165,8 @@ static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype d
     if (st == SSMJIT_OK) {
         const double step_s = (double)B / tps, gbps = weight_bytes(&b->c, dtype) / step_s * 1e-9;
         printf("model   decode %s %s, batch %lld, %s: %.0f tokens/s, %.1f us a step, weights %.0f MB at %.0f GB/s "
-               "(%.0f%% of copy)\n", what, sj_dtype_suffix(dtype), (long long)B, path ? "fused" : "unfused", tps,
+               "(%.0f%% of copy)\n", what, sj_dtype_suffix(dtype), (long long)B,
+               path == 2 ? "hybrid" : path ? "fused" : "unfused", tps,
                step_s * 1e6, weight_bytes(&b->c, dtype) * 1e-6, gbps, 100 * gbps / copy);
     }
     return st == SSMJIT_OK ? sj_model_decode_force(b->m, -1) : st;
@@ -252,7 +253,7 @@ int bench_model(ssmjit_context *ctx, int quick)
         printf("model   copy bandwidth %.0f GB/s\n", copy);
     static const int64_t batches[] = {1, 8, 64};
     for (size_t i = 0; i < sizeof batches / sizeof *batches; i++)
-        for (int path = 1; path >= 0 && st == SSMJIT_OK; path--)
+        for (int path = batches[i] > 2 ? 2 : 1; path >= 0 && st == SSMJIT_OK; path--)
             st = decode_row(&b, "130m", SSMJIT_BF16, batches[i], quick ? 50 : batches[i] > 8 ? 300 : 500, path, copy);
     if (st == SSMJIT_OK)
         st = decode_parts(&b, 1, quick ? 50 : 500);

@@ -61,7 +61,10 @@ typedef enum sj_decode_part {
     SJ_DECODE_PICK, /* the next ids: the head's argmax, or the draw */
     SJ_DECODE_PART_COUNT
 } sj_decode_part;
-#define SJ_DECODE_KERNELS (SJ_DECODE_HEAD + 1)
+/* The specialised kernels, in m->decode: the fused step's, then the
+ * hybrid step's own (decode_convx; an index there, not a part). */
+#define SJ_DECODE_CONVX (SJ_DECODE_HEAD + 1)
+#define SJ_DECODE_KERNELS (SJ_DECODE_CONVX + 1)
 
 /* Event pairs around the GEMMs and scans of a call, for the benchmark's
  * breakdown of a training step (off unless sj_model_profile_start). */
@@ -121,10 +124,10 @@ struct ssmjit_model {
     sj_model_step_key key;
     CUgraphExec graph;      /* NULL: none captured */
 
-    /* The fused decode's kernels (model_decode.c), compiled with the
-     * model's sizes at its first step; decode_skip: parts a fused step
-     * leaves out (sj_model_decode_skip); decode_force: -1 the rule, 0 the
-     * unfused path, 1 the fused one. */
+    /* The fused and hybrid decode's kernels (model_decode.c), compiled
+     * with the model's sizes at its first step; decode_skip: parts a fused
+     * step leaves out (sj_model_decode_skip); decode_force: -1 the rule,
+     * else the path (SJ_DECODE_UNFUSED, _FUSED, _HYBRID). */
     sj_special_kernel decode[SJ_DECODE_KERNELS];
     unsigned decode_skip;
     int decode_force;
@@ -199,24 +202,36 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
 typedef struct sj_model_step_ws {
     size_t total;
     size_t ids, x, resid, resid2, normed, xz, xc, xdbl, dt, y;
-    /* the fused path's only (0 on the unfused one): x_proj's parts
-     * (sj_model_decode_xparts), its head's blocks' argmax and their
-     * count done */
+    /* the fused path's only (0 on the others): x_proj's parts
+     * (sj_model_decode_xparts; the hybrid path's too, a part a
+     * decode_convx block), its head's blocks' argmax and their count
+     * done */
     size_t xpart, pick, picked;
 } sj_model_step_ws;
 
 ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char *op,
                                    sj_model_step_ws *ws);
 
-/* The fused decode (model_decode.c).  Its rule, from bench/NOTES.md
- * ("Decode, round 2"): fused for batches up to SJ_DECODE_FUSED_MAX_BATCH
- * (one pass of its staging; at batch 8 the unfused step was 1.6x faster)
- * and d_model up to SJ_DECODE_FUSED_MAX_D_MODEL (the 130m shape, d_model
- * 768, gained 2.4x at batch 1 in bf16; the 1.4b shape, 2048, 1.2x; no
- * larger model measured), where every matrix starts 16-byte aligned;
- * else the unfused step, unless forced. */
+/* The decode step's paths (model_decode.c, model_step.c). */
+enum {
+    SJ_DECODE_UNFUSED = 0, /* seven kernels a layer, four of them cuBLAS GEMMs */
+    SJ_DECODE_FUSED = 1,   /* three specialised kernels a layer */
+    SJ_DECODE_HYBRID = 2   /* norm, cuBLAS in_proj, decode_convx, decode_mix, cuBLAS out_proj */
+};
+/* Its rule, from bench/NOTES.md ("Decode, round 2"): fused for batches up
+ * to SJ_DECODE_FUSED_MAX_BATCH (one pass of its staging; at batch 8 the
+ * unfused step was 1.6x faster) and d_model up to
+ * SJ_DECODE_FUSED_MAX_D_MODEL (the 130m shape, d_model 768, gained 2.4x
+ * at batch 1 in bf16; the 1.4b shape, 2048, 1.2x; no larger model
+ * measured), where every matrix starts 16-byte aligned; hybrid above
+ * that up to SJ_DECODE_HYBRID_MAX_BATCH, at the sizes the specialised
+ * kernels compile for ("Decode, round 5": at batch 8 15,259 tokens/s
+ * against the unfused step's 12,971; at batch 64 75,185 against 82,373,
+ * so the unfused step keeps larger batches); else the unfused step,
+ * unless forced. */
 #define SJ_DECODE_FUSED_MAX_BATCH 2
 #define SJ_DECODE_FUSED_MAX_D_MODEL 2048
+#define SJ_DECODE_HYBRID_MAX_BATCH 8
 /* The fused kernels' sizes, kernels_src/decode.cu's DEC_WARPS,
  * DEC_BLOCKS_PER_SM, MIX_THREADS and DEC_STAGE_BYTES (tests/
  * test_kernel_sizes.c holds the two sides equal): the products' blocks
@@ -227,15 +242,25 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
 #define SJ_DECODE_BLOCKS_PER_SM 2
 #define SJ_DECODE_MIX_THREADS 256
 #define SJ_DECODE_STAGE_BYTES 40960
-int sj_model_decode_fused(const ssmjit_model *m, int64_t batch);
-/* Forces the path of later steps (tests, benchmarks): -1 the rule, 0 the
- * unfused path, 1 the fused one (SSMJIT_ERR_UNSUPPORTED where it cannot
- * run).  Drops a captured graph. */
+/* decode_convx's channels and sequences a block, and threads
+ * (CX_CHANNELS, CX_SEQS, CX_THREADS) */
+#define SJ_DECODE_CONVX_CHANNELS 64
+#define SJ_DECODE_CONVX_SEQS 4
+#define SJ_DECODE_CONVX_THREADS 256
+int sj_model_decode_path(const ssmjit_model *m, int64_t batch);
+/* Forces the path of later steps (tests, benchmarks): -1 the rule, else
+ * a path (SSMJIT_ERR_UNSUPPORTED where it cannot run).  Drops a captured
+ * graph. */
 ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
 /* Later fused steps leave out the launches of the parts whose bits
  * (1 << sj_decode_part) are set, so that their results are garbage; 0
  * launches everything.  Drops a captured graph. */
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
+/* A hybrid step's layer l (SJ_DECODE_HYBRID). */
+ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
+                                           const sj_model_step_ws *ws, int64_t l, void *stream);
+/* decode_convx's blocks, x_proj's parts of a hybrid step. */
+int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c);
 /* Everything a fused step launches after its ids are on the device. */
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
                                    const void *ids_dev, void *stream);

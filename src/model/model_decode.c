@@ -1,8 +1,10 @@
-/* The decode step's fused path: kernels_src/decode.cu compiled with the
- * model's sizes as constants, three kernels a layer and one for the final
- * norm with the LM head, in place of the unfused step's seven a layer
- * (four of them GEMMs).  Taken where the rule below says so; the unfused
- * path (model_step.c) serves the rest. */
+/* The decode step's fused and hybrid paths: kernels_src/decode.cu
+ * compiled with the model's sizes as constants.  Fused: three kernels a
+ * layer and one for the final norm with the LM head, in place of the
+ * unfused step's seven a layer (four of them GEMMs).  Hybrid, at larger
+ * batches: in_proj and out_proj through cuBLAS, the rest of a layer in
+ * two specialised kernels, five in all.  Taken where the rule below says
+ * so; the unfused path (model_step.c) serves the rest. */
 #include <stdio.h>
 
 #include "base/error.h"
@@ -35,7 +37,7 @@ typedef struct sj_decode_args {
 } sj_decode_args;
 _Static_assert(sizeof(sj_decode_args) == 25 * 8, "kernel layout in kernels_src/decode.cu");
 
-static const char *const parts[SJ_DECODE_KERNELS] = {"in", "mix", "out", "head"};
+static const char *const parts[SJ_DECODE_KERNELS] = {"in", "mix", "out", "head", "convx"};
 
 /* The floats of one sequence's activations the kernels can stage. */
 #define STAGE_FLOATS (SJ_DECODE_STAGE_BYTES / 4)
@@ -46,28 +48,32 @@ static int rule_sizes(const ssmjit_model_config *c)
     return c->d_model <= SJ_DECODE_FUSED_MAX_D_MODEL && c->d_inner <= STAGE_FLOATS;
 }
 
-int sj_model_decode_fused(const ssmjit_model *m, int64_t batch)
+int sj_model_decode_path(const ssmjit_model *m, int64_t batch)
 {
     if (m->decode_force >= 0)
         return m->decode_force;
     const ssmjit_model_config *c = &m->cfg;
-    if (batch > SJ_DECODE_FUSED_MAX_BATCH || !rule_sizes(c) || sj_model_head_tensor(m)->shape[0] != c->vocab_size)
-        return 0;
+    if (!rule_sizes(c))
+        return SJ_DECODE_UNFUSED;
+    if (batch > SJ_DECODE_FUSED_MAX_BATCH)
+        return batch <= SJ_DECODE_HYBRID_MAX_BATCH ? SJ_DECODE_HYBRID : SJ_DECODE_UNFUSED;
+    if (sj_model_head_tensor(m)->shape[0] != c->vocab_size)
+        return SJ_DECODE_UNFUSED;
     /* the kernels read the matrices in 16-byte pieces */
     static const sj_model_layer_slot mats[] = {SJ_L_IN_PROJ, SJ_L_X_PROJ, SJ_L_DT_PROJ, SJ_L_OUT_PROJ};
     for (int64_t l = 0; l < c->n_layer; l++)
         for (size_t i = 0; i < sizeof mats / sizeof *mats; i++)
             if (sj_model_layer_tensor(m, l, mats[i])->data % 16)
-                return 0;
-    return sj_model_head_tensor(m)->data % 16 == 0;
+                return SJ_DECODE_UNFUSED;
+    return sj_model_head_tensor(m)->data % 16 == 0 ? SJ_DECODE_FUSED : SJ_DECODE_UNFUSED;
 }
 
 ssmjit_status sj_model_decode_force(ssmjit_model *m, int path)
 {
-    if (path < -1 || path > 1)
-        return sj_error(SSMJIT_ERR_INVALID_ARG, "decode path %d is not -1, 0 or 1", path);
-    if (path == 1 && (m->cfg.d_model > STAGE_FLOATS || m->cfg.d_inner > STAGE_FLOATS))
-        return sj_error(SSMJIT_ERR_UNSUPPORTED, "the fused decode takes d_model and d_inner up to %d",
+    if (path < -1 || path > SJ_DECODE_HYBRID)
+        return sj_error(SSMJIT_ERR_INVALID_ARG, "decode path %d is not -1, 0, 1 or 2", path);
+    if (path >= SJ_DECODE_FUSED && (m->cfg.d_model > STAGE_FLOATS || m->cfg.d_inner > STAGE_FLOATS))
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "the fused and hybrid decode take d_model and d_inner up to %d",
                         STAGE_FLOATS);
     if (path != m->decode_force)
         sj_model_drop_graph(m);
@@ -168,13 +174,60 @@ static int skipped(const ssmjit_model *m, sj_decode_part part)
 
 /* Each kernel of the chain may start while the one before runs: the
  * kernels wait for it before they touch activations or states. */
+static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, sj_decode_args *a, void *stream)
+{
+    void *args[] = {a};
+    unsigned threads = kernel == SJ_DECODE_MIX     ? SJ_DECODE_MIX_THREADS
+                       : kernel == SJ_DECODE_CONVX ? SJ_DECODE_CONVX_THREADS
+                                                   : 32 * SJ_DECODE_WARPS;
+    return sj_launch_chained(m->ctx, m->decode[kernel].fn, grid, (sj_dim3){threads, 1, 1}, stream, args);
+}
+
 static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, sj_decode_args *a, void *stream)
 {
-    if (skipped(m, part))
-        return SSMJIT_OK;
-    void *args[] = {a};
-    unsigned threads = part == SJ_DECODE_MIX ? SJ_DECODE_MIX_THREADS : 32 * SJ_DECODE_WARPS;
-    return sj_launch_chained(m->ctx, m->decode[part].fn, grid, (sj_dim3){threads, 1, 1}, stream, args);
+    return skipped(m, part) ? SSMJIT_OK : launch_kernel(m, (int)part, grid, a, stream);
+}
+
+/* decode_mix's grid: the states' lanes (4 a channel where decode.cu's
+ * MIX_G is 4, N = 16) of every channel, and a row of blocks a sequence. */
+static sj_dim3 mix_grid(const ssmjit_model_config *c, int64_t B)
+{
+    const int64_t n = c->d_state, g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
+    return (sj_dim3){(unsigned)sj_ceil_div(c->d_inner * g, SJ_DECODE_MIX_THREADS), (unsigned)sj_min64(B, 65535), 1};
+}
+
+int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c)
+{
+    return sj_ceil_div(c->d_inner, SJ_DECODE_CONVX_CHANNELS);
+}
+
+ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
+                                           const sj_model_step_ws *ws, int64_t l, void *stream)
+{
+    const ssmjit_model_config *c = &m->cfg;
+    const int64_t B = a->batch, dm = c->d_model, di = c->d_inner;
+    SJ_TRY(load(m));
+    void *base = a->workspace, *xz = sj_model_ws_at(base, ws->xz), *y = sj_model_ws_at(base, ws->y),
+         *x = sj_model_ws_at(base, ws->x), *normed = sj_model_ws_at(base, ws->normed),
+         *resid = sj_model_ws_at(base, ws->resid);
+    ssmjit_matrix residual = {l ? resid : NULL, 0, 0};
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, residual, sj_model_weight(m, l, SJ_L_NORM), normed,
+                             resid, NULL, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed, dm, xz, 2 * di, stream));
+    sj_decode_args d = {
+        .x = xz, .conv_w = sj_model_weight(m, l, SJ_L_CONV), .conv_b = sj_model_weight(m, l, SJ_L_CONV_BIAS),
+        .conv_state = (float *)a->conv_state + l * B * di * c->d_conv, .xc = sj_model_ws_at(base, ws->xc),
+        .z = sj_model_ws_at(base, ws->dt), /* z [B, di], where the unfused step keeps dt */
+        .w_x = sj_model_weight(m, l, SJ_L_X_PROJ), .xpart = sj_model_ws_at(base, ws->xpart),
+        .w_dt = sj_model_weight(m, l, SJ_L_DT_PROJ), .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS),
+        .A = (const float *)(uintptr_t)m->A + l * di * c->d_state, .Dv = sj_model_weight(m, l, SJ_L_D),
+        .ssm_state = (float *)a->ssm_state + l * B * di * c->d_state, .y = y, .batch = B,
+        .xparts = (int32_t)sj_model_decode_convx_blocks(c),
+    };
+    const sj_dim3 convx = {(unsigned)d.xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535), 1};
+    SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, &d, stream));
+    SJ_TRY(launch_kernel(m, SJ_DECODE_MIX, mix_grid(c, B), &d, stream));
+    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, x, dm, stream);
 }
 
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
@@ -188,10 +241,7 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
     if (!skipped(m, SJ_DECODE_EMBED))
         SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
-    /* the states' lanes: 4 a channel where decode.cu's MIX_G is 4 (N = 16) */
-    const int64_t g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
-    const sj_dim3 in = matvec_grid(m, 2 * di), mix = {(unsigned)sj_ceil_div(di * g, SJ_DECODE_MIX_THREADS),
-                                                    (unsigned)sj_min64(B, 65535), 1};
+    const sj_dim3 in = matvec_grid(m, 2 * di), mix = mix_grid(c, B);
     /* greedy: the head takes the argmax too; a draw is a kernel of its own */
     const int greedy = a->next_ids && !a->sampling && !skipped(m, SJ_DECODE_PICK);
     sj_decode_args d = {

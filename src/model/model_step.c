@@ -62,7 +62,8 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
     return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, sj_model_ws_at(base, ws->x), dm, stream);
 }
 
-/* Everything an unfused step launches after its ids are on the device. */
+/* Everything an unfused or hybrid step launches after its ids are on the
+ * device: they differ in their layers only. */
 static ssmjit_status unfused_kernels(ssmjit_model *m, const ssmjit_model_step_args *a,
                                   const sj_model_step_ws *ws, const void *ids_dev, void *stream)
 {
@@ -71,8 +72,9 @@ static ssmjit_status unfused_kernels(ssmjit_model *m, const ssmjit_model_step_ar
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x), *normed = sj_model_ws_at(base, ws->normed);
     SJ_TRY(sj_model_refresh_a(m, stream));
     SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
+    const int hybrid = sj_model_decode_path(m, B) == SJ_DECODE_HYBRID;
     for (int64_t l = 0; l < c->n_layer; l++)
-        SJ_TRY(layer_step(m, a, ws, l, stream));
+        SJ_TRY(hybrid ? sj_model_decode_hybrid_layer(m, a, ws, l, stream) : layer_step(m, a, ws, l, stream));
     SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, (ssmjit_matrix){sj_model_ws_at(base, ws->resid), 0, 0},
                              (const void *)(uintptr_t)m->t[SJ_G_NORM_F].data, normed,
                              sj_model_ws_at(base, ws->resid), NULL, stream));
@@ -84,7 +86,7 @@ static ssmjit_status unfused_kernels(ssmjit_model *m, const ssmjit_model_step_ar
 static ssmjit_status step_kernels(ssmjit_model *m, const ssmjit_model_step_args *a,
                                   const sj_model_step_ws *ws, const void *ids_dev, void *stream)
 {
-    if (sj_model_decode_fused(m, a->batch))
+    if (sj_model_decode_path(m, a->batch) == SJ_DECODE_FUSED)
         return sj_model_decode_step(m, a, ws, ids_dev, stream);
     return unfused_kernels(m, a, ws, ids_dev, stream);
 }

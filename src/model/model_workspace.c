@@ -186,10 +186,13 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
     ws->xpart = ws->pick = ws->picked = 0;
     /* sized for the path the step takes now (a path forced later than the
      * size was asked finds the workspace too small and says so) */
-    if (sj_model_decode_fused(m, B)) {
+    const int path = sj_model_decode_path(m, B);
+    if (path == SJ_DECODE_FUSED) {
         ws->xpart = take(&cur, B * sj_model_decode_xparts(m), sj_model_decode_part_floats(c), 4);
         ws->pick = take(&cur, B, sj_model_decode_head_blocks(m), 8);
         ws->picked = take(&cur, 1, 1, 4);
+    } else if (path == SJ_DECODE_HYBRID) {
+        ws->xpart = take(&cur, B * sj_model_decode_convx_blocks(c), sj_model_decode_part_floats(c), 4);
     }
     if (cur.overflow)
         return sj_error(SSMJIT_ERR_UNSUPPORTED, "%s: the workspace for batch %lld is too large", op,
