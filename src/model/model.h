@@ -256,8 +256,10 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
  * (1 << sj_decode_part) are set, so that their results are garbage; 0
  * launches everything.  Drops a captured graph. */
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
-/* A hybrid step's layer l (SJ_DECODE_HYBRID). */
-ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
+/* A hybrid step's (SJ_DECODE_HYBRID) layer l between in_proj, whose
+ * output is in ws->xz, and out_proj, which reads ws->y: decode_convx and
+ * decode_mix. */
+ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_step_args *a,
                                            const sj_model_step_ws *ws, int64_t l, void *stream);
 /* decode_convx's blocks, x_proj's parts of a hybrid step. */
 int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c);

@@ -201,33 +201,27 @@ int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c)
     return sj_ceil_div(c->d_inner, SJ_DECODE_CONVX_CHANNELS);
 }
 
-ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
+ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_step_args *a,
                                            const sj_model_step_ws *ws, int64_t l, void *stream)
 {
     const ssmjit_model_config *c = &m->cfg;
-    const int64_t B = a->batch, dm = c->d_model, di = c->d_inner;
+    const int64_t B = a->batch, di = c->d_inner;
     SJ_TRY(load(m));
-    void *base = a->workspace, *xz = sj_model_ws_at(base, ws->xz), *y = sj_model_ws_at(base, ws->y),
-         *x = sj_model_ws_at(base, ws->x), *normed = sj_model_ws_at(base, ws->normed),
-         *resid = sj_model_ws_at(base, ws->resid);
-    ssmjit_matrix residual = {l ? resid : NULL, 0, 0};
-    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, residual, sj_model_weight(m, l, SJ_L_NORM), normed,
-                             resid, NULL, stream));
-    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed, dm, xz, 2 * di, stream));
+    void *base = a->workspace;
     sj_decode_args d = {
-        .x = xz, .conv_w = sj_model_weight(m, l, SJ_L_CONV), .conv_b = sj_model_weight(m, l, SJ_L_CONV_BIAS),
-        .conv_state = (float *)a->conv_state + l * B * di * c->d_conv, .xc = sj_model_ws_at(base, ws->xc),
+        .x = sj_model_ws_at(base, ws->xz), .conv_w = sj_model_weight(m, l, SJ_L_CONV),
+        .conv_b = sj_model_weight(m, l, SJ_L_CONV_BIAS), .conv_state = (float *)a->conv_state + l * B * di * c->d_conv,
+        .xc = sj_model_ws_at(base, ws->xc),
         .z = sj_model_ws_at(base, ws->dt), /* z [B, di], where the unfused step keeps dt */
         .w_x = sj_model_weight(m, l, SJ_L_X_PROJ), .xpart = sj_model_ws_at(base, ws->xpart),
         .w_dt = sj_model_weight(m, l, SJ_L_DT_PROJ), .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS),
         .A = (const float *)(uintptr_t)m->A + l * di * c->d_state, .Dv = sj_model_weight(m, l, SJ_L_D),
-        .ssm_state = (float *)a->ssm_state + l * B * di * c->d_state, .y = y, .batch = B,
+        .ssm_state = (float *)a->ssm_state + l * B * di * c->d_state, .y = sj_model_ws_at(base, ws->y), .batch = B,
         .xparts = (int32_t)sj_model_decode_convx_blocks(c),
     };
     const sj_dim3 convx = {(unsigned)d.xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535), 1};
     SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, &d, stream));
-    SJ_TRY(launch_kernel(m, SJ_DECODE_MIX, mix_grid(c, B), &d, stream));
-    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, x, dm, stream);
+    return launch_kernel(m, SJ_DECODE_MIX, mix_grid(c, B), &d, stream);
 }
 
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,

@@ -22,25 +22,20 @@ SSMJIT_API ssmjit_status ssmjit_model_step_workspace_size(const ssmjit_model *m,
     return SSMJIT_OK;
 }
 
-/* Layer l for one token per sequence: the norm, the mixer with the conv
- * and scan states advanced in place, and the output projection into x. */
-static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a,
-                                const sj_model_step_ws *ws, int64_t l, void *stream)
+/* Layer l's mixer on the unfused path, between in_proj's output (xz)
+ * and out_proj's input (y): the conv step, x_proj, dt_proj and the state
+ * update, the conv and scan states advanced in place. */
+static ssmjit_status unfused_mixer(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
+                                   int64_t l, void *stream)
 {
     const ssmjit_model_config *c = &m->cfg;
-    int64_t B = a->batch, dm = c->d_model, di = c->d_inner, n = c->d_state, r = c->dt_rank;
+    int64_t B = a->batch, di = c->d_inner, n = c->d_state, r = c->dt_rank;
     int64_t dbl = r + 2 * n;
     size_t es = ssmjit_dtype_size(m->dtype);
     void *base = a->workspace;
     char *xz = sj_model_ws_at(base, ws->xz), *xc = sj_model_ws_at(base, ws->xc),
          *xdbl = sj_model_ws_at(base, ws->xdbl);
-    void *dt = sj_model_ws_at(base, ws->dt), *y = sj_model_ws_at(base, ws->y),
-         *resid = sj_model_ws_at(base, ws->resid);
-    ssmjit_matrix residual = {l ? resid : NULL, 0, 0};
-    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){sj_model_ws_at(base, ws->x), 0, 0}, residual,
-                             sj_model_weight(m, l, SJ_L_NORM), sj_model_ws_at(base, ws->normed), resid, NULL, stream));
-    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, sj_model_ws_at(base, ws->normed), dm, xz, 2 * di,
-                           stream));
+    void *dt = sj_model_ws_at(base, ws->dt), *y = sj_model_ws_at(base, ws->y);
     ssmjit_conv1d_desc cd = {sizeof cd, m->dtype, B, 1, di, (int)c->d_conv, 1};
     ssmjit_conv1d_update_args ca = {sizeof ca, {xz, 2 * di, 0}, sj_model_weight(m, l, SJ_L_CONV), sj_model_weight(m, l, SJ_L_CONV_BIAS),
                                     (float *)a->conv_state + l * B * di * c->d_conv, {xc, 0, 0}};
@@ -58,8 +53,26 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
         .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS),
         .state = (float *)a->ssm_state + l * B * di * n, .out = {.data = y},
     };
-    SJ_TRY(ssmjit_selective_state_update(m->ctx, &ud, &ua, stream));
-    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, y, di, sj_model_ws_at(base, ws->x), dm, stream);
+    return ssmjit_selective_state_update(m->ctx, &ud, &ua, stream);
+}
+
+/* Layer l for one token per sequence: the norm, in_proj, the mixer (the
+ * hybrid step's kernels or the unfused ones), and out_proj into x. */
+static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a,
+                                const sj_model_step_ws *ws, int64_t l, int hybrid, void *stream)
+{
+    const ssmjit_model_config *c = &m->cfg;
+    int64_t B = a->batch, dm = c->d_model, di = c->d_inner;
+    void *base = a->workspace, *resid = sj_model_ws_at(base, ws->resid), *x = sj_model_ws_at(base, ws->x),
+         *normed = sj_model_ws_at(base, ws->normed);
+    ssmjit_matrix residual = {l ? resid : NULL, 0, 0};
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, residual, sj_model_weight(m, l, SJ_L_NORM), normed, resid,
+                             NULL, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed, dm, sj_model_ws_at(base, ws->xz),
+                           2 * di, stream));
+    SJ_TRY(hybrid ? sj_model_decode_hybrid_mixer(m, a, ws, l, stream) : unfused_mixer(m, a, ws, l, stream));
+    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, sj_model_ws_at(base, ws->y), di, x, dm,
+                           stream);
 }
 
 /* Everything an unfused or hybrid step launches after its ids are on the
@@ -74,7 +87,7 @@ static ssmjit_status unfused_kernels(ssmjit_model *m, const ssmjit_model_step_ar
     SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
     const int hybrid = sj_model_decode_path(m, B) == SJ_DECODE_HYBRID;
     for (int64_t l = 0; l < c->n_layer; l++)
-        SJ_TRY(hybrid ? sj_model_decode_hybrid_layer(m, a, ws, l, stream) : layer_step(m, a, ws, l, stream));
+        SJ_TRY(layer_step(m, a, ws, l, hybrid, stream));
     SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, (ssmjit_matrix){sj_model_ws_at(base, ws->resid), 0, 0},
                              (const void *)(uintptr_t)m->t[SJ_G_NORM_F].data, normed,
                              sj_model_ws_at(base, ws->resid), NULL, stream));
