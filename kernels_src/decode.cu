@@ -387,6 +387,23 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
 /* x_proj's rows a lane of decode_in keeps sums of: lane, lane + 32, ... */
 constexpr int XP_LANE = (DBL + 31) / 32;
 
+/* One channel's conv step for one sequence, summed in the order of
+ * conv_update.cu: window s (the state shifted by one, the new input
+ * last) times the weights w(k) plus bias, s written back as the state;
+ * returns the SiLU rounded to the model's dtype (xc).  The weights come
+ * from a function so that a caller may load them as the sum goes. */
+template <typename T, typename Weight>
+__device__ __forceinline__ float dec_conv_step(float *st, const float (&s)[WIDTH], Weight w, float bias)
+{
+    float acc = bias;
+#pragma unroll
+    for (int k = 0; k < WIDTH; ++k) {
+        acc = fmaf(w(k), s[k], acc);
+        st[k] = s[k];
+    }
+    return dec_round<T>(sj_silu(acc));
+}
+
 template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_args &a)
 {
     constexpr int BT = dec_batch(DM);
@@ -432,7 +449,6 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
             const bool held = j == first;
             float x = 0.0f;
             if (lane < nb) {
-                /* the conv's step, summed in the order of conv_update.cu */
                 const sj_i64 b = b0 + lane;
                 float *st = a.conv_state + (b * DI + j) * WIDTH;
                 float s[WIDTH];
@@ -440,13 +456,9 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
                 for (int k = 0; k + 1 < WIDTH; ++k)
                     s[k] = held && b0 == 0 ? cs[k + 1] : st[k + 1];
                 s[WIDTH - 1] = dec_round<T>(v);
-                float acc = held ? cb : a.conv_b ? a.conv_b[j] : 0.0f;
-#pragma unroll
-                for (int k = 0; k < WIDTH; ++k) {
-                    acc = fmaf(held ? cw[k] : a.conv_w[j * WIDTH + k], s[k], acc);
-                    st[k] = s[k];
-                }
-                x = dec_round<T>(sj_silu(acc));
+                x = dec_conv_step<T>(
+                    st, s, [&](int k) { return held ? cw[k] : a.conv_w[j * WIDTH + k]; },
+                    held ? cb : a.conv_b ? a.conv_b[j] : 0.0f);
                 ((T *)a.xc)[b * DI + j] = sj_from_float<T>(x);
             }
             /* channel j's column of x_proj times each sequence's xc */
@@ -711,20 +723,13 @@ template <typename T> __device__ __forceinline__ void decode_convx(const sj_deco
         const sj_i64 b = b0 + s;
         float x = 0.0f;
         if (ok && b < a.batch) {
-            /* the conv's step, summed in the order of conv_update.cu */
             float *st = a.conv_state + (b * DI + j) * WIDTH;
-            float w[WIDTH];
+            float s[WIDTH];
 #pragma unroll
             for (int k = 0; k + 1 < WIDTH; ++k)
-                w[k] = st[k + 1];
-            w[WIDTH - 1] = sj_to_float(xz[b * 2 * DI + j]);
-            float acc = cb;
-#pragma unroll
-            for (int k = 0; k < WIDTH; ++k) {
-                acc = fmaf(cw[k], w[k], acc);
-                st[k] = w[k];
-            }
-            x = dec_round<T>(sj_silu(acc));
+                s[k] = st[k + 1];
+            s[WIDTH - 1] = sj_to_float(xz[b * 2 * DI + j]);
+            x = dec_conv_step<T>(st, s, [&](int k) { return cw[k]; }, cb);
             ((T *)a.xc)[b * DI + j] = sj_from_float<T>(x);
             ((T *)a.z)[b * DI + j] = xz[b * 2 * DI + DI + j];
         }
