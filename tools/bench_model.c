@@ -153,11 +153,13 @@ static double weight_bytes(const ssmjit_model_config *c, ssmjit_dtype dtype)
     return (double)c->n_layer * (matrices * es + vectors * 4) + (double)c->vocab_size * dm * es + dm * 4;
 }
 
-/* Decode of B sequences on one path (sj_model_decode_force), printed with
- * the weights' bandwidth against the copy bandwidth. */
+/* Decode of B sequences on one path (sj_model_decode_force: 0 unfused,
+ * 1 fused, 2 hybrid), printed with the weights' bandwidth against the
+ * copy bandwidth. */
 static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype dtype, int64_t B, int steps, int path,
                                 double copy)
 {
+    static const char *const path_names[] = {"unfused", "fused", "hybrid"};
     ssmjit_status st = sj_model_decode_force(b->m, path);
     double tps = 0;
     if (st == SSMJIT_OK)
@@ -166,7 +168,7 @@ static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype d
         const double step_s = (double)B / tps, gbps = weight_bytes(&b->c, dtype) / step_s * 1e-9;
         printf("model   decode %s %s, batch %lld, %s: %.0f tokens/s, %.1f us a step, weights %.0f MB at %.0f GB/s "
                "(%.0f%% of copy)\n", what, sj_dtype_suffix(dtype), (long long)B,
-               path == 2 ? "hybrid" : path ? "fused" : "unfused", tps,
+               path_names[path], tps,
                step_s * 1e6, weight_bytes(&b->c, dtype) * 1e-6, gbps, 100 * gbps / copy);
     }
     return st == SSMJIT_OK ? sj_model_decode_force(b->m, -1) : st;

@@ -202,10 +202,10 @@ ssmjit_status sj_model_layout(const ssmjit_model *m, int64_t B, int64_t L, ssmji
 typedef struct sj_model_step_ws {
     size_t total;
     size_t ids, x, resid, resid2, normed, xz, xc, xdbl, dt, y;
-    /* the fused path's only (0 on the others): x_proj's parts
-     * (sj_model_decode_xparts; the hybrid path's too, a part a
-     * decode_convx block), its head's blocks' argmax and their count
-     * done */
+    /* 0 on the unfused path: x_proj's parts (fused: a part a decode_in
+     * block, sj_model_decode_xparts; hybrid: a part a decode_convx
+     * block); the fused path's only: its head's blocks' argmax and their
+     * count done */
     size_t xpart, pick, picked;
 } sj_model_step_ws;
 
