@@ -75,6 +75,21 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
                vz = sj_group_ok<T, 4>(p.z, p.sz), vy = sj_group_ok<T, 4>(p.y, p.sy),
                vbc = sj_group_ok<T, 4>(p.B, p.sB) && sj_group_ok<T, 4>(p.C, p.sC),
                vck = p.ckpt && sj_group_ok<float, 4>(p.ckpt, N);
+    /* Plain chunks: inside L, the block's channels inside D, every tensor
+     * in aligned groups, N whole quads, and a chunk's rows of every tensor
+     * within 2^31 elements of the chunk's first.  Their loads, copies and
+     * stores skip the bounds checks and address a group as a chunk base
+     * (the same across the block) plus a 32-bit offset, as scan_common.cuh's
+     * fast chunks do: the general path's 64-bit offsets and checks took
+     * more instructions than the rest of the staging. */
+    const sj_i64 smax = max(max(max(p.su, p.sdelta), max(p.sB, p.sC)), max(p.z ? p.sz : 0, p.sy));
+    const bool plain_block = d0 + CB <= p.D && vu && vdelta && (!p.z || vz) && vy && vbc && N % 4 == 0 &&
+                             smax < ((sj_i64)1 << 31) / (TT + 1);
+    auto plain = [&](sj_i64 ch) { return plain_block && (ch + 1) * TT <= p.L; };
+    /* element 0 of token ch TT of this batch row */
+    auto chunk_at = [&](const void *x, sj_i64 stride, sj_i64 ch) {
+        return (T *)x + (b * p.pitch + ch * TT) * stride;
+    };
 
     /* Staging item m of this thread: token j K + i of the chunk, and
      * channels 4 g .. 4 g + 3 of the block (u, delta, z). */
@@ -82,11 +97,24 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
         int i, j, g;
     };
     auto td_at = [&](int m) {
-        const int k = tid + m * NT, r = k >> 5;
-        return td_item{r % K, k & 31, r / K};
+        const unsigned k = threadIdx.x + m * NT, r = k >> 5;
+        return td_item{(int)(r % K), (int)(k & 31), (int)(r / K)};
     };
     sj_fwd_raw td[TD_ITEMS];
     auto issue = [&](sj_i64 ch) {
+        if (plain(ch)) {
+            const T *u0 = chunk_at(p.u, p.su, ch) + d0, *delta0 = chunk_at(p.delta, p.sdelta, ch) + d0,
+                    *z0 = p.z ? chunk_at(p.z, p.sz, ch) + d0 : nullptr;
+#pragma unroll
+            for (int m = 0; m < TD_ITEMS; ++m) {
+                const td_item it = td_at(m);
+                const int tok = it.j * K + it.i, col = 4 * it.g;
+                td[m].u = sj_load_group<T, 4>(u0, tok * (int)p.su + col, 4, true);
+                td[m].delta = sj_load_group<T, 4>(delta0, tok * (int)p.sdelta + col, 4, true);
+                td[m].z = p.z ? sj_load_group<T, 4>(z0, tok * (int)p.sz + col, 4, true) : uint4{};
+            }
+            return;
+        }
 #pragma unroll
         for (int m = 0; m < TD_ITEMS; ++m) {
             const td_item it = td_at(m);
@@ -101,6 +129,7 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
         }
     };
     auto commit = [&](sj_i64 ch) {
+        const bool pl = plain(ch);
 #pragma unroll
         for (int m = 0; m < TD_ITEMS; ++m) {
             const td_item it = td_at(m);
@@ -108,7 +137,7 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int cc = 4 * it.g + e, at = (cc * K + it.i) * 32 + it.j;
-                const bool in = tok && d0 + cc < p.D;
+                const bool in = pl || (tok && d0 + cc < p.D);
                 const float x = sj_lane<T>(td[m].delta, e) + sbias[cc];
                 su[at] = sj_lane<T>(td[m].u, e);
                 sdt[at] = in ? (p.softplus ? sj_softplus(x) : x) : 0.0f;
@@ -126,7 +155,26 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
     constexpr int QP = 128 / (4 * QB), QROWS = NT / NG; /* tokens a pass; a block's tokens a step */
     auto slot = [&](int s, int q, int i, int j) { return ((s * NG + q) * K + i) * 32 + (j ^ ((i % QP) * 4 + q)); };
     auto stage_bc = [&](sj_i64 ch) {
-        const int q = tid % NG, t0 = tid / NG;
+        const int q = threadIdx.x % NG, t0 = threadIdx.x / NG;
+        if (plain(ch)) {
+            if (4 * q >= N) /* quads the scan does not read */
+                return;
+#pragma unroll
+            for (int s = 0; s < 2; ++s) {
+                const T *row = chunk_at(s ? p.C : p.B, s ? p.sC : p.sB, ch) + 4 * q;
+                const int stride = (int)(s ? p.sC : p.sB);
+#pragma unroll
+                for (int r = 0; r < TT / QROWS; ++r) {
+                    const int tc = t0 + r * QROWS;
+                    unsigned char *dst = sbc + slot(s, q, tc % K, tc / K) * QB;
+                    if (QB == 16)
+                        sj_copy16(dst, row + tc * stride, 16, true);
+                    else
+                        sj_copy8(dst, row + tc * stride, 8);
+                }
+            }
+            return;
+        }
         const sj_i64 have = min(max(N - 4 * q, (sj_i64)0), (sj_i64)4);
         const bool whole = vbc && (have == 0 || have == 4);
 #pragma unroll
@@ -274,16 +322,22 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
         __syncthreads();
         if (ch + 1 < nch)
             stage_bc(ch + 1);
+        const bool pl = plain(ch);
+        T *y0 = chunk_at(p.y, p.sy, ch) + d0;
 #pragma unroll
         for (int m = 0; m < TD_ITEMS; ++m) {
             const td_item it = td_at(m);
-            const sj_i64 t = ch * TT + it.j * K + it.i, dc = d0 + 4 * it.g;
-            if (t < p.L && dc < p.D) {
+            const int tok = it.j * K + it.i;
+            const sj_i64 t = ch * TT + tok, dc = d0 + 4 * it.g;
+            if (pl || (t < p.L && dc < p.D)) {
                 float yv[4];
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
                     yv[e] = su[((4 * it.g + e) * K + it.i) * 32 + it.j];
-                sj_store_group<T, 4>(p.y, (b * p.pitch + t) * p.sy + dc, p.D - dc, vy, yv);
+                if (pl)
+                    sj_store_group<T, 4>(y0, tok * (int)p.sy + 4 * it.g, 4, true, yv);
+                else
+                    sj_store_group<T, 4>(p.y, (b * p.pitch + t) * p.sy + dc, p.D - dc, vy, yv);
             }
         }
         __syncthreads();

@@ -672,6 +672,33 @@ static void test_one_sequence(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* The token-parallel forward's plain chunks (whole chunks of blocks whose
+ * channels, groups and strides let it skip the bounds checks) and the
+ * chunks after them in the same call: 8 tokens a lane (700 tokens: two
+ * plain chunks, then a partial one; 300: one, then a partial one) and 4
+ * (128: one), two batch rows (each its own chunk base), each dtype, N
+ * whole quads below 16 (the quads the scan does not read are not
+ * copied), with every option and with none. */
+static void test_plain_chunks(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    tu_seed();
+    const size_t shapes[][3] = {{2, 700, 96}, {1, 128, 96}, {2, 300, 92}};
+    const size_t states[] = {16, 12, 8, 4};
+    for (size_t s = 0; s < 3; s++)
+        for (size_t n = 0; n < 4; n++)
+            for (size_t t = 0; t < 3; t++) {
+                scase c = all_options(dtypes[t], shapes[s][0], shapes[s][1], shapes[s][2], states[n]);
+                c.kernel = 2;
+                c.checkpoint = (int)((n + t) % 2);
+                if (n == 3)
+                    c.o.has_D = c.o.has_z = c.o.has_bias = c.o.softplus = c.o.has_init = 0;
+                check_case(ctx, &c);
+            }
+    ssmjit_context_destroy(ctx);
+}
+
 /* Strided views in NaN padding, and many channel blocks and batch rows. */
 static void test_strided(void **state)
 {
@@ -1203,6 +1230,7 @@ int main(void)
         cmocka_unit_test(test_state_sizes),
         cmocka_unit_test(test_block_widths),
         cmocka_unit_test(test_one_sequence),
+        cmocka_unit_test(test_plain_chunks),
         cmocka_unit_test(test_strided),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_window),
