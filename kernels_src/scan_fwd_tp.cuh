@@ -46,6 +46,68 @@
 #define SJ_TP4_BLOCKS_PER_SM 4 /* the launch bounds of 4 tokens a lane */
 #define SJ_TP8_BLOCKS_PER_SM 3 /* and of 8 */
 
+/* The states entering each lane's tokens, st[e] for the quad's states e,
+ * from every lane's (P, h), its decay over its tokens and its state after
+ * them from 0, and the states entering the chunk (carry).  A lane's pair
+ * after the pair before it is (P Pb, P hb + h).  Through this warp's
+ * scratch in shared memory ([4][33] floats): lane 8 e + j takes state
+ * e of lanes 4 j .. 4 j + 3 and combines them in order, the eight lanes
+ * of a state scan their groups with three levels of shuffles, and each
+ * group walks its four lanes' entering states from its own and hands
+ * them back.  Five levels of shuffles for each of the four states cost
+ * about three times the instructions. */
+#define SJ_TP_ENTER_FLOATS (4 * 33)
+__device__ __forceinline__ void sj_tp_enter(const float (&P)[4], const float (&h)[4], float4 carry, float *scratch,
+                                            int lane, float (&st)[4])
+{
+    const int e = lane >> 3, j = lane & 7, at = e * 33 + 4 * j;
+    float p[4], hv[4];
+    /* one [4][33] array in turn: the lanes' P, their h, then the states
+     * entering them */
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        scratch[q * 33 + lane] = P[q];
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        p[i] = scratch[at + i];
+    __syncwarp();
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        scratch[q * 33 + lane] = h[q];
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        hv[i] = scratch[at + i];
+    float gp = p[0], gh = hv[0];
+#pragma unroll
+    for (int i = 1; i < 4; ++i) {
+        gh = fmaf(p[i], gh, hv[i]);
+        gp *= p[i];
+    }
+#pragma unroll
+    for (int off = 1; off < 8; off <<= 1) {
+        const float pb = __shfl_up_sync(0xffffffffu, gp, off, 8), hb = __shfl_up_sync(0xffffffffu, gh, off, 8);
+        if (j >= off) {
+            gh = fmaf(gp, hb, gh);
+            gp *= pb;
+        }
+    }
+    const float pe = __shfl_up_sync(0xffffffffu, gp, 1, 8), he = __shfl_up_sync(0xffffffffu, gh, 1, 8);
+    const float c = e == 0 ? carry.x : e == 1 ? carry.y : e == 2 ? carry.z : carry.w;
+    float s = j ? fmaf(pe, c, he) : c;
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        scratch[at + i] = s;
+        s = fmaf(p[i], s, hv[i]);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        st[q] = scratch[q * 33 + lane];
+}
+
 /* K tokens a lane (a chunk of 32 K) */
 template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(const sj_scan_params &p)
 {
@@ -58,6 +120,7 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
     constexpr int QB = 4 * (int)sizeof(T); /* bytes of a quad: 4 states of B or C */
     __shared__ __align__(16) unsigned char sbc[2 * NG * TT * QB];
     __shared__ float4 sA2[CB][NG], scarry[CB][NG];
+    __shared__ float sscan[CB][SJ_TP_ENTER_FLOATS];
     __shared__ float sbias[CB];
 
     const int tid = threadIdx.x, lane = tid & 31, c = tid >> 5;
@@ -265,31 +328,11 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
                     h[e] = fmaf(a[i][e], h[e], x[i][e]);
                 }
             }
-            /* inclusive scan of the lanes' (P, h): a lane's pair after
-             * the pair before it is (P Pb, P hb + h) */
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 P[e] = sj_exp2_ftz(dts * A2[e]);
-#pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const float Pb = __shfl_up_sync(0xffffffffu, P[e], off),
-                                hb = __shfl_up_sync(0xffffffffu, h[e], off);
-                    if (lane >= off) {
-                        h[e] = fmaf(P[e], hb, h[e]);
-                        P[e] *= Pb;
-                    }
-                }
-            }
-            const float4 cv = scarry[c][q];
-            const float carry[4] = {cv.x, cv.y, cv.z, cv.w};
             float st[4]; /* the states entering this lane's tokens */
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const float hx = __shfl_up_sync(0xffffffffu, h[e], 1), Px = __shfl_up_sync(0xffffffffu, P[e], 1);
-                st[e] = lane ? fmaf(Px, carry[e], hx) : carry[e];
-            }
+            sj_tp_enter(P, h, scarry[c][q], sscan[c], lane, st);
 #pragma unroll
             for (int i = 0; i < K; ++i) {
                 float Cq[4];
