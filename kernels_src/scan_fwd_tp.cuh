@@ -61,24 +61,22 @@ __device__ __forceinline__ void sj_tp_enter(const float (&P)[4], const float (&h
                                             int lane, float (&st)[4])
 {
     const int e = lane >> 3, j = lane & 7, at = e * 33 + 4 * j;
-    float p[4], hv[4];
     /* one [4][33] array in turn: the lanes' P, their h, then the states
-     * entering them */
+     * entering them; gather puts v[q] of every lane in row q and takes
+     * state e of lanes 4 j .. 4 j + 3 out */
+    auto gather = [&](const float (&v)[4], float (&out)[4]) {
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
-        scratch[q * 33 + lane] = P[q];
+        for (int q = 0; q < 4; ++q)
+            scratch[q * 33 + lane] = v[q];
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            out[i] = scratch[at + i];
+    };
+    float p[4], hv[4];
+    gather(P, p);
     __syncwarp();
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-        p[i] = scratch[at + i];
-    __syncwarp();
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-        scratch[q * 33 + lane] = h[q];
-    __syncwarp();
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-        hv[i] = scratch[at + i];
+    gather(h, hv);
     float gp = p[0], gh = hv[0];
 #pragma unroll
     for (int i = 1; i < 4; ++i) {
