@@ -6,7 +6,8 @@
  * chunk of 32 K tokens between them, and the block SJ_TP_CB channels.  A
  * lane takes its channel's states four at a time: it scans its own tokens
  * for the four, keeping each token's decay and input in registers; the
- * warp scans the lanes' (decay, state) pairs with shuffles; and the lane
+ * warp scans the lanes' (decay, state) pairs (sj_tp_enter: through shared
+ * memory, then shuffles over eight lanes); and the lane
  * runs its tokens again from the state entering them, adding C h to each
  * token's output.  A lane's decay over its tokens is one exponential of
  * its summed dt, and the states entering a chunk (the last chunk's, from
@@ -17,7 +18,8 @@
  * and half a chunk of 256 is idle at 128 tokens; four take 128 (four
  * blocks an SM).  src/ops/scan_launch.c picks K.  The kernel took
  * 1 x 512 x 1536 from 0.041 / 0.035 ms to 0.030 / 0.023 (f32 / bf16;
- * bench/NOTES.md, "Scan shapes, round 4").
+ * bench/NOTES.md, "Scan shapes, round 4"); plain chunks and the scan
+ * through shared memory took 3-9% more off (round 5).
  *
  * Shared memory, [c][i][j] for channel c, token j K + i of the chunk (so
  * that a warp's lanes read one row): u, dt (softplus and bias applied),
@@ -157,7 +159,7 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
     struct td_item {
         int i, j, g;
     };
-    auto td_at = [&](int m) {
+    auto td_at = [&](int m) { /* unsigned: the divisions by K are shifts */
         const unsigned k = threadIdx.x + m * NT, r = k >> 5;
         return td_item{(int)(r % K), (int)(k & 31), (int)(r / K)};
     };
@@ -215,6 +217,14 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
      * a warp's reads of one (s, q, i) stay a permutation of the slots. */
     constexpr int QP = 128 / (4 * QB), QROWS = NT / NG; /* tokens a pass; a block's tokens a step */
     auto slot = [&](int s, int q, int i, int j) { return ((s * NG + q) * K + i) * 32 + (j ^ ((i % QP) * 4 + q)); };
+    /* one quad of B or C into its slot, zeros where !in (src then only
+     * has to be a valid address) */
+    auto copy_quad = [&](unsigned char *dst, const T *src, bool in) {
+        if (QB == 16)
+            sj_copy16(dst, src, in ? 16 : 0, true);
+        else
+            sj_copy8(dst, src, in ? 8 : 0);
+    };
     auto stage_bc = [&](sj_i64 ch) {
         const int q = threadIdx.x % NG, t0 = threadIdx.x / NG;
         if (plain(ch)) {
@@ -227,11 +237,7 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
 #pragma unroll
                 for (int r = 0; r < TT / QROWS; ++r) {
                     const int tc = t0 + r * QROWS;
-                    unsigned char *dst = sbc + slot(s, q, tc % K, tc / K) * QB;
-                    if (QB == 16)
-                        sj_copy16(dst, row + tc * stride, 16, true);
-                    else
-                        sj_copy8(dst, row + tc * stride, 8);
+                    copy_quad(sbc + slot(s, q, tc % K, tc / K) * QB, row + tc * stride, true);
                 }
             }
             return;
@@ -248,11 +254,7 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
                 for (int r = 0; r < TT / QROWS; ++r) {
                     const int tc = t0 + r * QROWS; /* token of the chunk */
                     const bool in = have && ch * TT + tc < p.L;
-                    unsigned char *dst = sbc + slot(s, q, tc % K, tc / K) * QB;
-                    if (QB == 16)
-                        sj_copy16(dst, in ? row + r * QROWS * stride : src, in ? 16 : 0, true);
-                    else
-                        sj_copy8(dst, in ? row + r * QROWS * stride : src, in ? 8 : 0);
+                    copy_quad(sbc + slot(s, q, tc % K, tc / K) * QB, in ? row + r * QROWS * stride : src, in);
                 }
             } else {
                 for (int r = 0; r < TT / QROWS; ++r) {
