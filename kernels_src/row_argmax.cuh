@@ -42,10 +42,34 @@ template <typename T> __device__ void sj_row_argmax(const T *xr, sj_i64 cols, fl
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     bv = __uint_as_float(0xff800000u); /* -inf: the first element always wins */
     bi = 0x7fffffff;
+    const sj_i64 step = blockDim.x;
+    /* Where the row starts 16-byte aligned, 16-byte pieces, two in flight
+     * a thread: with one element a load, a block's loads in flight were
+     * a few KB, and 64 rows of 50280 took 15 us on an H200. */
+    constexpr int E = 16 / (int)sizeof(T);
+    sj_i64 j = threadIdx.x;
+    if ((sj_u64)xr % 16 == 0) {
+        const uint4 *xp = (const uint4 *)xr;
+        const sj_i64 pieces = cols / E;
+        sj_i64 p = threadIdx.x;
+        for (; p + step < pieces; p += 2 * step) {
+            const uint4 v0 = xp[p], v1 = xp[p + step];
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                sj_argmax_take(bv, bi, sj_lane<T>(v0, e), (int)(p * E + e));
+                sj_argmax_take(bv, bi, sj_lane<T>(v1, e), (int)((p + step) * E + e));
+            }
+        }
+        if (p < pieces) {
+            const uint4 v = xp[p];
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+                sj_argmax_take(bv, bi, sj_lane<T>(v, e), (int)(p * E + e));
+        }
+        j += pieces * E; /* the elements past the last whole piece */
+    }
     /* four loads in flight a thread: a lone row (batch-1 decoding) is
      * otherwise bound by one load's latency per element */
-    const sj_i64 step = blockDim.x;
-    sj_i64 j = threadIdx.x;
     for (; j + 3 * step < cols; j += 4 * step) {
         const float v0 = sj_to_float(xr[j]), v1 = sj_to_float(xr[j + step]);
         const float v2 = sj_to_float(xr[j + 2 * step]), v3 = sj_to_float(xr[j + 3 * step]);
