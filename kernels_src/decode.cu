@@ -579,105 +579,133 @@ template <typename T> __device__ __forceinline__ void decode_head(const sj_decod
  * states come in fours and G is a power of two; else one lane takes all. */
 constexpr int MIX_G = NS % 4 == 0 && ((NS / 4) & (NS / 4 - 1)) == 0 && NS / 4 <= 32 ? NS / 4 : 1;
 constexpr int MIX_THREADS = 256;
+/* Sequences a block of decode_mix takes at once (a row of blocks for each,
+ * model_decode.c's mix_grid): their loads in flight together.  One at a
+ * time, a block's few loads left every sequence a chain of round trips,
+ * and at 64 sequences the grid took six waves of it. */
+constexpr int MIX_SEQS = 4;
 
-/* Sequence b's x_proj (dt_low, B, C) into xd: decode_in's parts summed,
- * each thread adding every `groups`-th part of one float4 column, then
- * the groups in order, rounded to the model's dtype as the unfused x_proj
- * rounds its output. */
+/* Sequences b0 .. b0 + nb - 1's x_proj (dt_low, B, C) into xd: decode_in's
+ * (or decode_convx's) parts summed, each thread adding every `groups`-th
+ * part of one float4 column of one sequence, then the groups in order,
+ * rounded to the model's dtype as the unfused x_proj rounds its output.
+ * The groups follow nb, so that one sequence (batch 1) still spreads its
+ * parts over the whole block; the order of a sequence's sums therefore
+ * depends on how many share its block. */
 template <typename T>
-__device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b, float (&xd)[DBLP])
+__device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0, int nb,
+                                              float (&xd)[MIX_SEQS][DBLP])
 {
-    constexpr int COLS = DBLP / 4, GROUPS = MIX_THREADS / COLS;
-    static_assert(DBLP <= MIX_THREADS, "x_proj's rows fit a block's threads");
-    __shared__ float4 red[GROUPS][COLS];
-    const int c = threadIdx.x % COLS, g = threadIdx.x / COLS;
-    __syncthreads(); /* the last sequence's xd is read */
-    if (g < GROUPS) {
+    constexpr int COLS = DBLP / 4, MAX_UNITS = COLS * MIX_SEQS;
+    __shared__ float4 red[MAX_UNITS > MIX_THREADS ? MAX_UNITS : MIX_THREADS];
+    const int units = COLS * nb, groups = units < MIX_THREADS ? MIX_THREADS / units : 1;
+    __syncthreads(); /* the last sequences' xd are read */
+    for (int i = threadIdx.x; i < groups * units; i += MIX_THREADS) {
+        const int u = i % units, g = i / units, c = u % COLS;
         float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        const float4 *p = (const float4 *)(a.xpart + b * DBLP) + c;
+        const float4 *p = (const float4 *)(a.xpart + (b0 + u / COLS) * DBLP) + c;
         const sj_i64 stride = a.batch * COLS;
 #pragma unroll 8
-        for (int q = g; q < a.xparts; q += GROUPS) {
+        for (int q = g; q < a.xparts; q += groups) {
             const float4 v = p[q * stride];
             s.x += v.x;
             s.y += v.y;
             s.z += v.z;
             s.w += v.w;
         }
-        red[g][c] = s;
+        red[i] = s;
     }
     __syncthreads();
-    if (threadIdx.x < DBL) {
+    for (int i = threadIdx.x; i < nb * DBL; i += MIX_THREADS) {
+        const int q = i / DBL, r = i % DBL, u = q * COLS + r / 4;
         float s = 0.0f;
-        for (int q = 0; q < GROUPS; ++q)
-            s += ((const float *)&red[q][0])[threadIdx.x];
-        xd[threadIdx.x] = dec_round<T>(s);
+        for (int g = 0; g < groups; ++g)
+            s += ((const float *)&red[g * units + u])[r % 4];
+        xd[q][r] = dec_round<T>(s);
     }
     __syncthreads();
 }
 
 template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode_args &a)
 {
-    constexpr int G = MIX_G, PER = NS / G, RANK_LANE = (RANK + G - 1) / G;
-    __shared__ float xd[DBLP];
+    constexpr int G = MIX_G, PER = NS / G, RANK_LANE = (RANK + G - 1) / G, S = MIX_SEQS;
+    __shared__ float xd[S][DBLP];
     const sj_i64 t = (sj_i64)blockIdx.x * MIX_THREADS + threadIdx.x;
     const int lane = (int)(t % G);
     const sj_i64 d = t / G;
     const bool ok = d < DI;
-    /* Ahead of the wait: the channel's weights, and its state for the
-     * first sequence (only this kernel touches a layer's states). */
-    float wdt[RANK_LANE], A[PER], st[PER], bias = 0.0f, Dd = 0.0f;
-    sj_i64 b = blockIdx.y;
+    /* Ahead of the wait: the channel's weights, and its states for the
+     * first sequences (only this kernel touches a layer's states). */
+    float wdt[RANK_LANE], A[PER], st[S][PER], bias = 0.0f, Dd = 0.0f;
+    sj_i64 b0 = (sj_i64)blockIdx.y * S;
     if (ok) {
 #pragma unroll
         for (int i = 0; i < RANK_LANE; ++i)
             wdt[i] = lane + G * i < RANK ? sj_to_float(((const T *)a.w_dt)[d * RANK + lane + G * i]) : 0.0f;
 #pragma unroll
-        for (int n = 0; n < PER; ++n) {
+        for (int n = 0; n < PER; ++n)
             A[n] = a.A[d * NS + lane * PER + n] * SJ_LOG2E;
-            st[n] = b < a.batch ? a.ssm_state[(b * DI + d) * NS + lane * PER + n] : 0.0f;
-        }
+#pragma unroll
+        for (int s = 0; s < S; ++s)
+#pragma unroll
+            for (int n = 0; n < PER; ++n)
+                st[s][n] = b0 + s < a.batch ? a.ssm_state[((b0 + s) * DI + d) * NS + lane * PER + n] : 0.0f;
         bias = a.dt_bias[d];
         Dd = a.Dv[d];
     }
     dec_release();
     dec_wait();
-    for (; b < a.batch; b += gridDim.y) {
-        dec_sum_parts<T>(a, b, xd);
-        float y = 0.0f, x = 0.0f, dt = 0.0f;
-        float *state = a.ssm_state + (b * DI + d) * NS + lane * PER;
-        if (ok) {
+    for (; b0 < a.batch; b0 += (sj_i64)gridDim.y * S) {
+        const int nb = (int)(a.batch - b0 < S ? a.batch - b0 : S);
+        /* every load of the sequences before the parts' sum */
+        float x[S], z[S];
 #pragma unroll
-            for (int i = 0; i < RANK_LANE; ++i)
-                if (lane + G * i < RANK)
-                    dt = fmaf(wdt[i], xd[lane + G * i], dt);
-            if (b != blockIdx.y)
+        for (int s = 0; s < S; ++s) {
+            x[s] = z[s] = 0.0f;
+            if (ok && s < nb) {
+                x[s] = sj_to_float(((const T *)a.xc)[(b0 + s) * DI + d]);
+                z[s] = sj_to_float(((const T *)a.z)[(b0 + s) * DI + d]);
+                if (b0 != (sj_i64)blockIdx.y * S)
 #pragma unroll
-                for (int n = 0; n < PER; ++n)
-                    st[n] = state[n];
-        }
-#pragma unroll
-        for (int m = G >> 1; m > 0; m >>= 1)
-            dt += __shfl_xor_sync(0xffffffffu, dt, m);
-        if (ok) {
-            x = sj_to_float(((const T *)a.xc)[b * DI + d]);
-            dt = sj_softplus(dec_round<T>(dt) + bias);
-            const float dtx = dt * x;
-            const float *Bv = xd + RANK + lane * PER, *Cv = xd + RANK + NS + lane * PER;
-#pragma unroll
-            for (int n = 0; n < PER; ++n) {
-                const float h = fmaf(exp2f(dt * A[n]), st[n], dtx * Bv[n]);
-                state[n] = h;
-                y = fmaf(Cv[n], h, y);
+                    for (int n = 0; n < PER; ++n)
+                        st[s][n] = a.ssm_state[((b0 + s) * DI + d) * NS + lane * PER + n];
             }
         }
+        dec_sum_parts<T>(a, b0, nb, xd);
 #pragma unroll
-        for (int m = G >> 1; m > 0; m >>= 1)
-            y += __shfl_xor_sync(0xffffffffu, y, m);
-        if (ok && lane == 0) {
-            y = fmaf(Dd, x, y);
-            y *= sj_silu(sj_to_float(((const T *)a.z)[b * DI + d]));
-            ((T *)a.y)[b * DI + d] = sj_from_float<T>(y);
+        for (int s = 0; s < S; ++s) {
+            if (s >= nb) /* the block's: its lanes' shuffles stay whole */
+                break;
+            const sj_i64 b = b0 + s;
+            float y = 0.0f, dt = 0.0f;
+            if (ok)
+#pragma unroll
+                for (int i = 0; i < RANK_LANE; ++i)
+                    if (lane + G * i < RANK)
+                        dt = fmaf(wdt[i], xd[s][lane + G * i], dt);
+#pragma unroll
+            for (int m = G >> 1; m > 0; m >>= 1)
+                dt += __shfl_xor_sync(0xffffffffu, dt, m);
+            if (ok) {
+                dt = sj_softplus(dec_round<T>(dt) + bias);
+                const float dtx = dt * x[s];
+                const float *Bv = xd[s] + RANK + lane * PER, *Cv = xd[s] + RANK + NS + lane * PER;
+                float *state = a.ssm_state + (b * DI + d) * NS + lane * PER;
+#pragma unroll
+                for (int n = 0; n < PER; ++n) {
+                    const float h = fmaf(exp2f(dt * A[n]), st[s][n], dtx * Bv[n]);
+                    state[n] = h;
+                    y = fmaf(Cv[n], h, y);
+                }
+            }
+#pragma unroll
+            for (int m = G >> 1; m > 0; m >>= 1)
+                y += __shfl_xor_sync(0xffffffffu, y, m);
+            if (ok && lane == 0) {
+                y = fmaf(Dd, x[s], y);
+                y *= sj_silu(z[s]);
+                ((T *)a.y)[b * DI + d] = sj_from_float<T>(y);
+            }
         }
     }
 }
@@ -706,10 +734,24 @@ template <typename T> __device__ __forceinline__ void decode_convx(const sj_deco
     const sj_i64 j0 = (sj_i64)blockIdx.x * CX_CHANNELS, j = j0 + c;
     const bool ok = j < DI;
     const T *w_x = (const T *)a.w_x, *xz = (const T *)a.x;
-    /* ahead of the wait: weights only */
-    for (int i = threadIdx.x; i < DBL * CX_CHANNELS; i += CX_THREADS) {
-        const int r = i / CX_CHANNELS, k = i % CX_CHANNELS;
-        wx[r][k] = j0 + k < DI ? sj_to_float(w_x[r * (sj_i64)DI + j0 + k]) : 0.0f;
+    /* ahead of the wait: weights only, in 16-byte pieces where the rows
+     * allow (the kernel before may be cuBLAS's, which lets this one start
+     * only when it ends: twenty scalar loads a thread were then in the
+     * step's path) */
+    constexpr int E = 16 / (int)sizeof(T), PIECES = CX_CHANNELS / E;
+    if (DI % E == 0 && (sj_u64)w_x % 16 == 0) {
+        for (int i = threadIdx.x; i < DBL * PIECES; i += CX_THREADS) {
+            const int r = i / PIECES, k = i % PIECES * E;
+            const uint4 v = j0 + k < DI ? *(const uint4 *)(w_x + r * (sj_i64)DI + j0 + k) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+                wx[r][k + e] = sj_lane<T>(v, e);
+        }
+    } else {
+        for (int i = threadIdx.x; i < DBL * CX_CHANNELS; i += CX_THREADS) {
+            const int r = i / CX_CHANNELS, k = i % CX_CHANNELS;
+            wx[r][k] = j0 + k < DI ? sj_to_float(w_x[r * (sj_i64)DI + j0 + k]) : 0.0f;
+        }
     }
     float cw[WIDTH], cb = 0.0f;
 #pragma unroll

@@ -233,14 +233,15 @@ enum {
 #define SJ_DECODE_FUSED_MAX_D_MODEL 2048
 #define SJ_DECODE_HYBRID_MAX_BATCH 8
 /* The fused kernels' sizes, kernels_src/decode.cu's DEC_WARPS,
- * DEC_BLOCKS_PER_SM, MIX_THREADS and DEC_STAGE_BYTES (tests/
+ * DEC_BLOCKS_PER_SM, MIX_THREADS, MIX_SEQS and DEC_STAGE_BYTES (tests/
  * test_kernel_sizes.c holds the two sides equal): the products' blocks
  * of SJ_DECODE_WARPS warps and the blocks an SM their launch bounds keep,
- * the mix kernel's block, and the shared memory a block stages one
- * sequence's activations in. */
+ * the mix kernel's block and the sequences it takes at once, and the
+ * shared memory a block stages one sequence's activations in. */
 #define SJ_DECODE_WARPS 8
 #define SJ_DECODE_BLOCKS_PER_SM 2
 #define SJ_DECODE_MIX_THREADS 256
+#define SJ_DECODE_MIX_SEQS 4
 #define SJ_DECODE_STAGE_BYTES 40960
 /* decode_convx's channels and sequences a block, and threads
  * (CX_CHANNELS, CX_SEQS, CX_THREADS) */
