@@ -194,7 +194,8 @@ static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, 
 static sj_dim3 mix_grid(const ssmjit_model_config *c, int64_t B)
 {
     const int64_t n = c->d_state, g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
-    return (sj_dim3){(unsigned)sj_ceil_div(c->d_inner * g, SJ_DECODE_MIX_THREADS), (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_MIX_SEQS), 65535), 1};
+    return (sj_dim3){(unsigned)sj_ceil_div(c->d_inner * g, SJ_DECODE_MIX_THREADS),
+                     (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_MIX_SEQS), 65535), 1};
 }
 
 int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c)
