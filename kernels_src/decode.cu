@@ -579,10 +579,11 @@ template <typename T> __device__ __forceinline__ void decode_head(const sj_decod
  * states come in fours and G is a power of two; else one lane takes all. */
 constexpr int MIX_G = NS % 4 == 0 && ((NS / 4) & (NS / 4 - 1)) == 0 && NS / 4 <= 32 ? NS / 4 : 1;
 constexpr int MIX_THREADS = 256;
-/* Sequences a block of decode_mix takes at once (a row of blocks for each,
- * model_decode.c's mix_grid): their loads in flight together.  One at a
- * time, a block's few loads left every sequence a chain of round trips,
- * and at 64 sequences the grid took six waves of it. */
+/* Sequences a block of decode_mix takes at once, at most (a row of blocks
+ * for each, model_decode.c's mix_grid): their loads in flight together.
+ * One at a time, a block's few loads left every sequence a chain of round
+ * trips, and at 64 sequences the grid took six waves of it; at two, four
+ * a block halved the blocks and the step ran 7% slower. */
 constexpr int MIX_SEQS = 4;
 
 /* Sequences b0 .. b0 + nb - 1's x_proj (dt_low, B, C) into xd: decode_in's
@@ -637,7 +638,10 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
     /* Ahead of the wait: the channel's weights, and its states for the
      * first sequences (only this kernel touches a layer's states). */
     float wdt[RANK_LANE], A[PER], st[S][PER], bias = 0.0f, Dd = 0.0f;
-    sj_i64 b0 = (sj_i64)blockIdx.y * S;
+    /* sequences a block takes at once: as many as the grid's rows leave
+     * each (model_decode.c's mix_grid), at most S */
+    const int spb = (int)min((sj_i64)S, (a.batch + gridDim.y - 1) / gridDim.y);
+    sj_i64 b0 = (sj_i64)blockIdx.y * spb;
     if (ok) {
 #pragma unroll
         for (int i = 0; i < RANK_LANE; ++i)
@@ -649,14 +653,14 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
         for (int s = 0; s < S; ++s)
 #pragma unroll
             for (int n = 0; n < PER; ++n)
-                st[s][n] = b0 + s < a.batch ? a.ssm_state[((b0 + s) * DI + d) * NS + lane * PER + n] : 0.0f;
+                st[s][n] = s < spb && b0 + s < a.batch ? a.ssm_state[((b0 + s) * DI + d) * NS + lane * PER + n] : 0.0f;
         bias = a.dt_bias[d];
         Dd = a.Dv[d];
     }
     dec_release();
     dec_wait();
-    for (; b0 < a.batch; b0 += (sj_i64)gridDim.y * S) {
-        const int nb = (int)(a.batch - b0 < S ? a.batch - b0 : S);
+    for (; b0 < a.batch; b0 += (sj_i64)gridDim.y * spb) {
+        const int nb = (int)(a.batch - b0 < spb ? a.batch - b0 : spb);
         /* every load of the sequences before the parts' sum */
         float x[S], z[S];
 #pragma unroll
@@ -665,7 +669,7 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
             if (ok && s < nb) {
                 x[s] = sj_to_float(((const T *)a.xc)[(b0 + s) * DI + d]);
                 z[s] = sj_to_float(((const T *)a.z)[(b0 + s) * DI + d]);
-                if (b0 != (sj_i64)blockIdx.y * S)
+                if (b0 != (sj_i64)blockIdx.y * spb)
 #pragma unroll
                     for (int n = 0; n < PER; ++n)
                         st[s][n] = a.ssm_state[((b0 + s) * DI + d) * NS + lane * PER + n];

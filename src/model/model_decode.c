@@ -189,13 +189,19 @@ static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, 
 }
 
 /* decode_mix's grid: the states' lanes (4 a channel where decode.cu's
- * MIX_G is 4, N = 16) of every channel, and a row of blocks for each
- * SJ_DECODE_MIX_SEQS sequences. */
-static sj_dim3 mix_grid(const ssmjit_model_config *c, int64_t B)
+ * MIX_G is 4, N = 16) of every channel, and a row of blocks for every few
+ * sequences: as many a row (up to SJ_DECODE_MIX_SEQS) as still leave a
+ * block for every SM, so that two sequences take two rows.  The kernel
+ * reads its sequences a row from the rows. */
+static sj_dim3 mix_grid(const ssmjit_model *m, int64_t B)
 {
+    const ssmjit_model_config *c = &m->cfg;
     const int64_t n = c->d_state, g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
-    return (sj_dim3){(unsigned)sj_ceil_div(c->d_inner * g, SJ_DECODE_MIX_THREADS),
-                     (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_MIX_SEQS), 65535), 1};
+    const int64_t cols = sj_ceil_div(c->d_inner * g, SJ_DECODE_MIX_THREADS), sms = sj_context_props(m->ctx)->sm_count;
+    /* rows that give every SM a block, at most one a sequence */
+    const int64_t rows = sj_min64(B, sms > cols ? sj_ceil_div(sms, cols) : 1);
+    const int64_t seqs = sj_min64(SJ_DECODE_MIX_SEQS, sj_ceil_div(B, rows));
+    return (sj_dim3){(unsigned)cols, (unsigned)sj_min64(sj_ceil_div(B, seqs), 65535), 1};
 }
 
 int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c)
@@ -223,7 +229,7 @@ ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_s
     };
     const sj_dim3 convx = {(unsigned)d.xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535), 1};
     SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, &d, stream));
-    return launch_kernel(m, SJ_DECODE_MIX, mix_grid(c, B), &d, stream);
+    return launch_kernel(m, SJ_DECODE_MIX, mix_grid(m, B), &d, stream);
 }
 
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
@@ -237,7 +243,7 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
     if (!skipped(m, SJ_DECODE_EMBED))
         SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
-    const sj_dim3 in = matvec_grid(m, 2 * di), mix = mix_grid(c, B);
+    const sj_dim3 in = matvec_grid(m, 2 * di), mix = mix_grid(m, B);
     /* greedy: the head takes the argmax too; a draw is a kernel of its own */
     const int greedy = a->next_ids && !a->sampling && !skipped(m, SJ_DECODE_PICK);
     sj_decode_args d = {
