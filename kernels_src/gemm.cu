@@ -4,15 +4,12 @@
  * A holds a decode step's activations, W a Linear layer's weight, which
  * a block reads once for up to 64 rows of A.
  *
- * mma.sync m16n8k16 takes A's rows as its M and W's rows as its N.  The
- * order of k inside a sum is free, so each lane reads 16 contiguous bytes
- * of a row instead of the fragment's scattered pairs: in a chunk of 32 k,
- * lane t of a quad owns k 8t..8t+7; the first mma step takes its first
- * four as the fragment's k {2t, 2t+1, 2t+8, 2t+9}, the second step its
- * last four, in A and W alike.  The block's W rows and A rows go to
- * shared memory by cp.async, a stage of KC chunks at a time (256 bytes
- * of each row), STAGES - 1 stages ahead, so that a block keeps 32 KB and
- * more of loads in flight without holding registers for them.
+ * mma.sync m16n8k16 takes A's rows as its M and W's rows as its N, each
+ * lane reading 16 contiguous bytes of a row (mma.cuh).  The block's W
+ * rows and A rows go to shared memory by cp.async, a stage of KC chunks
+ * at a time (256 bytes of each row), STAGES - 1 stages ahead, so that a
+ * block keeps 32 KB and more of loads in flight without holding registers
+ * for them.
  *
  * A block is 4 warps, each over 16 rows of W and every row of A in the
  * block's 16 MT; gridDim.x covers W's rows (a block taking every
@@ -21,6 +18,7 @@
  * arrive (a counter per tile, which it sets back to 0) adds them in split
  * order, so the result is the same every run. */
 #include "copy_async.cuh"
+#include "mma.cuh"
 #include "ssmjit_types.cuh"
 
 /* The host launches by the same defines in src/ops/gemm.h, which
@@ -31,22 +29,6 @@
 #define SJ_SKINNY_STAGES 3    /* stages of the ring in shared memory */
 #define SJ_SKINNY_ROWS (SJ_SKINNY_THREADS / 32 * SJ_SKINNY_NT * 8) /* W's rows a block: 64 */
 #define SJ_SKINNY_BLOCKS_PER_SM 3
-
-/* C += A B on tensor cores (m16n8k16, f32 sums), for each 16-bit type. */
-template <typename T> struct sj_mma_type;
-#define SJ_MMA_TYPE(T, ptx)                                                                                     \
-    template <> struct sj_mma_type<T> {                                                                         \
-        static __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,           \
-                                                   unsigned b1)                                                 \
-        {                                                                                                       \
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." ptx "." ptx ".f32 {%0,%1,%2,%3}, "             \
-                         "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                                               \
-                         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                       \
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                       \
-        }                                                                                                       \
-    };
-SJ_MMA_TYPE(sj_half, "f16")
-SJ_MMA_TYPE(sj_bf16, "bf16")
 
 /* One stage of the ring in shared memory: W's 64 rows of the block's
  * tile, then A's 16 MT rows, each over SJ_SKINNY_KC chunks of 32 k, as
