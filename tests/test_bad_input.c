@@ -1644,9 +1644,9 @@ static void test_values_for_bad_input(void **state)
     ssmjit_context_destroy(NULL);
 }
 
-/* A launch that asks more shared memory a block than the device allows
- * fails with a message, before the driver is called (the stand-in has
- * none); up to the limit it goes on to the driver. */
+/* A launch, chained or not, that asks more shared memory a block than
+ * the device allows fails with a message, before the driver is called
+ * (the stand-in has none); up to the limit it goes on to the driver. */
 static void test_launch_above_shared_memory(void **state)
 {
     fixture *f = *state;
@@ -1656,6 +1656,8 @@ static void test_launch_above_shared_memory(void **state)
     assert_non_null(strstr(ssmjit_last_error(), "shared memory"));
     assert_int_equal(sj_launch(f->ctx, NULL, one, one, cap, NULL, NULL), SSMJIT_ERR_UNSUPPORTED);
     assert_non_null(strstr(ssmjit_last_error(), "driver has no cu"));
+    assert_int_equal(sj_launch_chained(f->ctx, NULL, one, one, cap + 1, NULL, NULL), SSMJIT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(ssmjit_last_error(), "shared memory"));
 }
 
 int main(void)

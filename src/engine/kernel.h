@@ -89,13 +89,12 @@ ssmjit_status sj_special_load(ssmjit_context *ctx, sj_module_id mod, sj_kernel_r
                               size_t n, const char *const *defines, size_t num_defines, sj_special_kernel *out);
 void sj_special_unload(ssmjit_context *ctx, sj_special_kernel *k, size_t n);
 
-/* sj_launch without dynamic shared memory, for a kernel that may start
- * while the one before it on the stream still runs (programmatic dependent
- * launch, sm_90 on): it must wait for that one (griddepcontrol.wait)
- * before it touches anything the earlier kernels write.  Elsewhere a
- * plain launch. */
-ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, void *stream,
-                                void **args);
+/* sj_launch for a kernel that may start while the one before it on the
+ * stream still runs (programmatic dependent launch, sm_90 on): it must
+ * wait for that one (griddepcontrol.wait) before it touches anything the
+ * earlier kernels write.  Elsewhere a plain launch. */
+ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                                unsigned smem_bytes, void *stream, void **args);
 
 /* What enqueue(arg, stream) puts on stream, recorded (stream is in
  * capture meanwhile: nothing runs) and instantiated into *exec, which the

@@ -3,22 +3,34 @@
 #include "context.h"
 #include "base/error.h"
 
-ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
-                        unsigned smem_bytes, void *stream, void **args)
+/* Fails, before any driver call, where a block's smem_bytes of dynamic
+ * shared memory are more than the device allows. */
+static ssmjit_status check_smem(const ssmjit_context *ctx, unsigned smem_bytes)
 {
     const int cap = ctx->props.max_smem_per_block_optin;
     if (cap > 0 && smem_bytes > (unsigned)cap)
         return sj_error(SSMJIT_ERR_UNSUPPORTED,
                         "a kernel of this op needs %u bytes of shared memory a block; this GPU allows %d",
                         smem_bytes, cap);
+    return SSMJIT_OK;
+}
+
+/* Above 48 KiB a kernel must opt in to dynamic shared memory (ctx
+ * current). */
+static ssmjit_status opt_in_smem(ssmjit_context *ctx, CUfunction fn, unsigned smem_bytes)
+{
+    if (smem_bytes <= 48 * 1024)
+        return SSMJIT_OK;
+    return SJ_CU(ctx->drv, FuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem_bytes);
+}
+
+ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                        unsigned smem_bytes, void *stream, void **args)
+{
+    SJ_TRY(check_smem(ctx, smem_bytes));
     int pushed;
-    ssmjit_status st = sj_context_enter(ctx, &pushed);
-    if (st != SSMJIT_OK)
-        return st;
-    /* Above 48 KiB a kernel must opt in to dynamic shared memory. */
-    if (smem_bytes > 48 * 1024)
-        st = SJ_CU(ctx->drv, FuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                   (int)smem_bytes);
+    SJ_TRY(sj_context_enter(ctx, &pushed));
+    ssmjit_status st = opt_in_smem(ctx, fn, smem_bytes);
     if (st == SSMJIT_OK)
         st = SJ_CU(ctx->drv, LaunchKernel, fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                    smem_bytes, (CUstream)stream, args, NULL);
@@ -26,21 +38,24 @@ ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim
     return st;
 }
 
-ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, void *stream,
-                                void **args)
+ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                                unsigned smem_bytes, void *stream, void **args)
 {
     if (ctx->props.cc_major < 9 || !ctx->drv->LaunchKernelEx)
-        return sj_launch(ctx, fn, grid, block, 0, stream, args);
+        return sj_launch(ctx, fn, grid, block, smem_bytes, stream, args);
+    SJ_TRY(check_smem(ctx, smem_bytes));
     int pushed;
-    ssmjit_status st = sj_context_enter(ctx, &pushed);
-    if (st != SSMJIT_OK)
-        return st;
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig config = {grid.x, grid.y, grid.z, block.x, block.y, block.z, 0, (CUstream)stream, &attr, 1};
-    st = SJ_CU(ctx->drv, LaunchKernelEx, &config, fn, args, NULL);
+    SJ_TRY(sj_context_enter(ctx, &pushed));
+    ssmjit_status st = opt_in_smem(ctx, fn, smem_bytes);
+    if (st == SSMJIT_OK) {
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig config = {grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                 smem_bytes, (CUstream)stream, &attr, 1};
+        st = SJ_CU(ctx->drv, LaunchKernelEx, &config, fn, args, NULL);
+    }
     sj_context_leave(ctx, pushed);
     return st;
 }
