@@ -28,6 +28,8 @@
  * the residual to its own), so the two paths differ only in the order of
  * the products' sums.
  */
+#include "copy_async.cuh"
+#include "mma.cuh"
 #include "row_argmax.cuh"
 #include "ssmjit_types.cuh"
 
@@ -794,6 +796,147 @@ template <typename T> __device__ __forceinline__ void decode_convx(const sj_deco
         }
     }
 }
+/* The hybrid step's products on tensor cores, for 16-bit models:
+ * decode_tcin (in_proj of the normed x, a.x, into a.out: xz) and
+ * decode_tcout (out_proj of a.y into a.out: the next layer's x), in place
+ * of cuBLAS where K is a multiple of 8 and a block's rows fit shared
+ * memory whole (model_decode.c's tc_plan mirrors dec_tc's choices).
+ *
+ * Launched chained, they copy their rows of W to shared memory before the
+ * wait, so that the weights' DRAM latency passes while the kernel before
+ * still runs; after it, the block's sequences (their whole rows: a few
+ * tens of KB, from L2).  A block takes NT 8-row tiles of W and 16 MT
+ * sequences; its 8 warps are MT m-tiles times KW = 8 / MT slices of k
+ * (chunks of 32 k kw, kw + KW, ...), each feeding mma.sync as the skinny
+ * GEMMs do (mma.cuh); the slices' sums meet in shared memory, added in
+ * slice order, so the result is the same every run.  Rows are rounded
+ * to the model's dtype once, as cuBLAS's output is. */
+constexpr int TC_THREADS = 256; /* the host launches by its copies (model.h, SJ_DECODE_TC_*) */
+constexpr int TC_SMEM_MAX = 204800; /* 200 KiB */
+
+/* The shared memory of a block over 16 mt sequences and `rows` rows of
+ * W, rows of `pitch` 16-byte columns. */
+__host__ __device__ constexpr int dec_tc_bytes(int mt, int rows, int pitch) { return (16 * mt + rows) * pitch * 16; }
+
+template <int K, int N> struct dec_tc {
+    static constexpr int CHUNKS = (K + 31) / 32;
+    /* 16-byte columns a row takes in shared memory: a whole number of
+     * 128-byte lines, so that slot()'s swap stays inside the row */
+    static constexpr int PITCH = (CHUNKS * 4 + 7) & ~7;
+    static constexpr int NT = N >= 2048 ? 2 : 1, ROWS = 8 * NT;
+    static constexpr int MT = dec_tc_bytes(4, ROWS, PITCH) <= TC_SMEM_MAX   ? 4
+                              : dec_tc_bytes(2, ROWS, PITCH) <= TC_SMEM_MAX ? 2
+                                                                            : 1;
+    static constexpr int KW = TC_THREADS / 32 / MT;
+    static constexpr int SMEM = dec_tc_bytes(MT, ROWS, PITCH);
+    static_assert(SMEM >= TC_THREADS * NT * 16, "the slices' sums fit where the rows were");
+
+    /* Column c of row r.  A quarter warp reads 64 bytes of each of two
+     * rows; odd rows' 64-byte halves are swapped (c ^ 4) so that the two
+     * share no bank. */
+    static __device__ __forceinline__ int slot(int r, int c) { return r * PITCH + (c ^ ((r & 1) << 2)); }
+
+    /* Queues the copies of rows [0, rows) of src ([*, K], 16-byte rows)
+     * into dst, zeros past `valid` rows and past K. */
+    template <typename T>
+    static __device__ __forceinline__ void fill(uint4 *dst, const T *src, int rows, sj_i64 valid)
+    {
+        constexpr int COLS = CHUNKS * 4;
+        for (int i = threadIdx.x; i < rows * COLS; i += TC_THREADS) {
+            const int r = i / COLS, c = i % COLS;
+            const bool ok = r < valid && c * 8 < K;
+            sj_copy16(dst + slot(r, c), ok ? (const void *)(src + (sj_i64)r * K + c * 8) : (const void *)src,
+                      ok ? 16 : 0);
+        }
+    }
+};
+
+template <typename T, int K, int N>
+__device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 batch, T *C)
+{
+#if __CUDA_ARCH__ >= 800
+    typedef dec_tc<K, N> P;
+    constexpr int MT = P::MT, NT = P::NT, KW = P::KW;
+    extern __shared__ uint4 dec_tc_smem[];
+    uint4 *w_rows = dec_tc_smem, *a_rows = dec_tc_smem + P::ROWS * P::PITCH;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int mw = warp % MT, kw = warp / MT, n0 = blockIdx.x * P::ROWS;
+    const sj_i64 m0 = (sj_i64)blockIdx.y * 16 * MT;
+    P::fill(w_rows, W + (sj_i64)n0 * K, P::ROWS, N - n0);
+    sj_copy_commit();
+    dec_release();
+    dec_wait();
+    P::fill(a_rows, A + m0 * K, 16 * MT, batch - m0);
+    sj_copy_commit();
+    sj_copy_wait();
+    __syncthreads();
+    /* a sum for each of a chunk's two mma steps, so that two chains of
+     * them run at once */
+    float acc[2][NT][4];
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+            acc[s][j][0] = acc[s][j][1] = acc[s][j][2] = acc[s][j][3] = 0.0f;
+#pragma unroll 4
+    for (int u = kw; u < P::CHUNKS; u += KW) {
+        uint4 wv[NT];
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+            wv[j] = w_rows[P::slot(j * 8 + g, u * 4 + t)];
+        const uint4 lo = a_rows[P::slot(mw * 16 + g, u * 4 + t)], hi = a_rows[P::slot(mw * 16 + 8 + g, u * 4 + t)];
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+            const unsigned frag[4] = {s ? lo.z : lo.x, s ? hi.z : hi.x, s ? lo.w : lo.y, s ? hi.w : hi.y};
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+                sj_mma_type<T>::mma(acc[s][j], frag, s ? wv[j].z : wv[j].x, s ? wv[j].w : wv[j].y);
+        }
+    }
+    /* the slices' sums, [KW][MT][NT][32 lanes], where the rows were */
+    float4 *sums = (float4 *)dec_tc_smem;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+        sums[((kw * MT + mw) * NT + j) * 32 + lane] =
+            make_float4(acc[0][j][0] + acc[1][j][0], acc[0][j][1] + acc[1][j][1], acc[0][j][2] + acc[1][j][2],
+                        acc[0][j][3] + acc[1][j][3]);
+    __syncthreads();
+    if (kw)
+        return;
+    /* element e of tile j is C[m0 + 16 mw + g + 8 (e / 2)][n0 + 8 j + 2 t + e % 2] */
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        float4 v = sums[(mw * NT + j) * 32 + lane];
+#pragma unroll
+        for (int q = 1; q < KW; ++q) {
+            const float4 p = sums[((q * MT + mw) * NT + j) * 32 + lane];
+            v.x += p.x;
+            v.y += p.y;
+            v.z += p.z;
+            v.w += p.w;
+        }
+        const float e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const sj_i64 row = m0 + mw * 16 + g + 8 * (i >> 1);
+            const int col = n0 + j * 8 + 2 * t + (i & 1);
+            if (row < batch && col < N)
+                C[row * N + col] = sj_from_float<T>(e[i]);
+        }
+    }
+#endif
+}
+
+template <typename T> __device__ __forceinline__ void decode_tcin(const sj_decode_args &a)
+{
+    dec_tc_product<T, DM, 2 * DI>((const T *)a.x, (const T *)a.w_in, a.batch, (T *)a.out);
+}
+
+template <typename T> __device__ __forceinline__ void decode_tcout(const sj_decode_args &a)
+{
+    dec_tc_product<T, DI, DM>((const T *)a.y, (const T *)a.w_out, a.batch, (T *)a.out);
+}
 #endif /* SJ_UNIT_ALL */
 
 /* The products' kernels keep two blocks an SM (128 registers): left
@@ -814,3 +957,9 @@ template <typename T> __device__ __forceinline__ void decode_convx(const sj_deco
     SJ_DECODE_KERNEL(T, sfx, convx, CX_THREADS, 1)
 
 SJ_FOR_EACH_DTYPE(SJ_DECODE_KERNELS, 0)
+
+/* the tensor-core products: 16-bit types only (model_decode.c) */
+SJ_DECODE_KERNEL(sj_half, f16, tcin, TC_THREADS, 1)
+SJ_DECODE_KERNEL(sj_half, f16, tcout, TC_THREADS, 1)
+SJ_DECODE_KERNEL(sj_bf16, bf16, tcin, TC_THREADS, 1)
+SJ_DECODE_KERNEL(sj_bf16, bf16, tcout, TC_THREADS, 1)

@@ -157,10 +157,16 @@ ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *c
 
 /* The path of a model's later decode steps (src/model/model.h): -1 the
  * rule, 0 the unfused kernels, 1 the fused kernels specialised to the
- * model, 2 the hybrid step (cuBLAS in_proj and out_proj around two of the
- * specialised kernels) (SSMJIT_ERR_UNSUPPORTED where they cannot run).
+ * model, 2 the hybrid step (in_proj and out_proj, each weight read once
+ * for every sequence, around two of the specialised kernels)
+ * (SSMJIT_ERR_UNSUPPORTED where they cannot run).
  * Drops a captured graph. */
 ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
+
+/* Whether a model's later hybrid steps take in_proj and out_proj on their
+ * own tensor-core kernels where those can run (on, the default) or
+ * through cuBLAS.  Drops a captured graph. */
+void sj_model_decode_tensor_cores(ssmjit_model *m, int on);
 
 /* The benchmark's breakdown of a fused decode step: later fused steps
  * leave out the launches of the parts whose bits are set (their results

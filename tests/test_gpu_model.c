@@ -244,7 +244,7 @@ typedef struct decode_case {
     int path; /* sj_model_decode_force: -1 the rule */
     int odd;  /* 0: small_cfg; 1: d_model 200, dt_rank 13; 2: also N = 5, conv 3, nothing 16-byte;
                * 3: d_model 2048 (the largest the rule fuses), d_inner 4608, more x rows than the
-               * fused in_proj has warps on any GPU of up to 288 SMs */
+               * fused in_proj has warps on any GPU of up to 288 SMs; 4: d_model 204, d_inner 408 */
     int residual_in_fp32;
 } decode_case;
 
@@ -268,14 +268,21 @@ static ref_mamba_cfg decode_cfg(int odd)
         c.d_inner = 4608;
         c.dt_rank = 64;
     }
+    if (odd == 4) {
+        c.d_model = 204;
+        c.d_inner = 408;
+    }
     return c;
 }
 
-static void decode_after_prefill(const decode_case *k)
+/* cublas: a hybrid step's in_proj and out_proj through cuBLAS
+ * (sj_model_decode_tensor_cores) */
+static void decode_after_prefill(const decode_case *k, int cublas)
 {
     fixture f;
     open_fixture_cfg(&f, decode_cfg(k->odd), k->dtype, k->residual_in_fp32);
     assert_int_equal(sj_model_decode_force(f.model, k->path), SSMJIT_OK);
+    sj_model_decode_tensor_cores(f.model, !cublas);
     const ref_mamba_cfg *rc = &f.ref.cfg;
     size_t B = k->B, L = 9, L1 = 5, V = rc->vocab;
     int *ids = random_ids(B * L, V);
@@ -312,9 +319,9 @@ static void decode_after_prefill(const decode_case *k)
         }
     }
     double tol = k->dtype == SSMJIT_F32 ? F32_TOL : BF16_TOL;
-    print_message("%s B %zu path %d sizes %d residual f32 %d: worst logits error %.2e\n",
+    print_message("%s B %zu path %d sizes %d residual f32 %d%s: worst logits error %.2e\n",
                   k->dtype == SSMJIT_F32 ? "f32" : k->dtype == SSMJIT_F16 ? "f16" : "bf16", B, k->path, k->odd,
-                  k->residual_in_fp32, worst);
+                  k->residual_in_fp32, cublas ? " cuBLAS products" : "", worst);
     assert_true(worst <= tol);
     gu_free(ws);
     gu_free(plog);
@@ -342,21 +349,28 @@ static void test_decode_paths(void **state)
         {SSMJIT_F32, 3, 1, 3, 1},   {SSMJIT_BF16, 2, 1, 3, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        decode_after_prefill(&cases[i]);
+        decode_after_prefill(&cases[i], 0);
 }
 
 /* The hybrid step (model_decode.c) on its own, so that a sanitizer can
- * take it alone: the rule's pick above two sequences, and forced at one. */
+ * take it alone: the rule's pick above two sequences, and forced at one.
+ * A 16-bit model takes in_proj and out_proj on tensor cores where k is a
+ * multiple of 8 and the rows fit (sizes 0, 1, 4's out_proj with a part
+ * tile of rows, 3's in_proj), else cuBLAS (2, 3's out_proj, 4's in_proj),
+ * and cuBLAS where turned off. */
 static void test_decode_hybrid(void **state)
 {
     (void)state;
     static const decode_case cases[] = {
-        {SSMJIT_F32, 3, 2, 0, 1},   {SSMJIT_F32, 1, 2, 0, 1},   {SSMJIT_F32, 100, 2, 1, 1},
-        {SSMJIT_F32, 5, 2, 2, 1},   {SSMJIT_BF16, 64, 2, 0, 1}, {SSMJIT_BF16, 64, 2, 1, 0},
-        {SSMJIT_BF16, 100, 2, 2, 0}, {SSMJIT_F16, 64, 2, 2, 1}, {SSMJIT_F32, 9, 2, 3, 1},
+        {SSMJIT_F32, 3, 2, 0, 1},    {SSMJIT_F32, 1, 2, 0, 1},    {SSMJIT_F32, 100, 2, 1, 1},
+        {SSMJIT_F32, 5, 2, 2, 1},    {SSMJIT_BF16, 64, 2, 0, 1},  {SSMJIT_BF16, 64, 2, 1, 0},
+        {SSMJIT_BF16, 100, 2, 2, 0}, {SSMJIT_F16, 64, 2, 2, 1},   {SSMJIT_F32, 9, 2, 3, 1},
+        {SSMJIT_BF16, 100, 2, 1, 1}, {SSMJIT_F16, 3, 2, 0, 0},    {SSMJIT_BF16, 9, 2, 3, 1},
+        {SSMJIT_F16, 70, 2, 4, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        decode_after_prefill(&cases[i]);
+        decode_after_prefill(&cases[i], 0);
+    decode_after_prefill(&(decode_case){SSMJIT_BF16, 64, 2, 1, 0}, 1);
 }
 
 /* Sampled decoding in the step: two decoders from the same states and

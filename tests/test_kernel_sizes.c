@@ -150,6 +150,8 @@ static const struct {
     {"decode.cu", "CX_CHANNELS", SJ_DECODE_CONVX_CHANNELS},
     {"decode.cu", "CX_SEQS", SJ_DECODE_CONVX_SEQS},
     {"decode.cu", "CX_THREADS", SJ_DECODE_CONVX_THREADS},
+    {"decode.cu", "TC_THREADS", SJ_DECODE_TC_THREADS},
+    {"decode.cu", "TC_SMEM_MAX", SJ_DECODE_TC_SMEM_MAX},
 };
 
 static void test_host_copies(void **state)

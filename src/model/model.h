@@ -62,9 +62,14 @@ typedef enum sj_decode_part {
     SJ_DECODE_PART_COUNT
 } sj_decode_part;
 /* The specialised kernels, in m->decode: the fused step's, then the
- * hybrid step's own (decode_convx; an index there, not a part). */
+ * hybrid step's own (indices there, not parts): decode_convx, and its
+ * tensor-core products, which only 16-bit models have (the last
+ * SJ_DECODE_TC_KERNELS). */
 #define SJ_DECODE_CONVX (SJ_DECODE_HEAD + 1)
-#define SJ_DECODE_KERNELS (SJ_DECODE_CONVX + 1)
+#define SJ_DECODE_TCIN (SJ_DECODE_CONVX + 1)
+#define SJ_DECODE_TCOUT (SJ_DECODE_TCIN + 1)
+#define SJ_DECODE_KERNELS (SJ_DECODE_TCOUT + 1)
+#define SJ_DECODE_TC_KERNELS 2
 
 /* Event pairs around the GEMMs and scans of a call, for the benchmark's
  * breakdown of a training step (off unless sj_model_profile_start). */
@@ -127,10 +132,12 @@ struct ssmjit_model {
     /* The fused and hybrid decode's kernels (model_decode.c), compiled
      * with the model's sizes at its first step; decode_skip: parts a fused
      * step leaves out (sj_model_decode_skip); decode_force: -1 the rule,
-     * else the path (SJ_DECODE_UNFUSED, _FUSED, _HYBRID). */
+     * else the path (SJ_DECODE_UNFUSED, _FUSED, _HYBRID); decode_cublas:
+     * hybrid steps leave in_proj and out_proj to cuBLAS
+     * (sj_model_decode_tensor_cores). */
     sj_special_kernel decode[SJ_DECODE_KERNELS];
     unsigned decode_skip;
-    int decode_force;
+    int decode_force, decode_cublas;
 };
 
 static inline sj_model_tensor *sj_model_layer_tensor(const ssmjit_model *m, int64_t layer,
@@ -216,7 +223,7 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
 enum {
     SJ_DECODE_UNFUSED = 0, /* seven kernels a layer, four of them cuBLAS GEMMs */
     SJ_DECODE_FUSED = 1,   /* three specialised kernels a layer */
-    SJ_DECODE_HYBRID = 2   /* norm, cuBLAS in_proj, decode_convx, decode_mix, cuBLAS out_proj */
+    SJ_DECODE_HYBRID = 2   /* norm, in_proj, decode_convx, decode_mix, out_proj */
 };
 /* Its rule, from bench/NOTES.md ("Decode, round 2"): fused for batches up
  * to SJ_DECODE_FUSED_MAX_BATCH (one pass of its staging; at batch 8 the
@@ -248,6 +255,10 @@ enum {
 #define SJ_DECODE_CONVX_CHANNELS 64
 #define SJ_DECODE_CONVX_SEQS 4
 #define SJ_DECODE_CONVX_THREADS 256
+/* decode_tcin's and decode_tcout's threads a block, and the shared memory
+ * a block may take (TC_THREADS, TC_SMEM_MAX) */
+#define SJ_DECODE_TC_THREADS 256
+#define SJ_DECODE_TC_SMEM_MAX 204800 /* 200 KiB */
 int sj_model_decode_path(const ssmjit_model *m, int64_t batch);
 /* Forces the path of later steps (tests, benchmarks): -1 the rule, else
  * a path (SSMJIT_ERR_UNSUPPORTED where it cannot run).  Drops a captured
@@ -262,6 +273,18 @@ void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
  * decode_mix. */
 ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_step_args *a,
                                            const sj_model_step_ws *ws, int64_t l, void *stream);
+/* A hybrid step's in_proj (slot SJ_L_IN_PROJ) or out_proj (SJ_L_OUT_PROJ)
+ * of layer l for B sequences, x [B, k] into y [B, n]: decode_tcin or
+ * decode_tcout where they can take it (a 16-bit model on sm_80 on, k a
+ * multiple of 8, a block's rows within the device's shared memory, every
+ * operand 16-byte aligned) unless sj_model_decode_tensor_cores turned
+ * them off; else cuBLAS. */
+ssmjit_status sj_model_decode_hybrid_product(ssmjit_model *m, int64_t l, sj_model_layer_slot slot, int64_t B,
+                                             const void *x, void *y, void *stream);
+/* Whether later hybrid steps take their products on tensor cores where
+ * they can (on, the default) or through cuBLAS (tests, benchmarks).
+ * Drops a captured graph. */
+void sj_model_decode_tensor_cores(ssmjit_model *m, int on);
 /* decode_convx's blocks, x_proj's parts of a hybrid step. */
 int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c);
 /* Everything a fused step launches after its ids are on the device. */

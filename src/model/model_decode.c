@@ -2,9 +2,11 @@
  * compiled with the model's sizes as constants.  Fused: three kernels a
  * layer and one for the final norm with the LM head, in place of the
  * unfused step's seven a layer (four of them GEMMs).  Hybrid, at larger
- * batches: in_proj and out_proj through cuBLAS, the rest of a layer in
- * two specialised kernels, five in all.  Taken where the rule below says
- * so; the unfused path (model_step.c) serves the rest. */
+ * batches: in_proj and out_proj each reading a weight once for every
+ * sequence (on tensor cores for 16-bit models where they fit, else
+ * through cuBLAS), the rest of a layer in two specialised kernels, five
+ * in all with the norm.  Taken where the rule below says so; the unfused
+ * path (model_step.c) serves the rest. */
 #include <stdio.h>
 
 #include "base/error.h"
@@ -37,7 +39,7 @@ typedef struct sj_decode_args {
 } sj_decode_args;
 _Static_assert(sizeof(sj_decode_args) == 25 * 8, "kernel layout in kernels_src/decode.cu");
 
-static const char *const parts[SJ_DECODE_KERNELS] = {"in", "mix", "out", "head", "convx"};
+static const char *const parts[SJ_DECODE_KERNELS] = {"in", "mix", "out", "head", "convx", "tcin", "tcout"};
 
 /* The floats of one sequence's activations the kernels can stage. */
 #define STAGE_FLOATS (SJ_DECODE_STAGE_BYTES / 4)
@@ -81,12 +83,14 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path)
     return SSMJIT_OK;
 }
 
-/* The fused kernels of a model of config c in dtype: their names, and the
- * defines that specialise them. */
+/* The specialised kernels of a model of config c in dtype: their names
+ * (the first `count` of parts[]: the tensor-core products are 16-bit
+ * only), and the defines that specialise them. */
 #define NUM_DEFINES 7
 typedef struct decode_units {
     char text[NUM_DEFINES][48], names[SJ_DECODE_KERNELS][32];
     const char *defines[NUM_DEFINES], *name_list[SJ_DECODE_KERNELS];
+    size_t count;
 } decode_units;
 
 static void units_of(const ssmjit_model_config *c, ssmjit_dtype dtype, decode_units *u)
@@ -100,7 +104,8 @@ static void units_of(const ssmjit_model_config *c, ssmjit_dtype dtype, decode_un
     snprintf(u->text[6], sizeof u->text[6], "SJ_DEC_RES_F32=%d", c->residual_in_fp32 || dtype == SSMJIT_F32);
     for (int i = 0; i < NUM_DEFINES; i++)
         u->defines[i] = u->text[i];
-    for (int i = 0; i < SJ_DECODE_KERNELS; i++) {
+    u->count = SJ_DECODE_KERNELS - (dtype == SSMJIT_F32 ? SJ_DECODE_TC_KERNELS : 0);
+    for (size_t i = 0; i < u->count; i++) {
         snprintf(u->names[i], sizeof u->names[i], "decode_%s_%s", parts[i], sj_dtype_suffix(dtype));
         u->name_list[i] = u->names[i];
     }
@@ -112,7 +117,7 @@ ssmjit_status sj_model_decode_prepare(ssmjit_context *ctx, const ssmjit_model_co
         return SSMJIT_OK;
     decode_units u;
     units_of(c, dtype, &u);
-    return sj_special_request(ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, u.name_list, SJ_DECODE_KERNELS, u.defines,
+    return sj_special_request(ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, u.name_list, u.count, u.defines,
                               NUM_DEFINES);
 }
 
@@ -124,7 +129,7 @@ static ssmjit_status load(ssmjit_model *m)
         return SSMJIT_OK;
     decode_units u;
     units_of(&m->cfg, m->dtype, &u);
-    return sj_special_load(m->ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, u.name_list, SJ_DECODE_KERNELS, u.defines,
+    return sj_special_load(m->ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, u.name_list, u.count, u.defines,
                            NUM_DEFINES, m->decode);
 }
 
@@ -174,18 +179,23 @@ static int skipped(const ssmjit_model *m, sj_decode_part part)
 
 /* Each kernel of the chain may start while the one before runs: the
  * kernels wait for it before they touch activations or states. */
-static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, sj_decode_args *a, void *stream)
+static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, unsigned smem, sj_decode_args *a,
+                                   void *stream)
 {
+    static const unsigned threads[SJ_DECODE_KERNELS] = {
+        [SJ_DECODE_IN] = 32 * SJ_DECODE_WARPS,          [SJ_DECODE_MIX] = SJ_DECODE_MIX_THREADS,
+        [SJ_DECODE_OUT] = 32 * SJ_DECODE_WARPS,         [SJ_DECODE_HEAD] = 32 * SJ_DECODE_WARPS,
+        [SJ_DECODE_CONVX] = SJ_DECODE_CONVX_THREADS,    [SJ_DECODE_TCIN] = SJ_DECODE_TC_THREADS,
+        [SJ_DECODE_TCOUT] = SJ_DECODE_TC_THREADS,
+    };
     void *args[] = {a};
-    unsigned threads = kernel == SJ_DECODE_MIX     ? SJ_DECODE_MIX_THREADS
-                       : kernel == SJ_DECODE_CONVX ? SJ_DECODE_CONVX_THREADS
-                                                   : 32 * SJ_DECODE_WARPS;
-    return sj_launch_chained(m->ctx, m->decode[kernel].fn, grid, (sj_dim3){threads, 1, 1}, stream, args);
+    return sj_launch_chained(m->ctx, m->decode[kernel].fn, grid, (sj_dim3){threads[kernel], 1, 1}, smem, stream,
+                             args);
 }
 
 static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, sj_decode_args *a, void *stream)
 {
-    return skipped(m, part) ? SSMJIT_OK : launch_kernel(m, (int)part, grid, a, stream);
+    return skipped(m, part) ? SSMJIT_OK : launch_kernel(m, (int)part, grid, 0, a, stream);
 }
 
 /* decode_mix's grid: the states' lanes (4 a channel where decode.cu's
@@ -228,8 +238,60 @@ ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_s
         .xparts = (int32_t)sj_model_decode_convx_blocks(c),
     };
     const sj_dim3 convx = {(unsigned)d.xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535), 1};
-    SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, &d, stream));
-    return launch_kernel(m, SJ_DECODE_MIX, mix_grid(m, B), &d, stream);
+    SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, 0, &d, stream));
+    return launch_kernel(m, SJ_DECODE_MIX, mix_grid(m, B), 0, &d, stream);
+}
+
+/* decode.cu's dec_tc for a product [B, k] x [n, k]^T: blocks of `rows`
+ * (8 or 16) rows of W and 16 mt sequences, holding them whole in shared
+ * memory, each row `pitch` 16-byte columns (whole 128-byte lines); the
+ * largest mt of 4, 2, 1 within SJ_DECODE_TC_SMEM_MAX.  0 where there is
+ * none. */
+static int tc_plan(int64_t k, int64_t n, int64_t B, sj_dim3 *grid, unsigned *smem)
+{
+    const int64_t pitch = (sj_ceil_div(k, 32) * 4 + 7) & ~(int64_t)7, rows = n >= 2048 ? 16 : 8;
+    for (int64_t mt = 4; mt >= 1; mt /= 2) {
+        const int64_t bytes = (16 * mt + rows) * pitch * 16;
+        if (bytes <= SJ_DECODE_TC_SMEM_MAX) {
+            *grid = (sj_dim3){(unsigned)sj_ceil_div(n, rows), (unsigned)sj_ceil_div(B, 16 * mt), 1};
+            *smem = (unsigned)bytes;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void sj_model_decode_tensor_cores(ssmjit_model *m, int on)
+{
+    const int cublas = !on;
+    if (cublas != m->decode_cublas)
+        sj_model_drop_graph(m);
+    m->decode_cublas = cublas;
+}
+
+ssmjit_status sj_model_decode_hybrid_product(ssmjit_model *m, int64_t l, sj_model_layer_slot slot, int64_t B,
+                                             const void *x, void *y, void *stream)
+{
+    const sj_model_tensor *w = sj_model_layer_tensor(m, l, slot);
+    const int64_t n = w->shape[0], k = w->shape[1];
+    const sj_device_props *p = sj_context_props(m->ctx);
+    sj_dim3 grid;
+    unsigned smem;
+    SJ_TRY(load(m));
+    const int kernel = slot == SJ_L_IN_PROJ ? SJ_DECODE_TCIN : SJ_DECODE_TCOUT;
+    if (m->decode_cublas || !m->decode[kernel].fn || p->cc_major < 8 || k % 8 || w->data % 16 ||
+        (uintptr_t)x % 16 || !tc_plan(k, n, B, &grid, &smem) || smem > (unsigned)p->max_smem_per_block_optin ||
+        grid.y > 65535)
+        return sj_model_linear(m, w, B, x, k, y, n, stream);
+    sj_decode_args d = {.batch = B, .out = y};
+    if (slot == SJ_L_IN_PROJ) {
+        d.x = x;
+        d.w_in = (const void *)(uintptr_t)w->data;
+    } else {
+        d.y = (void *)(uintptr_t)x;
+        d.w_out = (const void *)(uintptr_t)w->data;
+    }
+    return launch_kernel(m, kernel, grid, smem, &d, stream);
 }
 
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,
