@@ -9,9 +9,11 @@
  *               the state update, D and the z gate (y);
  *   decode_out: out_proj of y (the next layer's x);
  * and decode_head is the final norm with the LM head (logits).  At more
- * sequences than the products stage at once, the hybrid step leaves
- * in_proj and out_proj to cuBLAS and runs decode_convx (decode_in's work
- * after its product) and decode_mix between them.  x_proj
+ * sequences than the products stage at once, the hybrid step splits a
+ * layer into five kernels that read each weight once for the whole
+ * batch: decode_norm, in_proj (decode_tcin on tensor cores, or cuBLAS),
+ * decode_convx (decode_in's work after its product), decode_mix, and
+ * out_proj (decode_tcout, or cuBLAS).  x_proj
  * has no kernel of its own: its rows are few (dt_rank + 2 d_state) and
  * each needs all of xc, so a kernel of its own was a whole step of the
  * chain for a few hundred kilobytes; each block of decode_in multiplies
@@ -330,10 +332,11 @@ __device__ __forceinline__ void dec_load_norm(const float *w, float (&nw)[NORM_P
 
 /* Stages the RMSNorm of x + res_in for the sequences at b0 (the residual
  * rounded to its dtype, the output to the model's, as the norm kernel
- * does), nw from dec_load_norm; block 0 writes the residual out. */
-template <typename T, bool WRITE_RES>
+ * does), nw from dec_load_norm; writes the residual out where write_res
+ * (one block of those that stage the same sequences). */
+template <typename T>
 __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], const sj_decode_args &a, sj_i64 b0,
-                                               int nb, const float (&nw)[NORM_PER])
+                                               int nb, const float (&nw)[NORM_PER], bool write_res)
 {
     typedef typename dec_res_of<SJ_DEC_RES_F32 != 0, T>::type R;
     constexpr int BT = dec_batch(DM);
@@ -352,7 +355,7 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
                 float h = sj_to_float(((const T *)a.x)[i]);
                 if (a.res_in)
                     h = dec_round<R>(h + sj_to_float(((const R *)a.res_in)[i]));
-                if (WRITE_RES && blockIdx.x == 0)
+                if (write_res)
                     ((R *)a.res_out)[i] = sj_from_float<R>(h);
                 act[b][dec_row<T, DM>::slot(k)] = h;
                 ss[b] = fmaf(h, h, ss[b]);
@@ -440,7 +443,7 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
         [&](float (&act)[BT][DM], sj_i64 b0, int nb) {
             if (a.picked && b0 == 0 && blockIdx.x == 0 && threadIdx.x == 0)
                 *a.picked = 0; /* the last step's head is done: this is after the wait */
-            dec_stage_norm<T, true>(act, a, b0, nb, nw);
+            dec_stage_norm<T>(act, a, b0, nb, nw, blockIdx.x == 0);
         },
         [&](sj_i64 j, sj_i64 b0, int nb, float v) {
             if (j >= DI) {
@@ -524,7 +527,7 @@ template <typename T> __device__ __forceinline__ void decode_head(const sj_decod
         [&](float (&act)[BT][DM], sj_i64 b0, int nb) {
             bv = __uint_as_float(0xff800000u); /* -inf: the first row always wins */
             bi = 0x7fffffff;
-            dec_stage_norm<T, false>(act, a, b0, nb, nw);
+            dec_stage_norm<T>(act, a, b0, nb, nw, false);
         },
         dec_each([&](sj_i64 j, sj_i64 b, float v) {
             const T out = sj_from_float<T>(v);
@@ -796,6 +799,30 @@ template <typename T> __device__ __forceinline__ void decode_convx(const sj_deco
         }
     }
 }
+
+/* The hybrid step's norm, chained like its other kernels (the unfused
+ * step's norm kernel is not, so that the product after it could not
+ * start early): dec_stage_norm's RMSNorm of x + res_in for the block's
+ * sequences (dec_batch(DM) at a time) into normed (a.out), the residual
+ * into res_out. */
+template <typename T> __device__ __forceinline__ void decode_norm(const sj_decode_args &a)
+{
+    constexpr int BT = dec_batch(DM);
+    __shared__ __align__(16) float act[BT][DM];
+    float nw[NORM_PER];
+    dec_load_norm(a.norm_w, nw);
+    dec_release();
+    dec_wait();
+    for (sj_i64 b0 = (sj_i64)blockIdx.x * BT; b0 < a.batch; b0 += (sj_i64)gridDim.x * BT) {
+        const int nb = (int)(a.batch - b0 < BT ? a.batch - b0 : BT);
+        __syncthreads(); /* the last sequences' act is read */
+        dec_stage_norm<T>(act, a, b0, nb, nw, true);
+        __syncthreads();
+        for (int i = threadIdx.x; i < nb * DM; i += DEC_THREADS)
+            ((T *)a.out)[b0 * DM + i] = sj_from_float<T>(act[i / DM][dec_row<T, DM>::slot(i % DM)]);
+    }
+}
+
 /* The hybrid step's products on tensor cores, for 16-bit models:
  * decode_tcin (in_proj of the normed x, a.x, into a.out: xz) and
  * decode_tcout (out_proj of a.y into a.out: the next layer's x), in place
@@ -954,7 +981,8 @@ template <typename T> __device__ __forceinline__ void decode_tcout(const sj_deco
     SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, 1)                    \
     SJ_DECODE_KERNEL(T, sfx, out, DEC_THREADS, DEC_BLOCKS_PER_SM)    \
     SJ_DECODE_KERNEL(T, sfx, head, DEC_THREADS, DEC_BLOCKS_PER_SM)   \
-    SJ_DECODE_KERNEL(T, sfx, convx, CX_THREADS, 1)
+    SJ_DECODE_KERNEL(T, sfx, convx, CX_THREADS, 1)                   \
+    SJ_DECODE_KERNEL(T, sfx, norm, DEC_THREADS, 1)
 
 SJ_FOR_EACH_DTYPE(SJ_DECODE_KERNELS, 0)
 

@@ -62,11 +62,12 @@ typedef enum sj_decode_part {
     SJ_DECODE_PART_COUNT
 } sj_decode_part;
 /* The specialised kernels, in m->decode: the fused step's, then the
- * hybrid step's own (indices there, not parts): decode_convx, and its
- * tensor-core products, which only 16-bit models have (the last
+ * hybrid step's own (indices there, not parts): decode_convx, its norm,
+ * and its tensor-core products, which only 16-bit models have (the last
  * SJ_DECODE_TC_KERNELS). */
 #define SJ_DECODE_CONVX (SJ_DECODE_HEAD + 1)
-#define SJ_DECODE_TCIN (SJ_DECODE_CONVX + 1)
+#define SJ_DECODE_NORM (SJ_DECODE_CONVX + 1)
+#define SJ_DECODE_TCIN (SJ_DECODE_NORM + 1)
 #define SJ_DECODE_TCOUT (SJ_DECODE_TCIN + 1)
 #define SJ_DECODE_KERNELS (SJ_DECODE_TCOUT + 1)
 #define SJ_DECODE_TC_KERNELS 2
@@ -223,7 +224,7 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
 enum {
     SJ_DECODE_UNFUSED = 0, /* seven kernels a layer, four of them cuBLAS GEMMs */
     SJ_DECODE_FUSED = 1,   /* three specialised kernels a layer */
-    SJ_DECODE_HYBRID = 2   /* norm, in_proj, decode_convx, decode_mix, out_proj */
+    SJ_DECODE_HYBRID = 2   /* decode_norm, in_proj, decode_convx, decode_mix, out_proj */
 };
 /* Its rule, from bench/NOTES.md ("Decode, round 2"): fused for batches up
  * to SJ_DECODE_FUSED_MAX_BATCH (one pass of its staging; at batch 8 the
@@ -273,6 +274,11 @@ void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
  * decode_mix. */
 ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_step_args *a,
                                            const sj_model_step_ws *ws, int64_t l, void *stream);
+/* A hybrid step's norm of layer l: x + the residual into the residual,
+ * and its RMSNorm into normed, as sj_model_norm_fwd, chained to the
+ * kernels around it. */
+ssmjit_status sj_model_decode_hybrid_norm(ssmjit_model *m, int64_t l, int64_t B, const void *x, void *resid,
+                                          void *normed, void *stream);
 /* A hybrid step's in_proj (slot SJ_L_IN_PROJ) or out_proj (SJ_L_OUT_PROJ)
  * of layer l for B sequences, x [B, k] into y [B, n]: decode_tcin or
  * decode_tcout where they can take it (a 16-bit model on sm_80 on, k a

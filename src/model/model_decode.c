@@ -39,7 +39,8 @@ typedef struct sj_decode_args {
 } sj_decode_args;
 _Static_assert(sizeof(sj_decode_args) == 25 * 8, "kernel layout in kernels_src/decode.cu");
 
-static const char *const parts[SJ_DECODE_KERNELS] = {"in", "mix", "out", "head", "convx", "tcin", "tcout"};
+static const char *const parts[SJ_DECODE_KERNELS] = {"in",    "mix",  "out",  "head",
+                                                      "convx", "norm", "tcin", "tcout"};
 
 /* The floats of one sequence's activations the kernels can stage. */
 #define STAGE_FLOATS (SJ_DECODE_STAGE_BYTES / 4)
@@ -185,8 +186,8 @@ static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, un
     static const unsigned threads[SJ_DECODE_KERNELS] = {
         [SJ_DECODE_IN] = 32 * SJ_DECODE_WARPS,          [SJ_DECODE_MIX] = SJ_DECODE_MIX_THREADS,
         [SJ_DECODE_OUT] = 32 * SJ_DECODE_WARPS,         [SJ_DECODE_HEAD] = 32 * SJ_DECODE_WARPS,
-        [SJ_DECODE_CONVX] = SJ_DECODE_CONVX_THREADS,    [SJ_DECODE_TCIN] = SJ_DECODE_TC_THREADS,
-        [SJ_DECODE_TCOUT] = SJ_DECODE_TC_THREADS,
+        [SJ_DECODE_CONVX] = SJ_DECODE_CONVX_THREADS,    [SJ_DECODE_NORM] = 32 * SJ_DECODE_WARPS,
+        [SJ_DECODE_TCIN] = SJ_DECODE_TC_THREADS,        [SJ_DECODE_TCOUT] = SJ_DECODE_TC_THREADS,
     };
     void *args[] = {a};
     return sj_launch_chained(m->ctx, m->decode[kernel].fn, grid, (sj_dim3){threads[kernel], 1, 1}, smem, stream,
@@ -240,6 +241,19 @@ ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_s
     const sj_dim3 convx = {(unsigned)d.xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535), 1};
     SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, 0, &d, stream));
     return launch_kernel(m, SJ_DECODE_MIX, mix_grid(m, B), 0, &d, stream);
+}
+
+ssmjit_status sj_model_decode_hybrid_norm(ssmjit_model *m, int64_t l, int64_t B, const void *x, void *resid,
+                                          void *normed, void *stream)
+{
+    SJ_TRY(load(m));
+    sj_decode_args d = {.x = x, .res_in = l ? resid : NULL, .res_out = resid,
+                        .norm_w = sj_model_weight(m, l, SJ_L_NORM), .out = normed, .batch = B,
+                        .eps = (float)m->cfg.norm_eps};
+    /* two sequences a block where d_model lets decode.cu's dec_batch
+     * stage two; its blocks loop over what the grid leaves */
+    const sj_dim3 grid = {(unsigned)sj_min64(sj_ceil_div(B, 2), 65535), 1, 1};
+    return launch_kernel(m, SJ_DECODE_NORM, grid, 0, &d, stream);
 }
 
 /* decode.cu's dec_tc for a product [B, k] x [n, k]^T: blocks of `rows`

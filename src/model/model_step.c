@@ -75,9 +75,11 @@ static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a
     int64_t B = a->batch;
     void *base = a->workspace, *resid = sj_model_ws_at(base, ws->resid), *x = sj_model_ws_at(base, ws->x),
          *normed = sj_model_ws_at(base, ws->normed);
-    ssmjit_matrix residual = {l ? resid : NULL, 0, 0};
-    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, residual, sj_model_weight(m, l, SJ_L_NORM), normed, resid,
-                             NULL, stream));
+    if (hybrid)
+        SJ_TRY(sj_model_decode_hybrid_norm(m, l, B, x, resid, normed, stream));
+    else
+        SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, (ssmjit_matrix){l ? resid : NULL, 0, 0},
+                                 sj_model_weight(m, l, SJ_L_NORM), normed, resid, NULL, stream));
     SJ_TRY(product(m, l, SJ_L_IN_PROJ, hybrid, B, normed, sj_model_ws_at(base, ws->xz), stream));
     SJ_TRY(hybrid ? sj_model_decode_hybrid_mixer(m, a, ws, l, stream) : unfused_mixer(m, a, ws, l, stream));
     return product(m, l, SJ_L_OUT_PROJ, hybrid, B, sj_model_ws_at(base, ws->y), x, stream);
