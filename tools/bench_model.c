@@ -154,23 +154,26 @@ static double weight_bytes(const ssmjit_model_config *c, ssmjit_dtype dtype)
 }
 
 /* Decode of B sequences on one path (sj_model_decode_force: 0 unfused,
- * 1 fused, 2 hybrid), printed with the weights' bandwidth against the
- * copy bandwidth. */
+ * 1 fused, 2 hybrid; a hybrid step's in_proj and out_proj through cuBLAS
+ * where `cublas`, sj_model_decode_tensor_cores), printed with the
+ * weights' bandwidth against the copy bandwidth. */
 static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype dtype, int64_t B, int steps, int path,
-                                double copy)
+                                int cublas, double copy)
 {
     static const char *const path_names[] = {"unfused", "fused", "hybrid"};
     ssmjit_status st = sj_model_decode_force(b->m, path);
+    sj_model_decode_tensor_cores(b->m, !cublas);
     double tps = 0;
     if (st == SSMJIT_OK)
         st = time_decode(b, B, steps, &tps);
     if (st == SSMJIT_OK) {
         const double step_s = (double)B / tps, gbps = weight_bytes(&b->c, dtype) / step_s * 1e-9;
-        printf("model   decode %s %s, batch %lld, %s: %.0f tokens/s, %.1f us a step, weights %.0f MB at %.0f GB/s "
-               "(%.0f%% of copy)\n", what, sj_dtype_suffix(dtype), (long long)B,
-               path_names[path], tps,
-               step_s * 1e6, weight_bytes(&b->c, dtype) * 1e-6, gbps, 100 * gbps / copy);
+        printf("model   decode %s %s, batch %lld, %s%s: %.0f tokens/s, %.1f us a step, weights %.0f MB at %.0f GB/s "
+               "(%.0f%% of copy)\n", what, sj_dtype_suffix(dtype), (long long)B, path_names[path],
+               cublas ? " (in_proj, out_proj by cuBLAS)" : "", tps, step_s * 1e6, weight_bytes(&b->c, dtype) * 1e-6,
+               gbps, 100 * gbps / copy);
     }
+    sj_model_decode_tensor_cores(b->m, 1);
     return st == SSMJIT_OK ? sj_model_decode_force(b->m, -1) : st;
 }
 
@@ -218,7 +221,7 @@ static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model
     mo.dtype = dtype;
     ssmjit_status st = ssmjit_model_create(b->ctx, &o.c, &mo, 1, &o.m);
     for (int path = 1; path >= 0 && st == SSMJIT_OK; path--)
-        st = decode_row(&o, what, dtype, 1, steps, path, copy);
+        st = decode_row(&o, what, dtype, 1, steps, path, 0, copy);
     ssmjit_model_destroy(o.m);
     return st;
 }
@@ -253,10 +256,17 @@ int bench_model(ssmjit_context *ctx, int quick)
         st = bench_copy_bandwidth(ctx, b.stream, &copy);
     if (st == SSMJIT_OK)
         printf("model   copy bandwidth %.0f GB/s\n", copy);
+    /* each batch on the paths the rule may take there, the hybrid step's
+     * products on tensor cores and through cuBLAS */
     static const int64_t batches[] = {1, 8, 64};
-    for (size_t i = 0; i < sizeof batches / sizeof *batches; i++)
-        for (int path = batches[i] > 2 ? 2 : 1; path >= 0 && st == SSMJIT_OK; path--)
-            st = decode_row(&b, "130m", SSMJIT_BF16, batches[i], quick ? 50 : batches[i] > 8 ? 300 : 500, path, copy);
+    for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
+        const int steps = quick ? 50 : batches[i] > 8 ? 300 : 500;
+        for (int path = batches[i] > 2 ? 2 : 1; path >= 0 && st == SSMJIT_OK; path--) {
+            st = decode_row(&b, "130m", SSMJIT_BF16, batches[i], steps, path, 0, copy);
+            if (st == SSMJIT_OK && path == 2) /* hybrid */
+                st = decode_row(&b, "130m", SSMJIT_BF16, batches[i], steps, path, 1, copy);
+        }
+    }
     if (st == SSMJIT_OK)
         st = decode_parts(&b, 1, quick ? 50 : 500);
     if (st == SSMJIT_OK)
