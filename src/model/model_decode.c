@@ -122,16 +122,36 @@ ssmjit_status sj_model_decode_prepare(ssmjit_context *ctx, const ssmjit_model_co
                               NUM_DEFINES);
 }
 
-/* The kernels for this model's sizes and dtype, compiled (or read from the
- * cache) on first use, unless the model's load queued them. */
-static ssmjit_status load(ssmjit_model *m)
+/* What each path launches of m->decode, as bits of its indices: a step
+ * waits only for its own kernels' compiles. */
+#define FUSED_KERNELS (1u << SJ_DECODE_IN | 1u << SJ_DECODE_MIX | 1u << SJ_DECODE_OUT | 1u << SJ_DECODE_HEAD)
+#define HYBRID_KERNELS                                                                                      \
+    (1u << SJ_DECODE_MIX | 1u << SJ_DECODE_CONVX | 1u << SJ_DECODE_NORM | 1u << SJ_DECODE_TCIN |            \
+     1u << SJ_DECODE_TCOUT)
+
+/* The kernels of `want` for this model's sizes and dtype not loaded yet
+ * (a 16-bit model's tensor-core products only), compiled side by side (or
+ * read from the cache) on first use, unless the model's load queued
+ * them, and loaded. */
+static ssmjit_status load(ssmjit_model *m, unsigned want)
 {
-    if (m->decode[0].fn)
-        return SSMJIT_OK;
+    const char *names[SJ_DECODE_KERNELS];
+    int index[SJ_DECODE_KERNELS];
+    size_t n = 0;
     decode_units u;
     units_of(&m->cfg, m->dtype, &u);
-    return sj_special_load(m->ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, u.name_list, u.count, u.defines,
-                           NUM_DEFINES, m->decode);
+    for (size_t i = 0; i < u.count; i++)
+        if (want >> i & 1u && !m->decode[i].fn) {
+            names[n] = u.name_list[i];
+            index[n++] = (int)i;
+        }
+    if (n == 0)
+        return SSMJIT_OK;
+    sj_special_kernel k[SJ_DECODE_KERNELS];
+    SJ_TRY(sj_special_load(m->ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, names, n, u.defines, NUM_DEFINES, k));
+    for (size_t i = 0; i < n; i++)
+        m->decode[index[i]] = k[i];
+    return SSMJIT_OK;
 }
 
 /* Blocks of SJ_DECODE_WARPS warps for a product with `rows` outputs: a
@@ -225,7 +245,7 @@ ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_s
 {
     const ssmjit_model_config *c = &m->cfg;
     const int64_t B = a->batch, di = c->d_inner;
-    SJ_TRY(load(m));
+    SJ_TRY(load(m, HYBRID_KERNELS));
     void *base = a->workspace;
     sj_decode_args d = {
         .x = sj_model_ws_at(base, ws->xz), .conv_w = sj_model_weight(m, l, SJ_L_CONV),
@@ -246,7 +266,7 @@ ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_s
 ssmjit_status sj_model_decode_hybrid_norm(ssmjit_model *m, int64_t l, int64_t B, const void *x, void *resid,
                                           void *normed, void *stream)
 {
-    SJ_TRY(load(m));
+    SJ_TRY(load(m, HYBRID_KERNELS));
     sj_decode_args d = {.x = x, .res_in = l ? resid : NULL, .res_out = resid,
                         .norm_w = sj_model_weight(m, l, SJ_L_NORM), .out = normed, .batch = B,
                         .eps = (float)m->cfg.norm_eps};
@@ -291,7 +311,7 @@ ssmjit_status sj_model_decode_hybrid_product(ssmjit_model *m, int64_t l, sj_mode
     const sj_device_props *p = sj_context_props(m->ctx);
     sj_dim3 grid;
     unsigned smem;
-    SJ_TRY(load(m));
+    SJ_TRY(load(m, HYBRID_KERNELS));
     const int kernel = slot == SJ_L_IN_PROJ ? SJ_DECODE_TCIN : SJ_DECODE_TCOUT;
     if (m->decode_cublas || !m->decode[kernel].fn || p->cc_major < 8 || k % 8 || w->data % 16 ||
         (uintptr_t)x % 16 || !tc_plan(k, n, B, &grid, &smem) || smem > (unsigned)p->max_smem_per_block_optin ||
@@ -313,7 +333,7 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
 {
     const ssmjit_model_config *c = &m->cfg;
     const int64_t B = a->batch, di = c->d_inner, n = c->d_state;
-    SJ_TRY(load(m));
+    SJ_TRY(load(m, FUSED_KERNELS));
     SJ_TRY(sj_model_refresh_a(m, stream));
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x);
     void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
