@@ -840,23 +840,35 @@ template <typename T> __device__ __forceinline__ void decode_norm(const sj_decod
  * to the model's dtype once, as cuBLAS's output is. */
 constexpr int TC_THREADS = 256; /* the host launches by its copies (model.h, SJ_DECODE_TC_*) */
 constexpr int TC_SMEM_MAX = 204800; /* 200 KiB */
+constexpr int TC_NT_MAX = 2;
 
 /* The shared memory of a block over 16 mt sequences and `rows` rows of
  * W, rows of `pitch` 16-byte columns. */
 __host__ __device__ constexpr int dec_tc_bytes(int mt, int rows, int pitch) { return (16 * mt + rows) * pitch * 16; }
 
+__host__ __device__ constexpr int dec_tc_min(int a, int b) { return a < b ? a : b; }
+__host__ __device__ constexpr int dec_tc_max(int a, int b) { return a > b ? a : b; }
+
+/* A block's shape for [*, K] x [N, K]^T: the most sequences (MT m-tiles
+ * of 16: 4, 2 or 1) whose rows fit TC_SMEM_MAX beside one 8-row tile of
+ * W, then as many tiles of W (NT) as fit beside them, up to TC_NT_MAX and
+ * W's rows; 0 where not even one of each fits (the host then takes
+ * cuBLAS).  Fewer tiles a block mean more blocks, each of which reads
+ * every sequence's row. */
 template <int K, int N> struct dec_tc {
     static constexpr int CHUNKS = (K + 31) / 32;
     /* 16-byte columns a row takes in shared memory: a whole number of
      * 128-byte lines, so that slot()'s swap stays inside the row */
     static constexpr int PITCH = (CHUNKS * 4 + 7) & ~7;
-    static constexpr int NT = N >= 2048 ? 2 : 1, ROWS = 8 * NT;
-    static constexpr int MT = dec_tc_bytes(4, ROWS, PITCH) <= TC_SMEM_MAX   ? 4
-                              : dec_tc_bytes(2, ROWS, PITCH) <= TC_SMEM_MAX ? 2
-                                                                            : 1;
+    static constexpr int MT = dec_tc_bytes(4, 8, PITCH) <= TC_SMEM_MAX   ? 4
+                              : dec_tc_bytes(2, 8, PITCH) <= TC_SMEM_MAX ? 2
+                                                                          : 1;
+    static constexpr int NT_FIT = (TC_SMEM_MAX / (PITCH * 16) - 16 * MT) / 8;
+    static constexpr int NT = dec_tc_min(dec_tc_min(TC_NT_MAX, (N + 7) / 8), NT_FIT < 1 ? 1 : NT_FIT);
+    static constexpr int ROWS = 8 * NT;
     static constexpr int KW = TC_THREADS / 32 / MT;
-    static constexpr int SMEM = dec_tc_bytes(MT, ROWS, PITCH);
-    static_assert(SMEM >= TC_THREADS * NT * 16, "the slices' sums fit where the rows were");
+    /* the rows, then the warps' sums of them (dec_tc_product) */
+    static constexpr int SMEM = dec_tc_max(dec_tc_bytes(MT, ROWS, PITCH), TC_THREADS * NT * 16);
 
     /* Column c of row r.  A quarter warp reads 64 bytes of each of two
      * rows; odd rows' 64-byte halves are swapped (c ^ 4) so that the two
@@ -920,7 +932,8 @@ __device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 ba
                 sj_mma_type<T>::mma(acc[s][j], frag, s ? wv[j].z : wv[j].x, s ? wv[j].w : wv[j].y);
         }
     }
-    /* the slices' sums, [KW][MT][NT][32 lanes], where the rows were */
+    /* the slices' sums, [KW][MT][NT][32 lanes], where the rows were (SMEM
+     * holds either) */
     float4 *sums = (float4 *)dec_tc_smem;
     __syncthreads();
 #pragma unroll

@@ -26,6 +26,7 @@ typedef struct sj_dim3 {
 /* Grid arithmetic of the ops' launch shapes (b > 0). */
 static inline int64_t sj_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline int64_t sj_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t sj_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 typedef struct sj_device_props {
     int cc_major, cc_minor;

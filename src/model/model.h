@@ -256,10 +256,12 @@ enum {
 #define SJ_DECODE_CONVX_CHANNELS 64
 #define SJ_DECODE_CONVX_SEQS 4
 #define SJ_DECODE_CONVX_THREADS 256
-/* decode_tcin's and decode_tcout's threads a block, and the shared memory
- * a block may take (TC_THREADS, TC_SMEM_MAX) */
+/* decode_tcin's and decode_tcout's threads a block, the shared memory a
+ * block may take, and its most 8-row tiles of W (TC_THREADS, TC_SMEM_MAX,
+ * TC_NT_MAX) */
 #define SJ_DECODE_TC_THREADS 256
 #define SJ_DECODE_TC_SMEM_MAX 204800 /* 200 KiB */
+#define SJ_DECODE_TC_NT_MAX 2
 int sj_model_decode_path(const ssmjit_model *m, int64_t batch);
 /* Forces the path of later steps (tests, benchmarks): -1 the rule, else
  * a path (SSMJIT_ERR_UNSUPPORTED where it cannot run).  Drops a captured

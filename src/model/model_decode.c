@@ -276,23 +276,24 @@ ssmjit_status sj_model_decode_hybrid_norm(ssmjit_model *m, int64_t l, int64_t B,
     return launch_kernel(m, SJ_DECODE_NORM, grid, 0, &d, stream);
 }
 
-/* decode.cu's dec_tc for a product [B, k] x [n, k]^T: blocks of `rows`
- * (8 or 16) rows of W and 16 mt sequences, holding them whole in shared
- * memory, each row `pitch` 16-byte columns (whole 128-byte lines); the
- * largest mt of 4, 2, 1 within SJ_DECODE_TC_SMEM_MAX.  0 where there is
- * none. */
+/* decode.cu's dec_tc for a product [B, k] x [n, k]^T (the same rule):
+ * blocks of 16 mt sequences and 8 nt rows of W, held whole in shared
+ * memory, each row a whole number of 128-byte lines.  0 where not even
+ * 16 sequences and 8 rows fit. */
 static int tc_plan(int64_t k, int64_t n, int64_t B, sj_dim3 *grid, unsigned *smem)
 {
-    const int64_t pitch = (sj_ceil_div(k, 32) * 4 + 7) & ~(int64_t)7, rows = n >= 2048 ? 16 : 8;
-    for (int64_t mt = 4; mt >= 1; mt /= 2) {
-        const int64_t bytes = (16 * mt + rows) * pitch * 16;
-        if (bytes <= SJ_DECODE_TC_SMEM_MAX) {
-            *grid = (sj_dim3){(unsigned)sj_ceil_div(n, rows), (unsigned)sj_ceil_div(B, 16 * mt), 1};
-            *smem = (unsigned)bytes;
-            return 1;
-        }
-    }
-    return 0;
+    const int64_t row_bytes = ((sj_ceil_div(k, 32) * 4 + 7) & ~(int64_t)7) * 16;
+    int64_t mt = 4;
+    while (mt > 1 && (16 * mt + 8) * row_bytes > SJ_DECODE_TC_SMEM_MAX)
+        mt /= 2;
+    if ((16 * mt + 8) * row_bytes > SJ_DECODE_TC_SMEM_MAX)
+        return 0;
+    const int64_t nt = sj_min64(sj_min64(SJ_DECODE_TC_NT_MAX, sj_ceil_div(n, 8)),
+                                (SJ_DECODE_TC_SMEM_MAX / row_bytes - 16 * mt) / 8);
+    *grid = (sj_dim3){(unsigned)sj_ceil_div(n, 8 * nt), (unsigned)sj_ceil_div(B, 16 * mt), 1};
+    /* the rows, then the warps' float4 sums of them */
+    *smem = (unsigned)sj_max64((16 * mt + 8 * nt) * row_bytes, SJ_DECODE_TC_THREADS * nt * 16);
+    return 1;
 }
 
 void sj_model_decode_tensor_cores(ssmjit_model *m, int on)
