@@ -1,3 +1,4 @@
+#include <stdbool.h>
 #include <string.h>
 
 #include "context.h"
@@ -24,30 +25,17 @@ static ssmjit_status opt_in_smem(ssmjit_context *ctx, CUfunction fn, unsigned sm
     return SJ_CU(ctx->drv, FuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem_bytes);
 }
 
-ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
-                        unsigned smem_bytes, void *stream, void **args)
+/* Both launches: the chained one through cuLaunchKernelEx with the
+ * programmatic-serialization attribute, the plain one through
+ * cuLaunchKernel (every driver has it). */
+static ssmjit_status launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, unsigned smem_bytes,
+                            void *stream, void **args, bool chained)
 {
     SJ_TRY(check_smem(ctx, smem_bytes));
     int pushed;
     SJ_TRY(sj_context_enter(ctx, &pushed));
     ssmjit_status st = opt_in_smem(ctx, fn, smem_bytes);
-    if (st == SSMJIT_OK)
-        st = SJ_CU(ctx->drv, LaunchKernel, fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                   smem_bytes, (CUstream)stream, args, NULL);
-    sj_context_leave(ctx, pushed);
-    return st;
-}
-
-ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
-                                unsigned smem_bytes, void *stream, void **args)
-{
-    if (ctx->props.cc_major < 9 || !ctx->drv->LaunchKernelEx)
-        return sj_launch(ctx, fn, grid, block, smem_bytes, stream, args);
-    SJ_TRY(check_smem(ctx, smem_bytes));
-    int pushed;
-    SJ_TRY(sj_context_enter(ctx, &pushed));
-    ssmjit_status st = opt_in_smem(ctx, fn, smem_bytes);
-    if (st == SSMJIT_OK) {
+    if (st == SSMJIT_OK && chained) {
         CUlaunchAttribute attr;
         memset(&attr, 0, sizeof attr);
         attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -55,9 +43,25 @@ ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid
         CUlaunchConfig config = {grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                  smem_bytes, (CUstream)stream, &attr, 1};
         st = SJ_CU(ctx->drv, LaunchKernelEx, &config, fn, args, NULL);
+    } else if (st == SSMJIT_OK) {
+        st = SJ_CU(ctx->drv, LaunchKernel, fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                   smem_bytes, (CUstream)stream, args, NULL);
     }
     sj_context_leave(ctx, pushed);
     return st;
+}
+
+ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                        unsigned smem_bytes, void *stream, void **args)
+{
+    return launch(ctx, fn, grid, block, smem_bytes, stream, args, false);
+}
+
+ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                                unsigned smem_bytes, void *stream, void **args)
+{
+    const bool chained = ctx->props.cc_major >= 9 && ctx->drv->LaunchKernelEx;
+    return launch(ctx, fn, grid, block, smem_bytes, stream, args, chained);
 }
 
 ssmjit_status sj_graph_capture(ssmjit_context *ctx, void *stream, sj_enqueue_fn enqueue, void *arg,
