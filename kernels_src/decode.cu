@@ -823,89 +823,144 @@ template <typename T> __device__ __forceinline__ void decode_norm(const sj_decod
     }
 }
 
-/* The hybrid step's products on tensor cores, for 16-bit models:
- * decode_tcin (in_proj of the normed x, a.x, into a.out: xz) and
- * decode_tcout (out_proj of a.y into a.out: the next layer's x), in place
- * of cuBLAS where K is a multiple of 8 and a block's rows fit shared
- * memory whole (model_decode.c's tc_plan mirrors dec_tc's choices).
+/* The hybrid step's products on tensor cores, for 16-bit models, in
+ * place of cuBLAS where K is a multiple of 8 and a block's rows fit
+ * shared memory whole (model_decode.c's tc_plan mirrors dec_tc's
+ * choices):
+ *   decode_tcx:   in_proj of the normed x (a.x) with decode_convx's work in
+ *                 its epilogue: the conv step and SiLU (xc), z, and x_proj's
+ *                 part over the block's 64 channels (xpart), so that the
+ *                 layer has no decode_convx;
+ *   decode_tcin:  in_proj alone (a.out: xz), where decode_tcx does not fit;
+ *   decode_tcout: out_proj of a.y (a.out: the next layer's x).
  *
- * Launched chained, they copy their rows of W to shared memory before the
- * wait, so that the weights' DRAM latency passes while the kernel before
- * still runs; after it, the block's sequences (their whole rows: a few
- * tens of KB, from L2).  A block takes NT 8-row tiles of W and 16 MT
- * sequences; its 8 warps are MT m-tiles times KW = 8 / MT slices of k
- * (chunks of 32 k kw, kw + KW, ...), each feeding mma.sync as the skinny
- * GEMMs do (mma.cuh); the slices' sums meet in shared memory, added in
- * slice order, so the result is the same every run.  Rows are rounded
- * to the model's dtype once, as cuBLAS's output is. */
+ * Launched chained, they copy their rows of W (and decode_tcx its conv
+ * states and weights) to shared memory before the wait, so that the
+ * weights' DRAM latency passes while the kernel before still runs; after
+ * it, the block's sequences (their whole rows: a few tens of KB, from
+ * L2).  A block takes NT 8-row tiles of W and 16 MT sequences; its 8
+ * warps are MT m-tiles times KW = 8 / MT slices of k (chunks of 32 k kw,
+ * kw + KW, ...), each feeding mma.sync as the skinny GEMMs do (mma.cuh);
+ * the slices' sums meet in shared memory, added in slice order, so the
+ * result is the same every run.  Rows are rounded to the model's dtype
+ * once, as cuBLAS's output is. */
 constexpr int TC_THREADS = 256; /* the host launches by its copies (model.h, SJ_DECODE_TC_*) */
 constexpr int TC_SMEM_MAX = 204800; /* 200 KiB */
 constexpr int TC_NT_MAX = 2;
 
-/* The shared memory of a block over 16 mt sequences and `rows` rows of
- * W, rows of `pitch` 16-byte columns. */
-__host__ __device__ constexpr int dec_tc_bytes(int mt, int rows, int pitch) { return (16 * mt + rows) * pitch * 16; }
-
 __host__ __device__ constexpr int dec_tc_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ constexpr int dec_tc_max(int a, int b) { return a > b ? a : b; }
 
-/* A block's shape for [*, K] x [N, K]^T: the most sequences (MT m-tiles
- * of 16: 4, 2 or 1) whose rows fit TC_SMEM_MAX beside one 8-row tile of
- * W, then as many tiles of W (NT) as fit beside them, up to TC_NT_MAX and
- * W's rows; 0 where not even one of each fits (the host then takes
- * cuBLAS).  Fewer tiles a block mean more blocks, each of which reads
- * every sequence's row. */
-template <int K, int N> struct dec_tc {
-    static constexpr int CHUNKS = (K + 31) / 32;
+/* The shared memory of a block over 16 mt sequences and 8 nt rows of W,
+ * each row `row` bytes: the rows (then the warps' float4 sums of them,
+ * where those take more), and what its epilogue stages, seq_extra bytes
+ * a sequence and extra in all. */
+__host__ __device__ constexpr int dec_tc_bytes(int mt, int nt, int row, int seq_extra, int extra)
+{
+    return dec_tc_max((16 * mt + 8 * nt) * row, TC_THREADS * nt * 16) + 16 * mt * seq_extra + extra;
+}
+
+/* A block's shape for [*, K] x [N, K]^T with an epilogue staging
+ * SEQ_EXTRA bytes a sequence and EXTRA in all: the most sequences (MT
+ * m-tiles of 16: 4, 2 or 1) that fit TC_SMEM_MAX beside NT_FIXED tiles
+ * of W (one where NT_FIXED is 0), then NT_FIXED tiles of W, or as many as
+ * fit up to TC_NT_MAX and W's rows.  FITS is false where not even one
+ * m-tile fits (the host then takes another way).  Fewer tiles a block
+ * mean more blocks, each of which reads every sequence's row. */
+template <int K, int N, int NT_FIXED = 0, int SEQ_EXTRA = 0, int EXTRA = 0> struct dec_tc {
+    static constexpr int KDIM = K, NDIM = N, CHUNKS = (K + 31) / 32;
     /* 16-byte columns a row takes in shared memory: a whole number of
      * 128-byte lines, so that slot()'s swap stays inside the row */
-    static constexpr int PITCH = (CHUNKS * 4 + 7) & ~7;
-    static constexpr int MT = dec_tc_bytes(4, 8, PITCH) <= TC_SMEM_MAX   ? 4
-                              : dec_tc_bytes(2, 8, PITCH) <= TC_SMEM_MAX ? 2
-                                                                          : 1;
-    static constexpr int NT_FIT = (TC_SMEM_MAX / (PITCH * 16) - 16 * MT) / 8;
-    static constexpr int NT = dec_tc_min(dec_tc_min(TC_NT_MAX, (N + 7) / 8), NT_FIT < 1 ? 1 : NT_FIT);
-    static constexpr int ROWS = 8 * NT;
-    static constexpr int KW = TC_THREADS / 32 / MT;
-    /* the rows, then the warps' sums of them (dec_tc_product) */
-    static constexpr int SMEM = dec_tc_max(dec_tc_bytes(MT, ROWS, PITCH), TC_THREADS * NT * 16);
+    static constexpr int PITCH = (CHUNKS * 4 + 7) & ~7, ROW = PITCH * 16;
+    static constexpr int NT_LEAST = NT_FIXED ? NT_FIXED : 1;
+    static constexpr int MT = dec_tc_bytes(4, NT_LEAST, ROW, SEQ_EXTRA, EXTRA) <= TC_SMEM_MAX   ? 4
+                              : dec_tc_bytes(2, NT_LEAST, ROW, SEQ_EXTRA, EXTRA) <= TC_SMEM_MAX ? 2
+                                                                                                 : 1;
+    static constexpr int NT_FIT = ((TC_SMEM_MAX - EXTRA - 16 * MT * SEQ_EXTRA) / ROW - 16 * MT) / 8;
+    static constexpr int NT =
+        NT_FIXED ? NT_FIXED : dec_tc_min(dec_tc_min(TC_NT_MAX, (N + 7) / 8), NT_FIT < 1 ? 1 : NT_FIT);
+    static constexpr int ROWS = 8 * NT, KW = TC_THREADS / 32 / MT;
+    /* the rows or the sums (RBYTES), then the epilogue's */
+    static constexpr int RBYTES = dec_tc_max((16 * MT + ROWS) * ROW, TC_THREADS * NT * 16);
+    static constexpr int SMEM = dec_tc_bytes(MT, NT, ROW, SEQ_EXTRA, EXTRA);
+    static constexpr bool FITS = SMEM <= TC_SMEM_MAX;
 
-    /* Column c of row r.  A quarter warp reads 64 bytes of each of two
-     * rows; odd rows' 64-byte halves are swapped (c ^ 4) so that the two
-     * share no bank. */
-    static __device__ __forceinline__ int slot(int r, int c) { return r * PITCH + (c ^ ((r & 1) << 2)); }
-
-    /* Queues the copies of rows [0, rows) of src ([*, K], 16-byte rows)
-     * into dst, zeros past `valid` rows and past K. */
-    template <typename T>
-    static __device__ __forceinline__ void fill(uint4 *dst, const T *src, int rows, sj_i64 valid)
+    /* Column c of row r, rows of `pitch` columns.  A quarter warp reads
+     * 64 bytes of each of two rows; odd rows' 64-byte halves are swapped
+     * (c ^ 4) so that the two share no bank. */
+    static __device__ __forceinline__ int slot(int r, int c, int pitch = PITCH)
     {
-        constexpr int COLS = CHUNKS * 4;
-        for (int i = threadIdx.x; i < rows * COLS; i += TC_THREADS) {
-            const int r = i / COLS, c = i % COLS;
-            const bool ok = r < valid && c * 8 < K;
-            sj_copy16(dst + slot(r, c), ok ? (const void *)(src + (sj_i64)r * K + c * 8) : (const void *)src,
+        return r * pitch + (c ^ ((r & 1) << 2));
+    }
+
+    /* Queues the copies of rows [0, rows) of src ([*, ld] T, 16-byte
+     * rows), columns [0, cols) (a multiple of 8), into dst (rows of
+     * `pitch` 16-byte columns), zeros past `valid` rows and past `cols`. */
+    template <typename T>
+    static __device__ __forceinline__ void fill(uint4 *dst, const T *src, sj_i64 ld, int rows, sj_i64 valid,
+                                                int cols = K, int pitch = PITCH)
+    {
+        for (int i = threadIdx.x; i < rows * pitch; i += TC_THREADS) {
+            const int r = i / pitch, c = i % pitch;
+            const bool ok = r < valid && c * 8 < cols;
+            sj_copy16(dst + slot(r, c, pitch), ok ? (const void *)(src + (sj_i64)r * ld + c * 8) : (const void *)src,
                       ok ? 16 : 0);
+        }
+    }
+
+    /* Element (i, c) of the block's product, sequence m0 + i and row n0 +
+     * c: the slices' sums added in slice order.  sums is [KW][MT][NT][32
+     * lanes] of float4, element e of tile j in a lane being row 16 mw + g
+     * + 8 (e / 2), column 8 j + 2 t + e % 2. */
+    static __device__ __forceinline__ float sum(const float *sums, int i, int c)
+    {
+        const int mw = i >> 4, lane = (i & 7) * 4 + ((c & 7) >> 1), e = ((i >> 3) & 1) * 2 + (c & 1);
+        float v = sums[((mw * NT + (c >> 3)) * 32 + lane) * 4 + e];
+#pragma unroll
+        for (int q = 1; q < KW; ++q)
+            v += sums[(((q * MT + mw) * NT + (c >> 3)) * 32 + lane) * 4 + e];
+        return v;
+    }
+};
+
+/* dec_tc_product's plain epilogue: the product into C [batch, N]. */
+template <typename T, int K, int N> struct dec_tc_store {
+    typedef dec_tc<K, N> P;
+    T *C;
+    __device__ __forceinline__ void before_wait(unsigned char *, int, sj_i64, sj_i64) {}
+    __device__ __forceinline__ void finish(const float *sums, uint4 *, unsigned char *, int n0, sj_i64 m0,
+                                           sj_i64 batch)
+    {
+        for (int f = threadIdx.x; f < 16 * P::MT * P::ROWS; f += TC_THREADS) {
+            const int i = f / P::ROWS, c = f % P::ROWS;
+            if (m0 + i < batch && n0 + c < N)
+                C[(m0 + i) * N + n0 + c] = sj_from_float<T>(P::sum(sums, i, c));
         }
     }
 };
 
-template <typename T, int K, int N>
-__device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 batch, T *C)
+/* C [m0.., n0..] of A [batch, K] x W [N, K]^T on tensor cores (the block
+ * of P = Epilogue::P, which follows dec_tc), handed to epi.finish in
+ * shared memory; epi.before_wait stages what the epilogue reads that the
+ * kernel before does not write. */
+template <typename T, typename Epilogue>
+__device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 batch, Epilogue &epi)
 {
 #if __CUDA_ARCH__ >= 800
-    typedef dec_tc<K, N> P;
-    constexpr int MT = P::MT, NT = P::NT, KW = P::KW;
+    typedef typename Epilogue::P P;
+    constexpr int MT = P::MT, NT = P::NT, KW = P::KW, K = P::KDIM;
     extern __shared__ uint4 dec_tc_smem[];
     uint4 *w_rows = dec_tc_smem, *a_rows = dec_tc_smem + P::ROWS * P::PITCH;
+    unsigned char *extra = (unsigned char *)dec_tc_smem + P::RBYTES;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int mw = warp % MT, kw = warp / MT, n0 = blockIdx.x * P::ROWS;
     const sj_i64 m0 = (sj_i64)blockIdx.y * 16 * MT;
-    P::fill(w_rows, W + (sj_i64)n0 * K, P::ROWS, N - n0);
+    P::fill(w_rows, W + (sj_i64)n0 * K, K, P::ROWS, P::NDIM - n0);
+    epi.before_wait(extra, n0, m0, batch);
     sj_copy_commit();
     dec_release();
     dec_wait();
-    P::fill(a_rows, A + m0 * K, 16 * MT, batch - m0);
+    P::fill(a_rows, A + m0 * K, K, 16 * MT, batch - m0);
     sj_copy_commit();
     sj_copy_wait();
     __syncthreads();
@@ -932,8 +987,7 @@ __device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 ba
                 sj_mma_type<T>::mma(acc[s][j], frag, s ? wv[j].z : wv[j].x, s ? wv[j].w : wv[j].y);
         }
     }
-    /* the slices' sums, [KW][MT][NT][32 lanes], where the rows were (SMEM
-     * holds either) */
+    /* the slices' sums, [KW][MT][NT][32 lanes], where the rows were */
     float4 *sums = (float4 *)dec_tc_smem;
     __syncthreads();
 #pragma unroll
@@ -942,41 +996,132 @@ __device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 ba
             make_float4(acc[0][j][0] + acc[1][j][0], acc[0][j][1] + acc[1][j][1], acc[0][j][2] + acc[1][j][2],
                         acc[0][j][3] + acc[1][j][3]);
     __syncthreads();
-    if (kw)
-        return;
-    /* element e of tile j is C[m0 + 16 mw + g + 8 (e / 2)][n0 + 8 j + 2 t + e % 2] */
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-        float4 v = sums[(mw * NT + j) * 32 + lane];
-#pragma unroll
-        for (int q = 1; q < KW; ++q) {
-            const float4 p = sums[((q * MT + mw) * NT + j) * 32 + lane];
-            v.x += p.x;
-            v.y += p.y;
-            v.z += p.z;
-            v.w += p.w;
+    epi.finish((const float *)sums, a_rows, extra, n0, m0, batch);
+#endif
+}
+
+/* decode_tcx's block: CX_CHANNELS rows of in_proj, the channels of one
+ * part of x_proj (decode_mix sums as many parts as decode_convx leaves).
+ * Its epilogue stages, ahead of the wait, each sequence's conv states of
+ * those channels and (TCX_SEQ_EXTRA a sequence, with the xc tile below),
+ * x_proj's columns of them as DBL8 rows of 8 16-byte columns, the conv
+ * weights and the bias (TCX_EXTRA). */
+constexpr int TCX_NT = CX_CHANNELS / 8, DBL8 = (DBL + 7) & ~7;
+static_assert(CX_CHANNELS == 64, "x_proj's columns of a block are 8 16-byte columns");
+constexpr int TCX_SEQ_EXTRA = CX_CHANNELS * WIDTH * 4 + 128;
+constexpr int TCX_EXTRA = DBL8 * 128 + CX_CHANNELS * WIDTH * 4 + CX_CHANNELS * 4;
+
+template <typename T> struct dec_tc_convx {
+    typedef dec_tc<DM, 2 * DI, TCX_NT, TCX_SEQ_EXTRA, TCX_EXTRA> P;
+    static constexpr int SEQS = 16 * P::MT;
+    const sj_decode_args &a;
+
+    /* Where the epilogue's pieces lie in `extra`. */
+    static __device__ __forceinline__ float *states(unsigned char *extra) { return (float *)extra; }
+    static __device__ __forceinline__ uint4 *xc_tile(unsigned char *extra)
+    {
+        return (uint4 *)(extra + SEQS * CX_CHANNELS * WIDTH * 4);
+    }
+    static __device__ __forceinline__ uint4 *wx_tile(unsigned char *extra) { return xc_tile(extra) + SEQS * 8; }
+    static __device__ __forceinline__ float *conv_w(unsigned char *extra) { return (float *)(wx_tile(extra) + DBL8 * 8); }
+
+    __device__ __forceinline__ void before_wait(unsigned char *extra, int n0, sj_i64 m0, sj_i64 batch)
+    {
+        if (n0 >= DI) /* z rows only */
+            return;
+        const int ch = DI - n0 < CX_CHANNELS ? DI - n0 : CX_CHANNELS; /* a multiple of 8 (the host's rule) */
+        float *cs = states(extra), *cw = conv_w(extra); /* the bias after the weights */
+        for (int i = threadIdx.x; i < SEQS * CX_CHANNELS * WIDTH; i += TC_THREADS) {
+            const int q = i / (CX_CHANNELS * WIDTH), r = i % (CX_CHANNELS * WIDTH);
+            const bool ok = m0 + q < batch && r < ch * WIDTH;
+            sj_copy4(cs + i, ok ? (const void *)(a.conv_state + ((m0 + q) * DI + n0) * WIDTH + r) : a.conv_state,
+                     ok ? 4 : 0);
         }
-        const float e[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const sj_i64 row = m0 + mw * 16 + g + 8 * (i >> 1);
-            const int col = n0 + j * 8 + 2 * t + (i & 1);
-            if (row < batch && col < N)
-                C[row * N + col] = sj_from_float<T>(e[i]);
+        P::fill(wx_tile(extra), (const T *)a.w_x + n0, DI, DBL8, DBL, ch, 8);
+        for (int i = threadIdx.x; i < CX_CHANNELS * WIDTH + CX_CHANNELS; i += TC_THREADS) {
+            const bool w = i < CX_CHANNELS * WIDTH, ok = w ? i < ch * WIDTH : a.conv_b && i - CX_CHANNELS * WIDTH < ch;
+            sj_copy4(cw + i, ok ? (const void *)(w ? a.conv_w + n0 * WIDTH + i : a.conv_b + n0 + i - CX_CHANNELS * WIDTH)
+                                : (const void *)a.conv_w,
+                     ok ? 4 : 0);
         }
     }
-#endif
+
+    /* Each element (i, c): z rows into a.z; x rows through the conv step
+     * (dec_conv_step, as decode_convx) into a.xc and the xc tile; then the
+     * block's part of x_proj, xc tile x x_proj's columns on tensor cores,
+     * into a.xpart. */
+    __device__ __forceinline__ void finish(const float *sums, uint4 *, unsigned char *extra, int n0, sj_i64 m0,
+                                           sj_i64 batch)
+    {
+        const float *cs = states(extra), *cw = conv_w(extra), *cb = cw + CX_CHANNELS * WIDTH;
+        uint4 *xt = xc_tile(extra);
+        for (int f = threadIdx.x; f < SEQS * CX_CHANNELS; f += TC_THREADS) {
+            const int i = f / CX_CHANNELS, c = f % CX_CHANNELS, n = n0 + c;
+            const sj_i64 b = m0 + i;
+            float x = 0.0f;
+            if (b < batch && n < 2 * DI) {
+                const float v = P::sum(sums, i, c);
+                if (n >= DI) {
+                    ((T *)a.z)[b * DI + n - DI] = sj_from_float<T>(v);
+                } else {
+                    const float *held = cs + (i * CX_CHANNELS + c) * WIDTH;
+                    float st[WIDTH];
+#pragma unroll
+                    for (int k = 0; k + 1 < WIDTH; ++k)
+                        st[k] = held[k + 1];
+                    st[WIDTH - 1] = dec_round<T>(v);
+                    x = dec_conv_step<T>(
+                        a.conv_state + (b * DI + n) * WIDTH, st, [&](int k) { return cw[c * WIDTH + k]; }, cb[c]);
+                    ((T *)a.xc)[b * DI + n] = sj_from_float<T>(x);
+                }
+            }
+            ((T *)&xt[P::slot(i, c / 8, 8)])[c % 8] = sj_from_float<T>(x);
+        }
+        __syncthreads();
+        if (n0 >= DI)
+            return;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+        const uint4 *wx = wx_tile(extra);
+        for (int tile = warp; tile < P::MT * (DBL8 / 8); tile += TC_THREADS / 32) {
+            const int mi = tile % P::MT, nj = tile / P::MT;
+            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const uint4 lo = xt[P::slot(mi * 16 + g, u * 4 + t, 8)], hi = xt[P::slot(mi * 16 + 8 + g, u * 4 + t, 8)];
+                const uint4 wv = wx[P::slot(nj * 8 + g, u * 4 + t, 8)];
+                const unsigned f0[4] = {lo.x, hi.x, lo.y, hi.y}, f1[4] = {lo.z, hi.z, lo.w, hi.w};
+                sj_mma_type<T>::mma(acc, f0, wv.x, wv.y);
+                sj_mma_type<T>::mma(acc, f1, wv.z, wv.w);
+            }
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const sj_i64 b = m0 + mi * 16 + g + 8 * (e >> 1);
+                const int r = nj * 8 + 2 * t + (e & 1);
+                if (b < batch && r < DBLP)
+                    a.xpart[((sj_i64)blockIdx.x * a.batch + b) * DBLP + r] = acc[e];
+            }
+        }
+    }
+};
+
+template <typename T> __device__ __forceinline__ void decode_tcx(const sj_decode_args &a)
+{
+    dec_tc_convx<T> epi{a};
+    dec_tc_product<T>((const T *)a.x, (const T *)a.w_in, a.batch, epi);
 }
 
 template <typename T> __device__ __forceinline__ void decode_tcin(const sj_decode_args &a)
 {
-    dec_tc_product<T, DM, 2 * DI>((const T *)a.x, (const T *)a.w_in, a.batch, (T *)a.out);
+    dec_tc_store<T, DM, 2 * DI> epi{(T *)a.out};
+    dec_tc_product<T>((const T *)a.x, (const T *)a.w_in, a.batch, epi);
 }
 
 template <typename T> __device__ __forceinline__ void decode_tcout(const sj_decode_args &a)
 {
-    dec_tc_product<T, DI, DM>((const T *)a.y, (const T *)a.w_out, a.batch, (T *)a.out);
+    dec_tc_store<T, DI, DM> epi{(T *)a.out};
+    dec_tc_product<T>((const T *)a.y, (const T *)a.w_out, a.batch, epi);
 }
+
 #endif /* SJ_UNIT_ALL */
 
 /* The products' kernels keep two blocks an SM (128 registers): left
@@ -1000,7 +1145,9 @@ template <typename T> __device__ __forceinline__ void decode_tcout(const sj_deco
 SJ_FOR_EACH_DTYPE(SJ_DECODE_KERNELS, 0)
 
 /* the tensor-core products: 16-bit types only (model_decode.c) */
+SJ_DECODE_KERNEL(sj_half, f16, tcx, TC_THREADS, 1)
 SJ_DECODE_KERNEL(sj_half, f16, tcin, TC_THREADS, 1)
 SJ_DECODE_KERNEL(sj_half, f16, tcout, TC_THREADS, 1)
+SJ_DECODE_KERNEL(sj_bf16, bf16, tcx, TC_THREADS, 1)
 SJ_DECODE_KERNEL(sj_bf16, bf16, tcin, TC_THREADS, 1)
 SJ_DECODE_KERNEL(sj_bf16, bf16, tcout, TC_THREADS, 1)

@@ -333,9 +333,9 @@ static void test_decode_prepared_once(void **state)
     assert_int_equal(sj_model_decode_prepare(ctx, &c, SSMJIT_F16), SSMJIT_OK);
     /* the load's own list: a define or name that differs compiles anew */
     sj_special_kernel k[SJ_DECODE_KERNELS];
-    static const char *const names[] = {"decode_in_f16",    "decode_mix_f16",  "decode_out_f16",
+    static const char *const names[] = {"decode_in_f16",    "decode_mix_f16",   "decode_out_f16",
                                         "decode_head_f16",  "decode_convx_f16", "decode_norm_f16",
-                                        "decode_tcin_f16",  "decode_tcout_f16"};
+                                        "decode_tcx_f16",   "decode_tcin_f16",  "decode_tcout_f16"};
     _Static_assert(sizeof names / sizeof *names == SJ_DECODE_KERNELS, "every kernel of a 16-bit model");
     static const char *const defines[] = {"SJ_DEC_D_MODEL=136", "SJ_DEC_D_INNER=272", "SJ_DEC_DT_RANK=9",
                                           "SJ_DEC_D_STATE=8",   "SJ_DEC_D_CONV=4",    "SJ_DEC_VOCAB=321",

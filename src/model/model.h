@@ -67,10 +67,11 @@ typedef enum sj_decode_part {
  * SJ_DECODE_TC_KERNELS). */
 #define SJ_DECODE_CONVX (SJ_DECODE_HEAD + 1)
 #define SJ_DECODE_NORM (SJ_DECODE_CONVX + 1)
-#define SJ_DECODE_TCIN (SJ_DECODE_NORM + 1)
+#define SJ_DECODE_TCX (SJ_DECODE_NORM + 1)
+#define SJ_DECODE_TCIN (SJ_DECODE_TCX + 1)
 #define SJ_DECODE_TCOUT (SJ_DECODE_TCIN + 1)
 #define SJ_DECODE_KERNELS (SJ_DECODE_TCOUT + 1)
-#define SJ_DECODE_TC_KERNELS 2
+#define SJ_DECODE_TC_KERNELS 3
 
 /* Event pairs around the GEMMs and scans of a call, for the benchmark's
  * breakdown of a training step (off unless sj_model_profile_start). */
@@ -224,7 +225,7 @@ ssmjit_status sj_model_step_layout(const ssmjit_model *m, int64_t B, const char 
 enum {
     SJ_DECODE_UNFUSED = 0, /* seven kernels a layer, four of them cuBLAS GEMMs */
     SJ_DECODE_FUSED = 1,   /* three specialised kernels a layer */
-    SJ_DECODE_HYBRID = 2   /* decode_norm, in_proj, decode_convx, decode_mix, out_proj */
+    SJ_DECODE_HYBRID = 2   /* decode_norm, in_proj (and decode_convx), decode_mix, out_proj */
 };
 /* Its rule, from bench/NOTES.md ("Decode, round 2"): fused for batches up
  * to SJ_DECODE_FUSED_MAX_BATCH (one pass of its staging; at batch 8 the
@@ -256,9 +257,10 @@ enum {
 #define SJ_DECODE_CONVX_CHANNELS 64
 #define SJ_DECODE_CONVX_SEQS 4
 #define SJ_DECODE_CONVX_THREADS 256
-/* decode_tcin's and decode_tcout's threads a block, the shared memory a
- * block may take, and its most 8-row tiles of W (TC_THREADS, TC_SMEM_MAX,
- * TC_NT_MAX) */
+/* The tensor-core kernels' (decode_tcx, decode_tcin, decode_tcout)
+ * threads a block, the shared memory a block may take, and the most
+ * 8-row tiles of W a block of decode_tcin or decode_tcout takes
+ * (TC_THREADS, TC_SMEM_MAX, TC_NT_MAX) */
 #define SJ_DECODE_TC_THREADS 256
 #define SJ_DECODE_TC_SMEM_MAX 204800 /* 200 KiB */
 #define SJ_DECODE_TC_NT_MAX 2
@@ -271,24 +273,16 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
  * (1 << sj_decode_part) are set, so that their results are garbage; 0
  * launches everything.  Drops a captured graph. */
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
-/* A hybrid step's (SJ_DECODE_HYBRID) layer l between in_proj, whose
- * output is in ws->xz, and out_proj, which reads ws->y: decode_convx and
- * decode_mix. */
-ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_step_args *a,
+/* A hybrid step's (SJ_DECODE_HYBRID) layer l, from x (and the residual)
+ * to the next layer's x, five chained kernels at most: decode_norm;
+ * decode_tcx (in_proj with the conv step and x_proj's parts), or in_proj
+ * (decode_tcin or cuBLAS) and decode_convx; decode_mix; out_proj
+ * (decode_tcout or cuBLAS).  The tensor-core kernels run for a 16-bit
+ * model on sm_80 on where k is a multiple of 8, a block's rows fit the
+ * device's shared memory and the operands are 16-byte aligned, unless
+ * sj_model_decode_tensor_cores turned them off. */
+ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
                                            const sj_model_step_ws *ws, int64_t l, void *stream);
-/* A hybrid step's norm of layer l: x + the residual into the residual,
- * and its RMSNorm into normed, as sj_model_norm_fwd, chained to the
- * kernels around it. */
-ssmjit_status sj_model_decode_hybrid_norm(ssmjit_model *m, int64_t l, int64_t B, const void *x, void *resid,
-                                          void *normed, void *stream);
-/* A hybrid step's in_proj (slot SJ_L_IN_PROJ) or out_proj (SJ_L_OUT_PROJ)
- * of layer l for B sequences, x [B, k] into y [B, n]: decode_tcin or
- * decode_tcout where they can take it (a 16-bit model on sm_80 on, k a
- * multiple of 8, a block's rows within the device's shared memory, every
- * operand 16-byte aligned) unless sj_model_decode_tensor_cores turned
- * them off; else cuBLAS. */
-ssmjit_status sj_model_decode_hybrid_product(ssmjit_model *m, int64_t l, sj_model_layer_slot slot, int64_t B,
-                                             const void *x, void *y, void *stream);
 /* Whether later hybrid steps take their products on tensor cores where
  * they can (on, the default) or through cuBLAS (tests, benchmarks).
  * Drops a captured graph. */

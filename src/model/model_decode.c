@@ -39,8 +39,8 @@ typedef struct sj_decode_args {
 } sj_decode_args;
 _Static_assert(sizeof(sj_decode_args) == 25 * 8, "kernel layout in kernels_src/decode.cu");
 
-static const char *const parts[SJ_DECODE_KERNELS] = {"in",    "mix",  "out",  "head",
-                                                      "convx", "norm", "tcin", "tcout"};
+static const char *const parts[SJ_DECODE_KERNELS] = {"in",   "mix", "out",  "head", "convx",
+                                                      "norm", "tcx", "tcin", "tcout"};
 
 /* The floats of one sequence's activations the kernels can stage. */
 #define STAGE_FLOATS (SJ_DECODE_STAGE_BYTES / 4)
@@ -126,8 +126,8 @@ ssmjit_status sj_model_decode_prepare(ssmjit_context *ctx, const ssmjit_model_co
  * waits only for its own kernels' compiles. */
 #define FUSED_KERNELS (1u << SJ_DECODE_IN | 1u << SJ_DECODE_MIX | 1u << SJ_DECODE_OUT | 1u << SJ_DECODE_HEAD)
 #define HYBRID_KERNELS                                                                                      \
-    (1u << SJ_DECODE_MIX | 1u << SJ_DECODE_CONVX | 1u << SJ_DECODE_NORM | 1u << SJ_DECODE_TCIN |            \
-     1u << SJ_DECODE_TCOUT)
+    (1u << SJ_DECODE_MIX | 1u << SJ_DECODE_CONVX | 1u << SJ_DECODE_NORM | 1u << SJ_DECODE_TCX |             \
+     1u << SJ_DECODE_TCIN | 1u << SJ_DECODE_TCOUT)
 
 /* The kernels of `want` for this model's sizes and dtype not loaded yet
  * (a 16-bit model's tensor-core products only), compiled side by side (or
@@ -207,7 +207,8 @@ static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, un
         [SJ_DECODE_IN] = 32 * SJ_DECODE_WARPS,          [SJ_DECODE_MIX] = SJ_DECODE_MIX_THREADS,
         [SJ_DECODE_OUT] = 32 * SJ_DECODE_WARPS,         [SJ_DECODE_HEAD] = 32 * SJ_DECODE_WARPS,
         [SJ_DECODE_CONVX] = SJ_DECODE_CONVX_THREADS,    [SJ_DECODE_NORM] = 32 * SJ_DECODE_WARPS,
-        [SJ_DECODE_TCIN] = SJ_DECODE_TC_THREADS,        [SJ_DECODE_TCOUT] = SJ_DECODE_TC_THREADS,
+        [SJ_DECODE_TCX] = SJ_DECODE_TC_THREADS,         [SJ_DECODE_TCIN] = SJ_DECODE_TC_THREADS,
+        [SJ_DECODE_TCOUT] = SJ_DECODE_TC_THREADS,
     };
     void *args[] = {a};
     return sj_launch_chained(m->ctx, m->decode[kernel].fn, grid, (sj_dim3){threads[kernel], 1, 1}, smem, stream,
@@ -240,59 +241,35 @@ int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c)
     return sj_ceil_div(c->d_inner, SJ_DECODE_CONVX_CHANNELS);
 }
 
-ssmjit_status sj_model_decode_hybrid_mixer(ssmjit_model *m, const ssmjit_model_step_args *a,
-                                           const sj_model_step_ws *ws, int64_t l, void *stream)
+/* decode.cu's dec_tc_bytes: a block's shared memory over 16 mt sequences
+ * and 8 nt rows of W, rows of `row` bytes (then the warps' float4 sums of
+ * them, where those take more), and its epilogue's, seq_extra bytes a
+ * sequence and extra in all. */
+static int64_t tc_bytes(int64_t mt, int64_t nt, int64_t row, int64_t seq_extra, int64_t extra)
 {
-    const ssmjit_model_config *c = &m->cfg;
-    const int64_t B = a->batch, di = c->d_inner;
-    SJ_TRY(load(m, HYBRID_KERNELS));
-    void *base = a->workspace;
-    sj_decode_args d = {
-        .x = sj_model_ws_at(base, ws->xz), .conv_w = sj_model_weight(m, l, SJ_L_CONV),
-        .conv_b = sj_model_weight(m, l, SJ_L_CONV_BIAS), .conv_state = (float *)a->conv_state + l * B * di * c->d_conv,
-        .xc = sj_model_ws_at(base, ws->xc),
-        .z = sj_model_ws_at(base, ws->dt), /* z [B, di], where the unfused step keeps dt */
-        .w_x = sj_model_weight(m, l, SJ_L_X_PROJ), .xpart = sj_model_ws_at(base, ws->xpart),
-        .w_dt = sj_model_weight(m, l, SJ_L_DT_PROJ), .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS),
-        .A = (const float *)(uintptr_t)m->A + l * di * c->d_state, .Dv = sj_model_weight(m, l, SJ_L_D),
-        .ssm_state = (float *)a->ssm_state + l * B * di * c->d_state, .y = sj_model_ws_at(base, ws->y), .batch = B,
-        .xparts = (int32_t)sj_model_decode_convx_blocks(c),
-    };
-    const sj_dim3 convx = {(unsigned)d.xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535), 1};
-    SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, 0, &d, stream));
-    return launch_kernel(m, SJ_DECODE_MIX, mix_grid(m, B), 0, &d, stream);
+    return sj_max64((16 * mt + 8 * nt) * row, SJ_DECODE_TC_THREADS * nt * 16) + 16 * mt * seq_extra + extra;
 }
 
-ssmjit_status sj_model_decode_hybrid_norm(ssmjit_model *m, int64_t l, int64_t B, const void *x, void *resid,
-                                          void *normed, void *stream)
+/* decode.cu's dec_tc for a product [B, k] x [n, k]^T (the same rule), its
+ * epilogue staging seq_extra bytes a sequence and extra in all: blocks of
+ * 16 mt sequences and 8 nt rows of W (nt_fixed where not 0), held whole
+ * in shared memory, each row a whole number of 128-byte lines.  0 where
+ * not even 16 sequences fit. */
+static int tc_plan(int64_t k, int64_t n, int64_t B, int64_t nt_fixed, int64_t seq_extra, int64_t extra,
+                   sj_dim3 *grid, unsigned *smem)
 {
-    SJ_TRY(load(m, HYBRID_KERNELS));
-    sj_decode_args d = {.x = x, .res_in = l ? resid : NULL, .res_out = resid,
-                        .norm_w = sj_model_weight(m, l, SJ_L_NORM), .out = normed, .batch = B,
-                        .eps = (float)m->cfg.norm_eps};
-    /* two sequences a block where d_model lets decode.cu's dec_batch
-     * stage two; its blocks loop over what the grid leaves */
-    const sj_dim3 grid = {(unsigned)sj_min64(sj_ceil_div(B, 2), 65535), 1, 1};
-    return launch_kernel(m, SJ_DECODE_NORM, grid, 0, &d, stream);
-}
-
-/* decode.cu's dec_tc for a product [B, k] x [n, k]^T (the same rule):
- * blocks of 16 mt sequences and 8 nt rows of W, held whole in shared
- * memory, each row a whole number of 128-byte lines.  0 where not even
- * 16 sequences and 8 rows fit. */
-static int tc_plan(int64_t k, int64_t n, int64_t B, sj_dim3 *grid, unsigned *smem)
-{
-    const int64_t row_bytes = ((sj_ceil_div(k, 32) * 4 + 7) & ~(int64_t)7) * 16;
+    const int64_t row = ((sj_ceil_div(k, 32) * 4 + 7) & ~(int64_t)7) * 16, least = nt_fixed ? nt_fixed : 1;
     int64_t mt = 4;
-    while (mt > 1 && (16 * mt + 8) * row_bytes > SJ_DECODE_TC_SMEM_MAX)
+    while (mt > 1 && tc_bytes(mt, least, row, seq_extra, extra) > SJ_DECODE_TC_SMEM_MAX)
         mt /= 2;
-    if ((16 * mt + 8) * row_bytes > SJ_DECODE_TC_SMEM_MAX)
+    const int64_t fit = ((SJ_DECODE_TC_SMEM_MAX - extra - 16 * mt * seq_extra) / row - 16 * mt) / 8;
+    const int64_t nt = nt_fixed ? nt_fixed
+                                : sj_min64(sj_min64(SJ_DECODE_TC_NT_MAX, sj_ceil_div(n, 8)), fit < 1 ? 1 : fit);
+    const int64_t bytes = tc_bytes(mt, nt, row, seq_extra, extra);
+    if (bytes > SJ_DECODE_TC_SMEM_MAX)
         return 0;
-    const int64_t nt = sj_min64(sj_min64(SJ_DECODE_TC_NT_MAX, sj_ceil_div(n, 8)),
-                                (SJ_DECODE_TC_SMEM_MAX / row_bytes - 16 * mt) / 8);
     *grid = (sj_dim3){(unsigned)sj_ceil_div(n, 8 * nt), (unsigned)sj_ceil_div(B, 16 * mt), 1};
-    /* the rows, then the warps' float4 sums of them */
-    *smem = (unsigned)sj_max64((16 * mt + 8 * nt) * row_bytes, SJ_DECODE_TC_THREADS * nt * 16);
+    *smem = (unsigned)bytes;
     return 1;
 }
 
@@ -304,20 +281,31 @@ void sj_model_decode_tensor_cores(ssmjit_model *m, int on)
     m->decode_cublas = cublas;
 }
 
-ssmjit_status sj_model_decode_hybrid_product(ssmjit_model *m, int64_t l, sj_model_layer_slot slot, int64_t B,
-                                             const void *x, void *y, void *stream)
+/* The launch of tensor-core kernel `kernel` for W [n, k] on B rows of x,
+ * if it can take them: a 16-bit model on sm_80 on, k a multiple of 8, W
+ * and x 16-byte aligned, the block within the device's shared memory. */
+static int tc_launch(const ssmjit_model *m, int kernel, const sj_model_tensor *w, int64_t B, const void *x,
+                     int64_t nt_fixed, int64_t seq_extra, int64_t extra, sj_dim3 *grid, unsigned *smem)
+{
+    const sj_device_props *p = sj_context_props(m->ctx);
+    const int64_t n = w->shape[0], k = w->shape[1];
+    return !m->decode_cublas && m->decode[kernel].fn && p->cc_major >= 8 && k % 8 == 0 && w->data % 16 == 0 &&
+           (uintptr_t)x % 16 == 0 && tc_plan(k, n, B, nt_fixed, seq_extra, extra, grid, smem) &&
+           *smem <= (unsigned)p->max_smem_per_block_optin && grid->y <= 65535;
+}
+
+/* Layer l's in_proj (SJ_L_IN_PROJ) or out_proj (SJ_L_OUT_PROJ) of B rows
+ * of x into y: decode_tcin or decode_tcout where they can take it, else
+ * cuBLAS. */
+static ssmjit_status hybrid_product(ssmjit_model *m, int64_t l, sj_model_layer_slot slot, int64_t B, const void *x,
+                                    void *y, void *stream)
 {
     const sj_model_tensor *w = sj_model_layer_tensor(m, l, slot);
-    const int64_t n = w->shape[0], k = w->shape[1];
-    const sj_device_props *p = sj_context_props(m->ctx);
+    const int kernel = slot == SJ_L_IN_PROJ ? SJ_DECODE_TCIN : SJ_DECODE_TCOUT;
     sj_dim3 grid;
     unsigned smem;
-    SJ_TRY(load(m, HYBRID_KERNELS));
-    const int kernel = slot == SJ_L_IN_PROJ ? SJ_DECODE_TCIN : SJ_DECODE_TCOUT;
-    if (m->decode_cublas || !m->decode[kernel].fn || p->cc_major < 8 || k % 8 || w->data % 16 ||
-        (uintptr_t)x % 16 || !tc_plan(k, n, B, &grid, &smem) || smem > (unsigned)p->max_smem_per_block_optin ||
-        grid.y > 65535)
-        return sj_model_linear(m, w, B, x, k, y, n, stream);
+    if (!tc_launch(m, kernel, w, B, x, 0, 0, 0, &grid, &smem))
+        return sj_model_linear(m, w, B, x, w->shape[1], y, w->shape[0], stream);
     sj_decode_args d = {.batch = B, .out = y};
     if (slot == SJ_L_IN_PROJ) {
         d.x = x;
@@ -327,6 +315,65 @@ ssmjit_status sj_model_decode_hybrid_product(ssmjit_model *m, int64_t l, sj_mode
         d.w_out = (const void *)(uintptr_t)w->data;
     }
     return launch_kernel(m, kernel, grid, smem, &d, stream);
+}
+
+/* decode.cu's TCX_SEQ_EXTRA and TCX_EXTRA: what decode_tcx's epilogue
+ * stages, a sequence's conv states and xc tile, and x_proj's columns
+ * (rows rounded up to 8, 128 bytes each), the conv weights and bias. */
+static void tcx_extra(const ssmjit_model_config *c, int64_t *seq_extra, int64_t *extra)
+{
+    const int64_t ch = SJ_DECODE_CONVX_CHANNELS, dbl8 = (c->dt_rank + 2 * c->d_state + 7) & ~(int64_t)7;
+    *seq_extra = ch * c->d_conv * 4 + 128;
+    *extra = dbl8 * 128 + ch * c->d_conv * 4 + ch * 4;
+}
+
+ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
+                                           const sj_model_step_ws *ws, int64_t l, void *stream)
+{
+    const ssmjit_model_config *c = &m->cfg;
+    const int64_t B = a->batch, di = c->d_inner;
+    SJ_TRY(load(m, HYBRID_KERNELS));
+    void *base = a->workspace, *x = sj_model_ws_at(base, ws->x), *resid = sj_model_ws_at(base, ws->resid),
+         *normed = sj_model_ws_at(base, ws->normed), *y = sj_model_ws_at(base, ws->y);
+    sj_decode_args d = {
+        .x = x, .res_in = l ? resid : NULL, .res_out = resid, .norm_w = sj_model_weight(m, l, SJ_L_NORM),
+        .w_in = sj_model_weight(m, l, SJ_L_IN_PROJ), .conv_w = sj_model_weight(m, l, SJ_L_CONV),
+        .conv_b = sj_model_weight(m, l, SJ_L_CONV_BIAS), .conv_state = (float *)a->conv_state + l * B * di * c->d_conv,
+        .xc = sj_model_ws_at(base, ws->xc),
+        .z = sj_model_ws_at(base, ws->dt), /* z [B, di], where the unfused step keeps dt */
+        .w_x = sj_model_weight(m, l, SJ_L_X_PROJ), .xpart = sj_model_ws_at(base, ws->xpart),
+        .w_dt = sj_model_weight(m, l, SJ_L_DT_PROJ), .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS),
+        .A = (const float *)(uintptr_t)m->A + l * di * c->d_state, .Dv = sj_model_weight(m, l, SJ_L_D),
+        .ssm_state = (float *)a->ssm_state + l * B * di * c->d_state, .y = y, .out = normed, .batch = B,
+        .eps = (float)c->norm_eps, .xparts = (int32_t)sj_model_decode_convx_blocks(c),
+    };
+    /* the norm: x + the residual into the residual, its RMSNorm into
+     * normed, two sequences a block where d_model lets decode.cu's
+     * dec_batch stage two (its blocks loop over what the grid leaves) */
+    SJ_TRY(launch_kernel(m, SJ_DECODE_NORM, (sj_dim3){(unsigned)sj_min64(sj_ceil_div(B, 2), 65535), 1, 1}, 0, &d,
+                         stream));
+    /* in_proj with the conv step and x_proj's parts in one kernel, where
+     * decode_tcx takes it (x_proj's columns 16-byte aligned too); else
+     * in_proj, then decode_convx */
+    d.x = normed;
+    int64_t seq_extra, extra;
+    tcx_extra(c, &seq_extra, &extra);
+    sj_dim3 grid;
+    unsigned smem;
+    if (di % 8 == 0 && (uintptr_t)d.w_x % 16 == 0 &&
+        tc_launch(m, SJ_DECODE_TCX, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed,
+                  SJ_DECODE_CONVX_CHANNELS / 8, seq_extra, extra, &grid, &smem)) {
+        SJ_TRY(launch_kernel(m, SJ_DECODE_TCX, grid, smem, &d, stream));
+    } else {
+        void *xz = sj_model_ws_at(base, ws->xz);
+        SJ_TRY(hybrid_product(m, l, SJ_L_IN_PROJ, B, normed, xz, stream));
+        d.x = xz;
+        const sj_dim3 convx = {(unsigned)d.xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535),
+                               1};
+        SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, 0, &d, stream));
+    }
+    SJ_TRY(launch_kernel(m, SJ_DECODE_MIX, mix_grid(m, B), 0, &d, stream));
+    return hybrid_product(m, l, SJ_L_OUT_PROJ, B, y, x, stream);
 }
 
 ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args *a, const sj_model_step_ws *ws,

@@ -56,33 +56,25 @@ static ssmjit_status unfused_mixer(ssmjit_model *m, const ssmjit_model_step_args
     return ssmjit_selective_state_update(m->ctx, &ud, &ua, stream);
 }
 
-/* Layer l's in_proj or out_proj (slot) of B rows of x into y: a hybrid
- * step's own kernels where they take it, else cuBLAS. */
-static ssmjit_status product(ssmjit_model *m, int64_t l, sj_model_layer_slot slot, int hybrid, int64_t B,
-                             const void *x, void *y, void *stream)
-{
-    if (hybrid)
-        return sj_model_decode_hybrid_product(m, l, slot, B, x, y, stream);
-    const sj_model_tensor *w = sj_model_layer_tensor(m, l, slot);
-    return sj_model_linear(m, w, B, x, w->shape[1], y, w->shape[0], stream);
-}
-
-/* Layer l for one token per sequence: the norm, in_proj, the mixer (the
- * hybrid step's kernels or the unfused ones), and out_proj into x. */
+/* Layer l for one token per sequence: the norm, in_proj, the mixer and
+ * out_proj into x, on the hybrid step's kernels or the unfused ones. */
 static ssmjit_status layer_step(ssmjit_model *m, const ssmjit_model_step_args *a,
                                 const sj_model_step_ws *ws, int64_t l, int hybrid, void *stream)
 {
-    int64_t B = a->batch;
+    if (hybrid)
+        return sj_model_decode_hybrid_layer(m, a, ws, l, stream);
+    const ssmjit_model_config *c = &m->cfg;
+    int64_t B = a->batch, dm = c->d_model, di = c->d_inner;
     void *base = a->workspace, *resid = sj_model_ws_at(base, ws->resid), *x = sj_model_ws_at(base, ws->x),
          *normed = sj_model_ws_at(base, ws->normed);
-    if (hybrid)
-        SJ_TRY(sj_model_decode_hybrid_norm(m, l, B, x, resid, normed, stream));
-    else
-        SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, (ssmjit_matrix){l ? resid : NULL, 0, 0},
-                                 sj_model_weight(m, l, SJ_L_NORM), normed, resid, NULL, stream));
-    SJ_TRY(product(m, l, SJ_L_IN_PROJ, hybrid, B, normed, sj_model_ws_at(base, ws->xz), stream));
-    SJ_TRY(hybrid ? sj_model_decode_hybrid_mixer(m, a, ws, l, stream) : unfused_mixer(m, a, ws, l, stream));
-    return product(m, l, SJ_L_OUT_PROJ, hybrid, B, sj_model_ws_at(base, ws->y), x, stream);
+    ssmjit_matrix residual = {l ? resid : NULL, 0, 0};
+    SJ_TRY(sj_model_norm_fwd(m, B, (ssmjit_matrix){x, 0, 0}, residual, sj_model_weight(m, l, SJ_L_NORM), normed, resid,
+                             NULL, stream));
+    SJ_TRY(sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed, dm, sj_model_ws_at(base, ws->xz),
+                           2 * di, stream));
+    SJ_TRY(unfused_mixer(m, a, ws, l, stream));
+    return sj_model_linear(m, sj_model_layer_tensor(m, l, SJ_L_OUT_PROJ), B, sj_model_ws_at(base, ws->y), di, x, dm,
+                           stream);
 }
 
 /* Everything an unfused or hybrid step launches after its ids are on the
