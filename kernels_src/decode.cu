@@ -41,7 +41,8 @@
 
 #ifndef SJ_UNIT_ALL
 #if !defined(SJ_DEC_D_MODEL) || !defined(SJ_DEC_D_INNER) || !defined(SJ_DEC_DT_RANK) || \
-    !defined(SJ_DEC_D_STATE) || !defined(SJ_DEC_D_CONV) || !defined(SJ_DEC_VOCAB) || !defined(SJ_DEC_RES_F32)
+    !defined(SJ_DEC_D_STATE) || !defined(SJ_DEC_D_CONV) || !defined(SJ_DEC_VOCAB) || !defined(SJ_DEC_RES_F32) || \
+    !defined(SJ_DEC_TC)
 #error "the decode module is compiled with a model's sizes as defines (src/model/model_decode.c)"
 #endif
 
@@ -825,8 +826,7 @@ template <typename T> __device__ __forceinline__ void decode_norm(const sj_decod
 
 /* The hybrid step's products on tensor cores, for 16-bit models, in
  * place of cuBLAS where K is a multiple of 8 and a block's rows fit
- * shared memory whole (model_decode.c's tc_plan mirrors dec_tc's
- * choices):
+ * shared memory whole:
  *   decode_tcx:   in_proj of the normed x (a.x) with decode_convx's work in
  *                 its epilogue: the conv step and SiLU (xc), z, and x_proj's
  *                 part over the block's 64 channels (xpart), so that the
@@ -843,10 +843,16 @@ template <typename T> __device__ __forceinline__ void decode_norm(const sj_decod
  * kw + KW, ...), each feeding mma.sync as the skinny GEMMs do (mma.cuh);
  * the slices' sums meet in shared memory, added in slice order, so the
  * result is the same every run.  Rows are rounded to the model's dtype
- * once, as cuBLAS's output is. */
-constexpr int TC_THREADS = 256; /* the host launches by its copies (model.h, SJ_DECODE_TC_*) */
-constexpr int TC_SMEM_MAX = 204800; /* 200 KiB */
-constexpr int TC_NT_MAX = 2;
+ * once, as cuBLAS's output is.
+ *
+ * The host chooses each kernel's block (model_decode.c's tc_plan) and
+ * hands it in as SJ_DEC_TC: MT, NT and the shared memory it launches
+ * with, for decode_tcx, decode_tcin and decode_tcout in turn (MT 0 where
+ * the kernel is not taken); dec_tc lays the block out from MT and NT and
+ * holds its bytes equal to the host's, so the two cannot part unseen. */
+constexpr int TC_THREADS = 256; /* the host launches by its copy (model.h, SJ_DECODE_TC_THREADS) */
+constexpr int TC_PLAN[9] = {SJ_DEC_TC};
+enum { TC_PLAN_X, TC_PLAN_IN, TC_PLAN_OUT };
 
 __host__ __device__ constexpr int dec_tc_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ constexpr int dec_tc_max(int a, int b) { return a > b ? a : b; }
@@ -860,30 +866,23 @@ __host__ __device__ constexpr int dec_tc_bytes(int mt, int nt, int row, int seq_
     return dec_tc_max((16 * mt + 8 * nt) * row, TC_THREADS * nt * 16) + 16 * mt * seq_extra + extra;
 }
 
-/* A block's shape for [*, K] x [N, K]^T with an epilogue staging
- * SEQ_EXTRA bytes a sequence and EXTRA in all: the most sequences (MT
- * m-tiles of 16: 4, 2 or 1) that fit TC_SMEM_MAX beside NT_FIXED tiles
- * of W (one where NT_FIXED is 0), then NT_FIXED tiles of W, or as many as
- * fit up to TC_NT_MAX and W's rows.  FITS is false where not even one
- * m-tile fits (the host then takes another way).  Fewer tiles a block
- * mean more blocks, each of which reads every sequence's row. */
-template <int K, int N, int NT_FIXED = 0, int SEQ_EXTRA = 0, int EXTRA = 0> struct dec_tc {
+/* The block of plan PLAN (TC_PLAN_*) for [*, K] x [N, K]^T with an
+ * epilogue staging SEQ_EXTRA bytes a sequence and EXTRA in all: MT
+ * m-tiles of 16 sequences, NT 8-row tiles of W.  Where the host takes no
+ * such kernel (its MT 0), a block of one and one, never launched. */
+template <int K, int N, int PLAN, int SEQ_EXTRA = 0, int EXTRA = 0> struct dec_tc {
     static constexpr int KDIM = K, NDIM = N, CHUNKS = (K + 31) / 32;
     /* 16-byte columns a row takes in shared memory: a whole number of
      * 128-byte lines, so that slot()'s swap stays inside the row */
     static constexpr int PITCH = (CHUNKS * 4 + 7) & ~7, ROW = PITCH * 16;
-    static constexpr int NT_LEAST = NT_FIXED ? NT_FIXED : 1;
-    static constexpr int MT = dec_tc_bytes(4, NT_LEAST, ROW, SEQ_EXTRA, EXTRA) <= TC_SMEM_MAX   ? 4
-                              : dec_tc_bytes(2, NT_LEAST, ROW, SEQ_EXTRA, EXTRA) <= TC_SMEM_MAX ? 2
-                                                                                                 : 1;
-    static constexpr int NT_FIT = ((TC_SMEM_MAX - EXTRA - 16 * MT * SEQ_EXTRA) / ROW - 16 * MT) / 8;
-    static constexpr int NT =
-        NT_FIXED ? NT_FIXED : dec_tc_min(dec_tc_min(TC_NT_MAX, (N + 7) / 8), NT_FIT < 1 ? 1 : NT_FIT);
+    static constexpr bool TAKEN = TC_PLAN[3 * PLAN] > 0;
+    static constexpr int MT = TAKEN ? TC_PLAN[3 * PLAN] : 1, NT = TAKEN ? TC_PLAN[3 * PLAN + 1] : 1;
+    static_assert(MT == 1 || MT == 2 || MT == 4, "a block's warps split over its m-tiles");
     static constexpr int ROWS = 8 * NT, KW = TC_THREADS / 32 / MT;
     /* the rows or the sums (RBYTES), then the epilogue's */
     static constexpr int RBYTES = dec_tc_max((16 * MT + ROWS) * ROW, TC_THREADS * NT * 16);
     static constexpr int SMEM = dec_tc_bytes(MT, NT, ROW, SEQ_EXTRA, EXTRA);
-    static constexpr bool FITS = SMEM <= TC_SMEM_MAX;
+    static_assert(!TAKEN || SMEM == TC_PLAN[3 * PLAN + 2], "the host's plan (model_decode.c, tc_plan)");
 
     /* Column c of row r, rows of `pitch` columns.  A quarter warp reads
      * 64 bytes of each of two rows; odd rows' 64-byte halves are swapped
@@ -924,8 +923,8 @@ template <int K, int N, int NT_FIXED = 0, int SEQ_EXTRA = 0, int EXTRA = 0> stru
 };
 
 /* dec_tc_product's plain epilogue: the product into C [batch, N]. */
-template <typename T, int K, int N> struct dec_tc_store {
-    typedef dec_tc<K, N> P;
+template <typename T, int K, int N, int PLAN> struct dec_tc_store {
+    typedef dec_tc<K, N, PLAN> P;
     T *C;
     __device__ __forceinline__ void before_wait(unsigned char *, int, sj_i64, sj_i64) {}
     __device__ __forceinline__ void finish(const float *sums, uint4 *, unsigned char *, int n0, sj_i64 m0,
@@ -1006,13 +1005,14 @@ __device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 ba
  * those channels and (TCX_SEQ_EXTRA a sequence, with the xc tile below),
  * x_proj's columns of them as DBL8 rows of 8 16-byte columns, the conv
  * weights and the bias (TCX_EXTRA). */
-constexpr int TCX_NT = CX_CHANNELS / 8, DBL8 = (DBL + 7) & ~7;
+constexpr int DBL8 = (DBL + 7) & ~7;
 static_assert(CX_CHANNELS == 64, "x_proj's columns of a block are 8 16-byte columns");
 constexpr int TCX_SEQ_EXTRA = CX_CHANNELS * WIDTH * 4 + 128;
 constexpr int TCX_EXTRA = DBL8 * 128 + CX_CHANNELS * WIDTH * 4 + CX_CHANNELS * 4;
 
 template <typename T> struct dec_tc_convx {
-    typedef dec_tc<DM, 2 * DI, TCX_NT, TCX_SEQ_EXTRA, TCX_EXTRA> P;
+    typedef dec_tc<DM, 2 * DI, TC_PLAN_X, TCX_SEQ_EXTRA, TCX_EXTRA> P;
+    static_assert(!P::TAKEN || P::ROWS == CX_CHANNELS, "a block's rows are one part's channels");
     static constexpr int SEQS = 16 * P::MT;
     const sj_decode_args &a;
 
@@ -1112,13 +1112,13 @@ template <typename T> __device__ __forceinline__ void decode_tcx(const sj_decode
 
 template <typename T> __device__ __forceinline__ void decode_tcin(const sj_decode_args &a)
 {
-    dec_tc_store<T, DM, 2 * DI> epi{(T *)a.out};
+    dec_tc_store<T, DM, 2 * DI, TC_PLAN_IN> epi{(T *)a.out};
     dec_tc_product<T>((const T *)a.x, (const T *)a.w_in, a.batch, epi);
 }
 
 template <typename T> __device__ __forceinline__ void decode_tcout(const sj_decode_args &a)
 {
-    dec_tc_store<T, DI, DM> epi{(T *)a.out};
+    dec_tc_store<T, DI, DM, TC_PLAN_OUT> epi{(T *)a.out};
     dec_tc_product<T>((const T *)a.y, (const T *)a.w_out, a.batch, epi);
 }
 

@@ -33,13 +33,15 @@ static int setup(void **state)
 /* Specialised units (the fused decode) compile only with a model's sizes:
  * the 130m model's in fast-math builds, in exact ones an odd model's
  * (nothing a multiple of 4 but the conv, the residual in the model's
- * dtype), so that both the 16-byte and the element-wise loops build. */
-static const char *const sizes_130m[] = {"SJ_DEC_DT_RANK=48", "SJ_DEC_D_CONV=4",   "SJ_DEC_D_INNER=1536",
+ * dtype), so that both the 16-byte and the element-wise loops build.
+ * SJ_DEC_TC: the tensor-core kernels' blocks for those sizes
+ * (model_decode.c's tc_plans; the odd model takes none). */
+static const char *const sizes_130m[] = {"SJ_DEC_DT_RANK=48",  "SJ_DEC_D_CONV=4",   "SJ_DEC_D_INNER=1536",
                                          "SJ_DEC_D_MODEL=768", "SJ_DEC_D_STATE=16", "SJ_DEC_RES_F32=1",
-                                         "SJ_DEC_VOCAB=50280"};
-static const char *const sizes_odd[] = {"SJ_DEC_DT_RANK=13", "SJ_DEC_D_CONV=3",  "SJ_DEC_D_INNER=402",
+                                         "SJ_DEC_TC=2,8,195840,4,2,122880,2,2,147456", "SJ_DEC_VOCAB=50280"};
+static const char *const sizes_odd[] = {"SJ_DEC_DT_RANK=13",  "SJ_DEC_D_CONV=3",  "SJ_DEC_D_INNER=402",
                                         "SJ_DEC_D_MODEL=201", "SJ_DEC_D_STATE=5", "SJ_DEC_RES_F32=0",
-                                        "SJ_DEC_VOCAB=1001"};
+                                        "SJ_DEC_TC=0,0,0,0,0,0,0,0,0",  "SJ_DEC_VOCAB=1001"};
 
 typedef struct {
     sj_compile_spec spec, special;
@@ -147,7 +149,8 @@ static void compile_all(int arch, int ptx, int fast)
     b->spec = (sj_compile_spec){.arch = arch, .ptx = ptx, .fast_math = fast};
     b->special = b->spec;
     b->special.defines = fast ? sizes_130m : sizes_odd;
-    b->special.num_defines = 7;
+    _Static_assert(sizeof sizes_130m == sizeof sizes_odd, "the same defines, other sizes");
+    b->special.num_defines = sizeof sizes_130m / sizeof *sizes_130m;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     pthread_t th[8];
     int threads = n < 1 ? 1 : n > 8 ? 8 : (int)n;

@@ -151,8 +151,6 @@ static const struct {
     {"decode.cu", "CX_SEQS", SJ_DECODE_CONVX_SEQS},
     {"decode.cu", "CX_THREADS", SJ_DECODE_CONVX_THREADS},
     {"decode.cu", "TC_THREADS", SJ_DECODE_TC_THREADS},
-    {"decode.cu", "TC_SMEM_MAX", SJ_DECODE_TC_SMEM_MAX},
-    {"decode.cu", "TC_NT_MAX", SJ_DECODE_TC_NT_MAX},
 };
 
 static void test_host_copies(void **state)

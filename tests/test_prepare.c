@@ -337,17 +337,18 @@ static void test_decode_prepared_once(void **state)
                                         "decode_head_f16",  "decode_convx_f16", "decode_norm_f16",
                                         "decode_tcx_f16",   "decode_tcin_f16",  "decode_tcout_f16"};
     _Static_assert(sizeof names / sizeof *names == SJ_DECODE_KERNELS, "every kernel of a 16-bit model");
+    /* the last: the tensor-core kernels' blocks for these sizes (model_decode.c's tc_plans) */
     static const char *const defines[] = {"SJ_DEC_D_MODEL=136", "SJ_DEC_D_INNER=272", "SJ_DEC_DT_RANK=9",
                                           "SJ_DEC_D_STATE=8",   "SJ_DEC_D_CONV=4",    "SJ_DEC_VOCAB=321",
-                                          "SJ_DEC_RES_F32=1"};
+                                          "SJ_DEC_RES_F32=1",   "SJ_DEC_TC=4,8,128256,4,2,30720,4,2,51200"};
     ssmjit_status st = sj_special_load(ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, names, SJ_DECODE_KERNELS, defines,
-                                       7, k);
+                                       8, k);
     assert_int_not_equal(st, SSMJIT_OK);
     assert_int_equal(compiles, SJ_DECODE_KERNELS);
     for (int i = 0; i < SJ_DECODE_KERNELS; i++)
         assert_null(k[i].fn);
     /* a module that is not specialised is refused */
-    assert_int_equal(sj_special_request(ctx, SJ_MODULE_ELEMENTWISE, SJ_ROLE_FORWARD, names, 1, defines, 7),
+    assert_int_equal(sj_special_request(ctx, SJ_MODULE_ELEMENTWISE, SJ_ROLE_FORWARD, names, 1, defines, 8),
                      SSMJIT_ERR_INTERNAL);
     ssmjit_context_destroy(ctx);
 }

@@ -258,9 +258,10 @@ enum {
 #define SJ_DECODE_CONVX_SEQS 4
 #define SJ_DECODE_CONVX_THREADS 256
 /* The tensor-core kernels' (decode_tcx, decode_tcin, decode_tcout)
- * threads a block, the shared memory a block may take, and the most
- * 8-row tiles of W a block of decode_tcin or decode_tcout takes
- * (TC_THREADS, TC_SMEM_MAX, TC_NT_MAX) */
+ * threads a block (decode.cu's TC_THREADS); the shared memory a block may
+ * take, and the most 8-row tiles of W a block of decode_tcin or
+ * decode_tcout takes (model_decode.c's tc_plan, whose blocks the kernels
+ * take as a define) */
 #define SJ_DECODE_TC_THREADS 256
 #define SJ_DECODE_TC_SMEM_MAX 204800 /* 200 KiB */
 #define SJ_DECODE_TC_NT_MAX 2

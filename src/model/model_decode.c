@@ -84,12 +84,68 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path)
     return SSMJIT_OK;
 }
 
+/* A tensor-core kernel's block (decode.cu's dec_tc): mt m-tiles of 16
+ * sequences, nt 8-row tiles of W, its shared memory; mt 0 where the
+ * kernel is not taken.  The host chooses it, and hands it to the kernels
+ * as the define SJ_DEC_TC, which holds their layout to it. */
+typedef struct tc_block {
+    int64_t mt, nt, bytes;
+} tc_block;
+
+/* decode.cu's dec_tc_bytes: a block's shared memory over 16 mt sequences
+ * and 8 nt rows of W, rows of `row` bytes (then the warps' float4 sums of
+ * them, where those take more), and its epilogue's, seq_extra bytes a
+ * sequence and extra in all. */
+static int64_t tc_bytes(int64_t mt, int64_t nt, int64_t row, int64_t seq_extra, int64_t extra)
+{
+    return sj_max64((16 * mt + 8 * nt) * row, SJ_DECODE_TC_THREADS * nt * 16) + 16 * mt * seq_extra + extra;
+}
+
+/* The block for [*, k] x [n, k]^T (k a multiple of 8) with an epilogue
+ * staging seq_extra bytes a sequence and extra in all, its rows held
+ * whole in shared memory, each a whole number of 128-byte lines: the most
+ * sequences (4, 2 or 1 m-tiles) that fit SJ_DECODE_TC_SMEM_MAX beside
+ * nt_fixed tiles of W (one where nt_fixed is 0), then nt_fixed tiles, or
+ * as many as fit up to SJ_DECODE_TC_NT_MAX and W's rows: fewer tiles a
+ * block mean more blocks, each reading every sequence's row. */
+static tc_block tc_plan(int64_t k, int64_t n, int64_t nt_fixed, int64_t seq_extra, int64_t extra)
+{
+    const int64_t row = ((sj_ceil_div(k, 32) * 4 + 7) & ~(int64_t)7) * 16, least = nt_fixed ? nt_fixed : 1;
+    int64_t mt = 4;
+    while (mt > 1 && tc_bytes(mt, least, row, seq_extra, extra) > SJ_DECODE_TC_SMEM_MAX)
+        mt /= 2;
+    const int64_t fit = ((SJ_DECODE_TC_SMEM_MAX - extra - 16 * mt * seq_extra) / row - 16 * mt) / 8;
+    const int64_t nt = nt_fixed ? nt_fixed
+                                : sj_min64(sj_min64(SJ_DECODE_TC_NT_MAX, sj_ceil_div(n, 8)), fit < 1 ? 1 : fit);
+    const int64_t bytes = tc_bytes(mt, nt, row, seq_extra, extra);
+    return bytes <= SJ_DECODE_TC_SMEM_MAX ? (tc_block){mt, nt, bytes} : (tc_block){0, 0, 0};
+}
+
+/* decode_tcx's, decode_tcin's and decode_tcout's blocks for a model of
+ * config c (decode.cu's TC_PLAN_X, _IN, _OUT), where its sizes let them
+ * run: k a multiple of 8 (and for decode_tcx, d_inner, whose x_proj
+ * columns it reads in 16-byte pieces).  decode_tcx's epilogue stages a
+ * sequence's conv states and xc tile (decode.cu's TCX_SEQ_EXTRA), and
+ * x_proj's columns (rows rounded up to 8, 128 bytes each), the conv
+ * weights and the bias (TCX_EXTRA); its block is one part's channels. */
+static void tc_plans(const ssmjit_model_config *c, tc_block out[3])
+{
+    const int64_t dm = c->d_model, di = c->d_inner, ch = SJ_DECODE_CONVX_CHANNELS;
+    const int64_t dbl8 = (c->dt_rank + 2 * c->d_state + 7) & ~(int64_t)7;
+    const tc_block none = {0, 0, 0};
+    out[0] = dm % 8 == 0 && di % 8 == 0
+                 ? tc_plan(dm, 2 * di, ch / 8, ch * c->d_conv * 4 + 128, dbl8 * 128 + ch * c->d_conv * 4 + ch * 4)
+                 : none;
+    out[1] = dm % 8 == 0 ? tc_plan(dm, 2 * di, 0, 0, 0) : none;
+    out[2] = di % 8 == 0 ? tc_plan(di, dm, 0, 0, 0) : none;
+}
+
 /* The specialised kernels of a model of config c in dtype: their names
  * (the first `count` of parts[]: the tensor-core products are 16-bit
  * only), and the defines that specialise them. */
-#define NUM_DEFINES 7
+#define NUM_DEFINES 8
 typedef struct decode_units {
-    char text[NUM_DEFINES][48], names[SJ_DECODE_KERNELS][32];
+    char text[NUM_DEFINES][96], names[SJ_DECODE_KERNELS][32];
     const char *defines[NUM_DEFINES], *name_list[SJ_DECODE_KERNELS];
     size_t count;
 } decode_units;
@@ -103,6 +159,12 @@ static void units_of(const ssmjit_model_config *c, ssmjit_dtype dtype, decode_un
     snprintf(u->text[4], sizeof u->text[4], "SJ_DEC_D_CONV=%lld", (long long)c->d_conv);
     snprintf(u->text[5], sizeof u->text[5], "SJ_DEC_VOCAB=%lld", (long long)c->vocab_size);
     snprintf(u->text[6], sizeof u->text[6], "SJ_DEC_RES_F32=%d", c->residual_in_fp32 || dtype == SSMJIT_F32);
+    tc_block tc[3];
+    tc_plans(c, tc);
+    snprintf(u->text[7], sizeof u->text[7], "SJ_DEC_TC=%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld",
+             (long long)tc[0].mt, (long long)tc[0].nt, (long long)tc[0].bytes, (long long)tc[1].mt,
+             (long long)tc[1].nt, (long long)tc[1].bytes, (long long)tc[2].mt, (long long)tc[2].nt,
+             (long long)tc[2].bytes);
     for (int i = 0; i < NUM_DEFINES; i++)
         u->defines[i] = u->text[i];
     u->count = SJ_DECODE_KERNELS - (dtype == SSMJIT_F32 ? SJ_DECODE_TC_KERNELS : 0);
@@ -241,38 +303,6 @@ int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c)
     return sj_ceil_div(c->d_inner, SJ_DECODE_CONVX_CHANNELS);
 }
 
-/* decode.cu's dec_tc_bytes: a block's shared memory over 16 mt sequences
- * and 8 nt rows of W, rows of `row` bytes (then the warps' float4 sums of
- * them, where those take more), and its epilogue's, seq_extra bytes a
- * sequence and extra in all. */
-static int64_t tc_bytes(int64_t mt, int64_t nt, int64_t row, int64_t seq_extra, int64_t extra)
-{
-    return sj_max64((16 * mt + 8 * nt) * row, SJ_DECODE_TC_THREADS * nt * 16) + 16 * mt * seq_extra + extra;
-}
-
-/* decode.cu's dec_tc for a product [B, k] x [n, k]^T (the same rule), its
- * epilogue staging seq_extra bytes a sequence and extra in all: blocks of
- * 16 mt sequences and 8 nt rows of W (nt_fixed where not 0), held whole
- * in shared memory, each row a whole number of 128-byte lines.  0 where
- * not even 16 sequences fit. */
-static int tc_plan(int64_t k, int64_t n, int64_t B, int64_t nt_fixed, int64_t seq_extra, int64_t extra,
-                   sj_dim3 *grid, unsigned *smem)
-{
-    const int64_t row = ((sj_ceil_div(k, 32) * 4 + 7) & ~(int64_t)7) * 16, least = nt_fixed ? nt_fixed : 1;
-    int64_t mt = 4;
-    while (mt > 1 && tc_bytes(mt, least, row, seq_extra, extra) > SJ_DECODE_TC_SMEM_MAX)
-        mt /= 2;
-    const int64_t fit = ((SJ_DECODE_TC_SMEM_MAX - extra - 16 * mt * seq_extra) / row - 16 * mt) / 8;
-    const int64_t nt = nt_fixed ? nt_fixed
-                                : sj_min64(sj_min64(SJ_DECODE_TC_NT_MAX, sj_ceil_div(n, 8)), fit < 1 ? 1 : fit);
-    const int64_t bytes = tc_bytes(mt, nt, row, seq_extra, extra);
-    if (bytes > SJ_DECODE_TC_SMEM_MAX)
-        return 0;
-    *grid = (sj_dim3){(unsigned)sj_ceil_div(n, 8 * nt), (unsigned)sj_ceil_div(B, 16 * mt), 1};
-    *smem = (unsigned)bytes;
-    return 1;
-}
-
 void sj_model_decode_tensor_cores(ssmjit_model *m, int on)
 {
     const int cublas = !on;
@@ -281,17 +311,23 @@ void sj_model_decode_tensor_cores(ssmjit_model *m, int on)
     m->decode_cublas = cublas;
 }
 
-/* The launch of tensor-core kernel `kernel` for W [n, k] on B rows of x,
- * if it can take them: a 16-bit model on sm_80 on, k a multiple of 8, W
- * and x 16-byte aligned, the block within the device's shared memory. */
-static int tc_launch(const ssmjit_model *m, int kernel, const sj_model_tensor *w, int64_t B, const void *x,
-                     int64_t nt_fixed, int64_t seq_extra, int64_t extra, sj_dim3 *grid, unsigned *smem)
+/* The launch of tensor-core kernel `kernel` (plan `which` of tc_plans)
+ * for W on B rows of x, if it can take them: a 16-bit model whose sizes
+ * it runs at, sm_80 on, W and x 16-byte aligned, the block within the
+ * device's shared memory. */
+static int tc_launch(const ssmjit_model *m, int kernel, int which, const sj_model_tensor *w, int64_t B,
+                     const void *x, sj_dim3 *grid, unsigned *smem)
 {
     const sj_device_props *p = sj_context_props(m->ctx);
-    const int64_t n = w->shape[0], k = w->shape[1];
-    return !m->decode_cublas && m->decode[kernel].fn && p->cc_major >= 8 && k % 8 == 0 && w->data % 16 == 0 &&
-           (uintptr_t)x % 16 == 0 && tc_plan(k, n, B, nt_fixed, seq_extra, extra, grid, smem) &&
-           *smem <= (unsigned)p->max_smem_per_block_optin && grid->y <= 65535;
+    tc_block tc[3];
+    tc_plans(&m->cfg, tc);
+    const tc_block t = tc[which];
+    if (m->decode_cublas || !m->decode[kernel].fn || p->cc_major < 8 || !t.mt || w->data % 16 ||
+        (uintptr_t)x % 16 || t.bytes > p->max_smem_per_block_optin || sj_ceil_div(B, 16 * t.mt) > 65535)
+        return 0;
+    *grid = (sj_dim3){(unsigned)sj_ceil_div(w->shape[0], 8 * t.nt), (unsigned)sj_ceil_div(B, 16 * t.mt), 1};
+    *smem = (unsigned)t.bytes;
+    return 1;
 }
 
 /* Layer l's in_proj (SJ_L_IN_PROJ) or out_proj (SJ_L_OUT_PROJ) of B rows
@@ -304,7 +340,7 @@ static ssmjit_status hybrid_product(ssmjit_model *m, int64_t l, sj_model_layer_s
     const int kernel = slot == SJ_L_IN_PROJ ? SJ_DECODE_TCIN : SJ_DECODE_TCOUT;
     sj_dim3 grid;
     unsigned smem;
-    if (!tc_launch(m, kernel, w, B, x, 0, 0, 0, &grid, &smem))
+    if (!tc_launch(m, kernel, slot == SJ_L_IN_PROJ ? 1 : 2, w, B, x, &grid, &smem))
         return sj_model_linear(m, w, B, x, w->shape[1], y, w->shape[0], stream);
     sj_decode_args d = {.batch = B, .out = y};
     if (slot == SJ_L_IN_PROJ) {
@@ -315,16 +351,6 @@ static ssmjit_status hybrid_product(ssmjit_model *m, int64_t l, sj_model_layer_s
         d.w_out = (const void *)(uintptr_t)w->data;
     }
     return launch_kernel(m, kernel, grid, smem, &d, stream);
-}
-
-/* decode.cu's TCX_SEQ_EXTRA and TCX_EXTRA: what decode_tcx's epilogue
- * stages, a sequence's conv states and xc tile, and x_proj's columns
- * (rows rounded up to 8, 128 bytes each), the conv weights and bias. */
-static void tcx_extra(const ssmjit_model_config *c, int64_t *seq_extra, int64_t *extra)
-{
-    const int64_t ch = SJ_DECODE_CONVX_CHANNELS, dbl8 = (c->dt_rank + 2 * c->d_state + 7) & ~(int64_t)7;
-    *seq_extra = ch * c->d_conv * 4 + 128;
-    *extra = dbl8 * 128 + ch * c->d_conv * 4 + ch * 4;
 }
 
 ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
@@ -356,13 +382,10 @@ ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_s
      * decode_tcx takes it (x_proj's columns 16-byte aligned too); else
      * in_proj, then decode_convx */
     d.x = normed;
-    int64_t seq_extra, extra;
-    tcx_extra(c, &seq_extra, &extra);
     sj_dim3 grid;
     unsigned smem;
-    if (di % 8 == 0 && (uintptr_t)d.w_x % 16 == 0 &&
-        tc_launch(m, SJ_DECODE_TCX, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed,
-                  SJ_DECODE_CONVX_CHANNELS / 8, seq_extra, extra, &grid, &smem)) {
+    if ((uintptr_t)d.w_x % 16 == 0 &&
+        tc_launch(m, SJ_DECODE_TCX, 0, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed, &grid, &smem)) {
         SJ_TRY(launch_kernel(m, SJ_DECODE_TCX, grid, smem, &d, stream));
     } else {
         void *xz = sj_model_ws_at(base, ws->xz);
