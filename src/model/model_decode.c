@@ -104,40 +104,43 @@ static int64_t tc_bytes(int64_t mt, int64_t nt, int64_t row, int64_t seq_extra, 
 /* The block for [*, k] x [n, k]^T (k a multiple of 8) with an epilogue
  * staging seq_extra bytes a sequence and extra in all, its rows held
  * whole in shared memory, each a whole number of 128-byte lines: the most
- * sequences (4, 2 or 1 m-tiles) that fit SJ_DECODE_TC_SMEM_MAX beside
- * nt_fixed tiles of W (one where nt_fixed is 0), then nt_fixed tiles, or
- * as many as fit up to SJ_DECODE_TC_NT_MAX and W's rows: fewer tiles a
- * block mean more blocks, each reading every sequence's row. */
-static tc_block tc_plan(int64_t k, int64_t n, int64_t nt_fixed, int64_t seq_extra, int64_t extra)
+ * sequences (4, 2 or 1 m-tiles) that fit `budget` bytes beside nt_fixed
+ * tiles of W (one where nt_fixed is 0), then nt_fixed tiles, or as many
+ * as fit up to SJ_DECODE_TC_NT_MAX and W's rows: fewer tiles a block mean
+ * more blocks, each reading every sequence's row. */
+static tc_block tc_plan(int64_t k, int64_t n, int64_t nt_fixed, int64_t seq_extra, int64_t extra, int64_t budget)
 {
     const int64_t row = ((sj_ceil_div(k, 32) * 4 + 7) & ~(int64_t)7) * 16, least = nt_fixed ? nt_fixed : 1;
     int64_t mt = 4;
-    while (mt > 1 && tc_bytes(mt, least, row, seq_extra, extra) > SJ_DECODE_TC_SMEM_MAX)
+    while (mt > 1 && tc_bytes(mt, least, row, seq_extra, extra) > budget)
         mt /= 2;
-    const int64_t fit = ((SJ_DECODE_TC_SMEM_MAX - extra - 16 * mt * seq_extra) / row - 16 * mt) / 8;
+    const int64_t fit = ((budget - extra - 16 * mt * seq_extra) / row - 16 * mt) / 8;
     const int64_t nt = nt_fixed ? nt_fixed
                                 : sj_min64(sj_min64(SJ_DECODE_TC_NT_MAX, sj_ceil_div(n, 8)), fit < 1 ? 1 : fit);
     const int64_t bytes = tc_bytes(mt, nt, row, seq_extra, extra);
-    return bytes <= SJ_DECODE_TC_SMEM_MAX ? (tc_block){mt, nt, bytes} : (tc_block){0, 0, 0};
+    return bytes <= budget ? (tc_block){mt, nt, bytes} : (tc_block){0, 0, 0};
 }
 
 /* decode_tcx's, decode_tcin's and decode_tcout's blocks for a model of
- * config c (decode.cu's TC_PLAN_X, _IN, _OUT), where its sizes let them
- * run: k a multiple of 8 (and for decode_tcx, d_inner, whose x_proj
- * columns it reads in 16-byte pieces).  decode_tcx's epilogue stages a
- * sequence's conv states and xc tile (decode.cu's TCX_SEQ_EXTRA), and
- * x_proj's columns (rows rounded up to 8, 128 bytes each), the conv
- * weights and the bias (TCX_EXTRA); its block is one part's channels. */
-static void tc_plans(const ssmjit_model_config *c, tc_block out[3])
+ * config c on ctx's device (decode.cu's TC_PLAN_X, _IN, _OUT), where its
+ * sizes let them run: k a multiple of 8 (and for decode_tcx, d_inner,
+ * whose x_proj columns it reads in 16-byte pieces), a block within
+ * SJ_DECODE_TC_SMEM_MAX and what the device lets a block have.
+ * decode_tcx's epilogue stages a sequence's conv states and xc tile
+ * (decode.cu's TCX_SEQ_EXTRA), and x_proj's columns (rows rounded up to
+ * 8, 128 bytes each), the conv weights and the bias (TCX_EXTRA); its
+ * block is one part's channels. */
+static void tc_plans(const ssmjit_context *ctx, const ssmjit_model_config *c, tc_block out[3])
 {
     const int64_t dm = c->d_model, di = c->d_inner, ch = SJ_DECODE_CONVX_CHANNELS;
     const int64_t dbl8 = (c->dt_rank + 2 * c->d_state + 7) & ~(int64_t)7;
+    const int64_t budget = sj_min64(SJ_DECODE_TC_SMEM_MAX, sj_context_props(ctx)->max_smem_per_block_optin);
     const tc_block none = {0, 0, 0};
-    out[0] = dm % 8 == 0 && di % 8 == 0
-                 ? tc_plan(dm, 2 * di, ch / 8, ch * c->d_conv * 4 + 128, dbl8 * 128 + ch * c->d_conv * 4 + ch * 4)
-                 : none;
-    out[1] = dm % 8 == 0 ? tc_plan(dm, 2 * di, 0, 0, 0) : none;
-    out[2] = di % 8 == 0 ? tc_plan(di, dm, 0, 0, 0) : none;
+    out[0] = dm % 8 == 0 && di % 8 == 0 ? tc_plan(dm, 2 * di, ch / 8, ch * c->d_conv * 4 + 128,
+                                                  dbl8 * 128 + ch * c->d_conv * 4 + ch * 4, budget)
+                                        : none;
+    out[1] = dm % 8 == 0 ? tc_plan(dm, 2 * di, 0, 0, 0, budget) : none;
+    out[2] = di % 8 == 0 ? tc_plan(di, dm, 0, 0, 0, budget) : none;
 }
 
 /* The specialised kernels of a model of config c in dtype: their names
@@ -150,7 +153,8 @@ typedef struct decode_units {
     size_t count;
 } decode_units;
 
-static void units_of(const ssmjit_model_config *c, ssmjit_dtype dtype, decode_units *u)
+static void units_of(const ssmjit_context *ctx, const ssmjit_model_config *c, ssmjit_dtype dtype,
+                     decode_units *u)
 {
     snprintf(u->text[0], sizeof u->text[0], "SJ_DEC_D_MODEL=%lld", (long long)c->d_model);
     snprintf(u->text[1], sizeof u->text[1], "SJ_DEC_D_INNER=%lld", (long long)c->d_inner);
@@ -160,7 +164,7 @@ static void units_of(const ssmjit_model_config *c, ssmjit_dtype dtype, decode_un
     snprintf(u->text[5], sizeof u->text[5], "SJ_DEC_VOCAB=%lld", (long long)c->vocab_size);
     snprintf(u->text[6], sizeof u->text[6], "SJ_DEC_RES_F32=%d", c->residual_in_fp32 || dtype == SSMJIT_F32);
     tc_block tc[3];
-    tc_plans(c, tc);
+    tc_plans(ctx, c, tc);
     snprintf(u->text[7], sizeof u->text[7], "SJ_DEC_TC=%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld",
              (long long)tc[0].mt, (long long)tc[0].nt, (long long)tc[0].bytes, (long long)tc[1].mt,
              (long long)tc[1].nt, (long long)tc[1].bytes, (long long)tc[2].mt, (long long)tc[2].nt,
@@ -179,7 +183,7 @@ ssmjit_status sj_model_decode_prepare(ssmjit_context *ctx, const ssmjit_model_co
     if (!rule_sizes(c))
         return SSMJIT_OK;
     decode_units u;
-    units_of(c, dtype, &u);
+    units_of(ctx, c, dtype, &u);
     return sj_special_request(ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, u.name_list, u.count, u.defines,
                               NUM_DEFINES);
 }
@@ -201,7 +205,7 @@ static ssmjit_status load(ssmjit_model *m, unsigned want)
     int index[SJ_DECODE_KERNELS];
     size_t n = 0;
     decode_units u;
-    units_of(&m->cfg, m->dtype, &u);
+    units_of(m->ctx, &m->cfg, m->dtype, &u);
     for (size_t i = 0; i < u.count; i++)
         if (want >> i & 1u && !m->decode[i].fn) {
             names[n] = u.name_list[i];
@@ -312,18 +316,17 @@ void sj_model_decode_tensor_cores(ssmjit_model *m, int on)
 }
 
 /* The launch of tensor-core kernel `kernel` (plan `which` of tc_plans)
- * for W on B rows of x, if it can take them: a 16-bit model whose sizes
- * it runs at, sm_80 on, W and x 16-byte aligned, the block within the
- * device's shared memory. */
+ * for W on B rows of x, if it can take them: a 16-bit model on sm_80 on
+ * that the plan has a block for, W and x 16-byte aligned. */
 static int tc_launch(const ssmjit_model *m, int kernel, int which, const sj_model_tensor *w, int64_t B,
                      const void *x, sj_dim3 *grid, unsigned *smem)
 {
     const sj_device_props *p = sj_context_props(m->ctx);
     tc_block tc[3];
-    tc_plans(&m->cfg, tc);
+    tc_plans(m->ctx, &m->cfg, tc);
     const tc_block t = tc[which];
     if (m->decode_cublas || !m->decode[kernel].fn || p->cc_major < 8 || !t.mt || w->data % 16 ||
-        (uintptr_t)x % 16 || t.bytes > p->max_smem_per_block_optin || sj_ceil_div(B, 16 * t.mt) > 65535)
+        (uintptr_t)x % 16 || sj_ceil_div(B, 16 * t.mt) > 65535)
         return 0;
     *grid = (sj_dim3){(unsigned)sj_ceil_div(w->shape[0], 8 * t.nt), (unsigned)sj_ceil_div(B, 16 * t.mt), 1};
     *smem = (unsigned)t.bytes;
