@@ -225,7 +225,11 @@ template <int NB> __device__ __forceinline__ float dec_pick(const float (&acc)[N
  * all seen the kernel before finish, so its launch and its blocks' first
  * loads pass earlier (3809 -> 3990 tokens/s at batch 1, bench/NOTES.md's
  * decode round 4).  Waits chain: the kernel before finished only after
- * its own wait, so every earlier kernel has finished too. */
+ * its own wait, so every earlier kernel has finished too.  A layer's
+ * states may be read before the wait because only that layer's kernel
+ * writes them, and the previous step's has finished: a step's first
+ * kernels (A's refresh, the embedding) are launched plainly, after all
+ * that came before. */
 __device__ __forceinline__ void dec_wait()
 {
 #if __CUDA_ARCH__ >= 900
