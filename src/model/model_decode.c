@@ -153,6 +153,13 @@ typedef struct decode_units {
     size_t count;
 } decode_units;
 
+/* The specialised kernels a model in dtype has: the first of m->decode,
+ * all but the tensor-core products (16-bit only) for f32. */
+static size_t kernel_count(ssmjit_dtype dtype)
+{
+    return SJ_DECODE_KERNELS - (dtype == SSMJIT_F32 ? SJ_DECODE_TC_KERNELS : 0);
+}
+
 static void units_of(const ssmjit_context *ctx, const ssmjit_model_config *c, ssmjit_dtype dtype,
                      decode_units *u)
 {
@@ -171,7 +178,7 @@ static void units_of(const ssmjit_context *ctx, const ssmjit_model_config *c, ss
              (long long)tc[2].bytes);
     for (int i = 0; i < NUM_DEFINES; i++)
         u->defines[i] = u->text[i];
-    u->count = SJ_DECODE_KERNELS - (dtype == SSMJIT_F32 ? SJ_DECODE_TC_KERNELS : 0);
+    u->count = kernel_count(dtype);
     for (size_t i = 0; i < u->count; i++) {
         snprintf(u->names[i], sizeof u->names[i], "decode_%s_%s", parts[i], sj_dtype_suffix(dtype));
         u->name_list[i] = u->names[i];
@@ -201,18 +208,23 @@ ssmjit_status sj_model_decode_prepare(ssmjit_context *ctx, const ssmjit_model_co
  * them, and loaded. */
 static ssmjit_status load(ssmjit_model *m, unsigned want)
 {
+    /* every launch of a step's first run asks: most find nothing missing */
+    unsigned missing = 0;
+    for (size_t i = 0; i < kernel_count(m->dtype); i++)
+        if (want >> i & 1u && !m->decode[i].fn)
+            missing |= 1u << i;
+    if (!missing)
+        return SSMJIT_OK;
     const char *names[SJ_DECODE_KERNELS];
     int index[SJ_DECODE_KERNELS];
     size_t n = 0;
     decode_units u;
     units_of(m->ctx, &m->cfg, m->dtype, &u);
     for (size_t i = 0; i < u.count; i++)
-        if (want >> i & 1u && !m->decode[i].fn) {
+        if (missing >> i & 1u) {
             names[n] = u.name_list[i];
             index[n++] = (int)i;
         }
-    if (n == 0)
-        return SSMJIT_OK;
     sj_special_kernel k[SJ_DECODE_KERNELS];
     SJ_TRY(sj_special_load(m->ctx, SJ_MODULE_DECODE, SJ_ROLE_FORWARD, names, n, u.defines, NUM_DEFINES, k));
     for (size_t i = 0; i < n; i++)
