@@ -257,8 +257,9 @@ static void test_kernels_cover_the_calls(void **state)
 
 /* The decode step's rule (model.h): the fused kernels for one or two
  * sequences of a model up to d_model 2048 whose matrices all start 16-byte
- * aligned, else the unfused step; forcing overrides it, within what the
- * fused kernels can stage. */
+ * aligned, the hybrid step above that up to its most for the dtype, else
+ * the unfused step; forcing overrides it, within what the fused kernels
+ * can stage. */
 static void test_decode_rule(void **state)
 {
     (void)state;
@@ -273,10 +274,16 @@ static void test_decode_rule(void **state)
     for (int64_t i = 0; i < 3 + m.cfg.n_layer * SJ_L_COUNT; i++)
         m.t[i].data = (CUdeviceptr)(0x100000 + i * 0x1000);
     m.t[SJ_G_EMBEDDING].shape[0] = m.cfg.vocab_size;
-    for (int64_t B = 1; B <= 100; B++)
-        assert_int_equal(sj_model_decode_path(&m, B), B <= SJ_DECODE_FUSED_MAX_BATCH    ? SJ_DECODE_FUSED
-                                                       : B <= SJ_DECODE_HYBRID_MAX_BATCH ? SJ_DECODE_HYBRID
+    /* hybrid up to its most for the dtype: f32, then the 16-bit ones */
+    static const ssmjit_dtype dtypes[] = {SSMJIT_F32, SSMJIT_F16, SSMJIT_BF16};
+    for (int d = 0; d < 3; d++) {
+        m.dtype = dtypes[d];
+        const int64_t hybrid = d ? SJ_DECODE_HYBRID_MAX_BATCH : SJ_DECODE_HYBRID_MAX_BATCH_F32;
+        for (int64_t B = 1; B <= 100; B++)
+            assert_int_equal(sj_model_decode_path(&m, B), B <= SJ_DECODE_FUSED_MAX_BATCH ? SJ_DECODE_FUSED
+                                                           : B <= hybrid                 ? SJ_DECODE_HYBRID
                                                                                          : SJ_DECODE_UNFUSED);
+    }
     /* the hybrid kernels read x_proj element by element */
     sj_model_layer_tensor(&m, 1, SJ_L_X_PROJ)->data += 8;
     assert_int_equal(sj_model_decode_path(&m, 1), SJ_DECODE_UNFUSED);
