@@ -10,10 +10,11 @@
  *   decode_out: out_proj of y (the next layer's x);
  * and decode_head is the final norm with the LM head (logits).  At more
  * sequences than the products stage at once, the hybrid step splits a
- * layer into five kernels that read each weight once for the whole
- * batch: decode_norm, in_proj (decode_tcin on tensor cores, or cuBLAS),
- * decode_convx (decode_in's work after its product), decode_mix, and
- * out_proj (decode_tcout, or cuBLAS).  x_proj
+ * layer into four kernels that read each weight once for the whole
+ * batch: decode_norm, decode_tcx (in_proj on tensor cores with
+ * decode_in's work after its product), decode_mix, and out_proj
+ * (decode_tcout); five where decode_tcx cannot run: in_proj
+ * (decode_tcin, or cuBLAS) and decode_convx in its place.  x_proj
  * has no kernel of its own: its rows are few (dt_rank + 2 d_state) and
  * each needs all of xc, so a kernel of its own was a whole step of the
  * chain for a few hundred kilobytes; each block of decode_in multiplies
@@ -858,7 +859,6 @@ constexpr int TC_THREADS = 256; /* the host launches by its copy (model.h, SJ_DE
 constexpr int TC_PLAN[9] = {SJ_DEC_TC};
 enum { TC_PLAN_X, TC_PLAN_IN, TC_PLAN_OUT };
 
-__host__ __device__ constexpr int dec_tc_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ constexpr int dec_tc_max(int a, int b) { return a > b ? a : b; }
 
 /* The shared memory of a block over 16 mt sequences and 8 nt rows of W,

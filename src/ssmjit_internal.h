@@ -158,7 +158,7 @@ ssmjit_status sj_model_prepare(ssmjit_context *ctx, const ssmjit_model_config *c
 /* The path of a model's later decode steps (src/model/model.h): -1 the
  * rule, 0 the unfused kernels, 1 the fused kernels specialised to the
  * model, 2 the hybrid step (in_proj and out_proj, each weight read once
- * for every sequence, around two of the specialised kernels)
+ * for every sequence, around the specialised state update)
  * (SSMJIT_ERR_UNSUPPORTED where they cannot run).
  * Drops a captured graph. */
 ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);

@@ -4,9 +4,10 @@
  * unfused step's seven a layer (four of them GEMMs).  Hybrid, at larger
  * batches: in_proj and out_proj each reading a weight once for every
  * sequence (on tensor cores for 16-bit models where they fit, else
- * through cuBLAS), the rest of a layer in two specialised kernels, five
- * in all with the norm.  Taken where the rule below says so; the unfused
- * path (model_step.c) serves the rest. */
+ * through cuBLAS), four kernels a layer with the norm where in_proj's
+ * kernel takes the conv step and x_proj's part (decode_tcx), else five.
+ * Taken where the rule below says so; the unfused path (model_step.c)
+ * serves the rest. */
 #include <stdio.h>
 
 #include "base/error.h"
