@@ -1,5 +1,6 @@
 /* ssmjit bench --model: a mamba-130m-shaped model with random bf16
- * weights: prefill, greedy decode at batch 1 and 64, a training step. */
+ * weights: prefill, greedy decode at batch 1, 8 and 64 (f32 also at 16,
+ * 32), a training step. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -210,9 +211,10 @@ static ssmjit_status decode_parts(model_bench *b, int64_t B, int steps)
 }
 
 /* Decode rows of another model (the 130m shape in f32, the 1.4b shape)
- * on both paths. */
+ * at each of the nb batches, on the paths the rule may take there (as the
+ * bf16 rows: fused or unfused to 2 sequences, hybrid or unfused above). */
 static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model_config c, ssmjit_dtype dtype,
-                                  int steps, double copy)
+                                  const int64_t *batches, size_t nb, int steps, double copy)
 {
     model_bench o = *b;
     o.c = c;
@@ -220,8 +222,9 @@ static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model
     ssmjit_model_options_init(&mo);
     mo.dtype = dtype;
     ssmjit_status st = ssmjit_model_create(b->ctx, &o.c, &mo, 1, &o.m);
-    for (int path = 1; path >= 0 && st == SSMJIT_OK; path--)
-        st = decode_row(&o, what, dtype, 1, steps, path, 0, copy);
+    for (size_t i = 0; i < nb; i++)
+        for (int path = batches[i] > 2 ? 2 : 1; path >= 0 && st == SSMJIT_OK; path--)
+            st = decode_row(&o, what, dtype, batches[i], steps, path, 0, copy);
     ssmjit_model_destroy(o.m);
     return st;
 }
@@ -269,10 +272,14 @@ int bench_model(ssmjit_context *ctx, int quick)
     }
     if (st == SSMJIT_OK)
         st = decode_parts(&b, 1, quick ? 50 : 500);
+    /* f32 at batches up to the hybrid rule's bound
+     * (SJ_DECODE_HYBRID_MAX_BATCH, src/model/model.h), which these rows
+     * measure for it */
+    static const int64_t batch_one = 1, f32_batches[] = {1, 8, 16, 32, 64};
     if (st == SSMJIT_OK)
-        st = decode_other(&b, "130m", bench_130m, SSMJIT_F32, quick ? 50 : 300, copy);
+        st = decode_other(&b, "130m", bench_130m, SSMJIT_F32, f32_batches, quick ? 1 : 5, quick ? 50 : 300, copy);
     if (st == SSMJIT_OK && !quick)
-        st = decode_other(&b, "1.4b", bench_1p4b, SSMJIT_BF16, 200, copy);
+        st = decode_other(&b, "1.4b", bench_1p4b, SSMJIT_BF16, &batch_one, 1, 200, copy);
     double split[3] = {0, 0, 0};
     if (st == SSMJIT_OK)
         st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train, split);
