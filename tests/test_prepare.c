@@ -274,15 +274,14 @@ static void test_decode_rule(void **state)
     for (int64_t i = 0; i < 3 + m.cfg.n_layer * SJ_L_COUNT; i++)
         m.t[i].data = (CUdeviceptr)(0x100000 + i * 0x1000);
     m.t[SJ_G_EMBEDDING].shape[0] = m.cfg.vocab_size;
-    /* hybrid up to its most for the dtype: f32, then the 16-bit ones */
+    /* hybrid up to its most, in every dtype */
     static const ssmjit_dtype dtypes[] = {SSMJIT_F32, SSMJIT_F16, SSMJIT_BF16};
     for (int d = 0; d < 3; d++) {
         m.dtype = dtypes[d];
-        const int64_t hybrid = d ? SJ_DECODE_HYBRID_MAX_BATCH : SJ_DECODE_HYBRID_MAX_BATCH_F32;
         for (int64_t B = 1; B <= 100; B++)
-            assert_int_equal(sj_model_decode_path(&m, B), B <= SJ_DECODE_FUSED_MAX_BATCH ? SJ_DECODE_FUSED
-                                                           : B <= hybrid                 ? SJ_DECODE_HYBRID
-                                                                                         : SJ_DECODE_UNFUSED);
+            assert_int_equal(sj_model_decode_path(&m, B), B <= SJ_DECODE_FUSED_MAX_BATCH     ? SJ_DECODE_FUSED
+                                                           : B <= SJ_DECODE_HYBRID_MAX_BATCH ? SJ_DECODE_HYBRID
+                                                                                             : SJ_DECODE_UNFUSED);
     }
     /* the hybrid kernels read x_proj element by element */
     sj_model_layer_tensor(&m, 1, SJ_L_X_PROJ)->data += 8;

@@ -234,17 +234,16 @@ enum {
  * at batch 1 in bf16; the 1.4b shape, 2048, 1.2x; no larger model
  * measured), where every matrix starts 16-byte aligned; hybrid above
  * that, at the sizes the specialised kernels compile for, up to
- * SJ_DECODE_HYBRID_MAX_BATCH for a 16-bit model ("Decode, round 7", bf16:
- * with its products on tensor cores 19,069 tokens/s against the unfused
- * step's 13,123 at batch 8, 34,941 against 25,297 at 16, 98,342 against
- * 80,979 at 64, but 120,064 against 128,651 at 128; with them through
- * cuBLAS still ahead at 16 and 64) and SJ_DECODE_HYBRID_MAX_BATCH_F32 for
- * an f32 one (its products are cuBLAS's; round 5 measured batch 8, and
- * no f32 step above it yet); else the unfused step, unless forced. */
+ * SJ_DECODE_HYBRID_MAX_BATCH ("Decode, round 7", bf16: with its products
+ * on tensor cores 19,069 tokens/s against the unfused step's 13,123 at
+ * batch 8, 34,941 against 25,297 at 16, 98,342 against 80,979 at 64, but
+ * 120,064 against 128,651 at 128; with them through cuBLAS still ahead at
+ * 16 and 64; "Decode, round 8", f32, whose products are cuBLAS's: 1.12-
+ * 1.21x the unfused step at 16, 32 and 64); else the unfused step, unless
+ * forced. */
 #define SJ_DECODE_FUSED_MAX_BATCH 2
 #define SJ_DECODE_FUSED_MAX_D_MODEL 2048
 #define SJ_DECODE_HYBRID_MAX_BATCH 64
-#define SJ_DECODE_HYBRID_MAX_BATCH_F32 8
 /* The fused kernels' sizes, kernels_src/decode.cu's DEC_WARPS,
  * DEC_BLOCKS_PER_SM, MIX_THREADS, MIX_SEQS and DEC_STAGE_BYTES (tests/
  * test_kernel_sizes.c holds the two sides equal): the products' blocks

@@ -60,9 +60,7 @@ int sj_model_decode_path(const ssmjit_model *m, int64_t batch)
     if (!rule_sizes(c))
         return SJ_DECODE_UNFUSED;
     if (batch > SJ_DECODE_FUSED_MAX_BATCH)
-        return batch <= (m->dtype == SSMJIT_F32 ? SJ_DECODE_HYBRID_MAX_BATCH_F32 : SJ_DECODE_HYBRID_MAX_BATCH)
-                   ? SJ_DECODE_HYBRID
-                   : SJ_DECODE_UNFUSED;
+        return batch <= SJ_DECODE_HYBRID_MAX_BATCH ? SJ_DECODE_HYBRID : SJ_DECODE_UNFUSED;
     if (sj_model_head_tensor(m)->shape[0] != c->vocab_size)
         return SJ_DECODE_UNFUSED;
     /* the kernels read the matrices in 16-byte pieces */
