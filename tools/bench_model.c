@@ -211,8 +211,8 @@ static ssmjit_status decode_parts(model_bench *b, int64_t B, int steps)
 }
 
 /* Decode rows of another model (the 130m shape in f32, the 1.4b shape)
- * at each of the nb batches, on the paths the rule may take there (as the
- * bf16 rows: fused or unfused to 2 sequences, hybrid or unfused above). */
+ * at each of the nb batches, on each path as the bf16 rows: fused and
+ * unfused, and above two sequences hybrid too. */
 static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model_config c, ssmjit_dtype dtype,
                                   const int64_t *batches, size_t nb, int steps, double copy)
 {
