@@ -229,65 +229,67 @@ static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model
     return st;
 }
 
-int bench_model(ssmjit_context *ctx, int quick)
+/* Prefill of B x L tokens with all logits, and of one sequence of L. */
+static ssmjit_status bench_prefill(model_bench *b, int64_t B, int64_t L)
 {
-    model_bench b = {.ctx = ctx};
-    b.c = bench_130m;
-    int64_t B = quick ? 2 : 8, L = quick ? 256 : 2048;
-    ssmjit_status st = ssmjit_model_create(ctx, &b.c, NULL, 1, &b.m);
-    if (st != SSMJIT_OK)
-        return cli_fail("model", st);
-    int pushed = 0;
-    st = sj_context_enter(ctx, &pushed);
-    if (st == SSMJIT_OK)
-        st = sj_stream_create(ctx, &b.stream);
-    double ms = 0, train = 0, recompute = 0;
-    if (st == SSMJIT_OK)
-        st = time_forward(&b, B, L, SSMJIT_MODEL_INFERENCE, 7, &ms, NULL);
+    double ms = 0;
+    ssmjit_status st = time_forward(b, B, L, SSMJIT_MODEL_INFERENCE, 7, &ms, NULL);
     if (st == SSMJIT_OK)
         printf("model   mamba-130m shape, bf16: prefill %lld x %lld with all logits: %.2f ms (%.0f tokens/s)\n",
                (long long)B, (long long)L, ms, (double)(B * L) / ms * 1e3);
     double one = 0, one_unsplit = 0, events[3] = {0, 0, 0};
     if (st == SSMJIT_OK)
-        st = time_one_sequence(&b, L, SSMJIT_MODEL_INFERENCE, 7, &one, &one_unsplit, events);
+        st = time_one_sequence(b, L, SSMJIT_MODEL_INFERENCE, 7, &one, &one_unsplit, events);
     if (st == SSMJIT_OK)
         printf("model   prefill 1 x %lld: %.2f ms (%.0f tokens/s), scans %.2f ms of one run by events; "
                "with the scan not split %.2f ms\n",
                (long long)L, one, (double)L / one * 1e3, events[1], one_unsplit);
+    return st;
+}
+
+/* Every decode row: the 130m shape in bf16 and f32, the 1.4b shape,
+ * with the weights' bandwidth against the copy bandwidth. */
+static ssmjit_status bench_decode(model_bench *b, int quick)
+{
     double copy = 0;
-    if (st == SSMJIT_OK)
-        st = bench_copy_bandwidth(ctx, b.stream, &copy);
+    ssmjit_status st = bench_copy_bandwidth(b->ctx, b->stream, &copy);
     if (st == SSMJIT_OK)
         printf("model   copy bandwidth %.0f GB/s\n", copy);
-    /* each batch on the paths the rule may take there, the hybrid step's
+    /* each batch fused and unfused and, above two sequences, hybrid: its
      * products on tensor cores and through cuBLAS */
     static const int64_t batches[] = {1, 8, 64};
     for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
         const int steps = quick ? 50 : batches[i] > 8 ? 300 : 500;
         for (int path = batches[i] > 2 ? 2 : 1; path >= 0 && st == SSMJIT_OK; path--) {
-            st = decode_row(&b, "130m", SSMJIT_BF16, batches[i], steps, path, 0, copy);
+            st = decode_row(b, "130m", SSMJIT_BF16, batches[i], steps, path, 0, copy);
             if (st == SSMJIT_OK && path == 2) /* hybrid */
-                st = decode_row(&b, "130m", SSMJIT_BF16, batches[i], steps, path, 1, copy);
+                st = decode_row(b, "130m", SSMJIT_BF16, batches[i], steps, path, 1, copy);
         }
     }
     if (st == SSMJIT_OK)
-        st = decode_parts(&b, 1, quick ? 50 : 500);
+        st = decode_parts(b, 1, quick ? 50 : 500);
     /* f32 at batches up to the hybrid rule's bound
      * (SJ_DECODE_HYBRID_MAX_BATCH, src/model/model.h), which these rows
      * measure for it */
     static const int64_t batch_one = 1, f32_batches[] = {1, 8, 16, 32, 64};
     if (st == SSMJIT_OK)
-        st = decode_other(&b, "130m", bench_130m, SSMJIT_F32, f32_batches, quick ? 1 : 5, quick ? 50 : 300, copy);
+        st = decode_other(b, "130m", bench_130m, SSMJIT_F32, f32_batches, quick ? 1 : 5, quick ? 50 : 300, copy);
     if (st == SSMJIT_OK && !quick)
-        st = decode_other(&b, "1.4b", bench_1p4b, SSMJIT_BF16, &batch_one, 1, 200, copy);
-    double split[3] = {0, 0, 0};
+        st = decode_other(b, "1.4b", bench_1p4b, SSMJIT_BF16, &batch_one, 1, 200, copy);
+    return st;
+}
+
+/* A training step of B x L tokens, also recomputing conv and scan, by
+ * events, and of one sequence of L. */
+static ssmjit_status bench_train(model_bench *b, int64_t B, int64_t L)
+{
+    double train = 0, recompute = 0, split[3] = {0, 0, 0};
+    ssmjit_status st = time_forward(b, B, L, SSMJIT_MODEL_TRAIN, 5, &train, split);
     if (st == SSMJIT_OK)
-        st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN, 5, &train, split);
-    if (st == SSMJIT_OK)
-        st = time_forward(&b, B, L, SSMJIT_MODEL_TRAIN_RECOMPUTE, 5, &recompute, NULL);
+        st = time_forward(b, B, L, SSMJIT_MODEL_TRAIN_RECOMPUTE, 5, &recompute, NULL);
     double train_one = 0, train_one_unsplit = 0;
     if (st == SSMJIT_OK)
-        st = time_one_sequence(&b, L, SSMJIT_MODEL_TRAIN, 5, &train_one, &train_one_unsplit, NULL);
+        st = time_one_sequence(b, L, SSMJIT_MODEL_TRAIN, 5, &train_one, &train_one_unsplit, NULL);
     if (st == SSMJIT_OK)
         printf("model   training step 1 x %lld: %.2f ms, with the scans not split %.2f ms\n", (long long)L,
                train_one, train_one_unsplit);
@@ -299,6 +301,27 @@ int bench_model(ssmjit_context *ctx, int quick)
                "scans %.2f ms (%.0f%%), the rest %.2f ms (%.0f%%)\n", split[2], split[0],
                100 * split[0] / split[2], split[1], 100 * split[1] / split[2], rest, 100 * rest / split[2]);
     }
+    return st;
+}
+
+int bench_model(ssmjit_context *ctx, int quick, int decode_only)
+{
+    model_bench b = {.ctx = ctx};
+    b.c = bench_130m;
+    const int64_t B = quick ? 2 : 8, L = quick ? 256 : 2048;
+    ssmjit_status st = ssmjit_model_create(ctx, &b.c, NULL, 1, &b.m);
+    if (st != SSMJIT_OK)
+        return cli_fail("model", st);
+    int pushed = 0;
+    st = sj_context_enter(ctx, &pushed);
+    if (st == SSMJIT_OK)
+        st = sj_stream_create(ctx, &b.stream);
+    if (st == SSMJIT_OK && !decode_only)
+        st = bench_prefill(&b, B, L);
+    if (st == SSMJIT_OK)
+        st = bench_decode(&b, quick);
+    if (st == SSMJIT_OK && !decode_only)
+        st = bench_train(&b, B, L);
     sj_stream_destroy(ctx, b.stream);
     sj_context_leave(ctx, pushed);
     ssmjit_model_destroy(b.m);

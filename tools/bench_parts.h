@@ -20,8 +20,9 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only);
 int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_scan_shape *shape);
 
 /* Times a mamba-130m-shaped model with random weights (bench_model.c):
- * prefill, decode at batch 1 and 64, a training step. */
-int bench_model(ssmjit_context *ctx, int quick);
+ * prefill, decode at batch 1 to 64 (and an f32 and a 1.4b-shaped model's),
+ * a training step; with decode_only the decode rows alone. */
+int bench_model(ssmjit_context *ctx, int quick, int decode_only);
 
 /* bench --gemm (bench_gemm.c): a Linear layer's product through cuBLAS
  * and the skinny kernels at the model shapes' projections. */

@@ -12,7 +12,7 @@
 #include "ssmjit_internal.h"
 
 static const char help[] =
-    "usage: ssmjit bench [--engine] [--ops] [--model] [--gemm] [--cold] [--cache]\n"
+    "usage: ssmjit bench [--engine] [--ops] [--model [decode]] [--gemm] [--cold] [--cache]\n"
     "                    [--sweep [full]] [--shape BxLxD] [--quick] [--only TEXT]\n"
     "                    [--scan-fwd serial|parallel] [--scan-split S]\n"
     "Times, on GPU 0 (default: every part):\n"
@@ -27,6 +27,7 @@ static const char help[] =
     "            50280) with random bf16 weights: prefill of 8 x 2048 tokens, greedy\n"
     "            decode at batch 1, 8 and 64 (f32 weights: 1 to 64) on each path,\n"
     "            a training step on 8 x 2048 tokens\n"
+    "  --model decode  its decode rows alone\n"
     "  --gemm    a Linear layer's product C [m, n] = A [m, k] W [n, k]^T at the\n"
     "            projections of the 130m and 1.4b shapes, m 1, 8, 64 and 256,\n"
     "            through cuBLAS and through the skinny kernels, each call timed\n"
@@ -289,8 +290,11 @@ int cli_bench(int argc, char **argv)
             engine = 1;
         else if (!strcmp(argv[i], "--ops"))
             ops = 1;
-        else if (!strcmp(argv[i], "--model"))
+        else if (!strcmp(argv[i], "--model")) {
             model = 1;
+            if (i + 1 < argc && !strcmp(argv[i + 1], "decode"))
+                model = 2, i++;
+        }
         else if (!strcmp(argv[i], "--gemm"))
             gemm = 1;
         else if (!strcmp(argv[i], "--quick"))
@@ -331,7 +335,7 @@ int cli_bench(int argc, char **argv)
     if (rc == CLI_OK && ops)
         rc = bench_ops(ctx, quick, sweep ? NULL : only);
     if (rc == CLI_OK && model)
-        rc = bench_model(ctx, quick);
+        rc = bench_model(ctx, quick, model == 2);
     if (rc == CLI_OK && gemm)
         rc = bench_gemm(ctx, quick);
     if (rc == CLI_OK && cold)
