@@ -257,7 +257,7 @@ static void test_kernels_cover_the_calls(void **state)
 
 /* The decode step's rule (model.h): the fused kernels for one or two
  * sequences of a model up to d_model 2048 whose matrices all start 16-byte
- * aligned, the hybrid step above that up to its most for the dtype, else
+ * aligned, the hybrid step above that up to its most (every dtype's), else
  * the unfused step; forcing overrides it, within what the fused kernels
  * can stage. */
 static void test_decode_rule(void **state)

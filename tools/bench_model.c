@@ -210,9 +210,27 @@ static ssmjit_status decode_parts(model_bench *b, int64_t B, int steps)
     return sj_model_decode_force(b->m, -1);
 }
 
-/* Decode rows of another model (the 130m shape in f32, the 1.4b shape)
- * at each of the nb batches, on each path as the bf16 rows: fused and
- * unfused, and above two sequences hybrid too. */
+/* Decode rows of b's model at each of the nb batches, `steps` steps
+ * (`steps_above_8` above eight sequences): fused and unfused and, above
+ * two sequences, hybrid, with `cublas` a second hybrid row with its
+ * products through cuBLAS. */
+static ssmjit_status decode_rows(model_bench *b, const char *what, ssmjit_dtype dtype, const int64_t *batches,
+                                 size_t nb, int steps, int steps_above_8, int cublas, double copy)
+{
+    ssmjit_status st = SSMJIT_OK;
+    for (size_t i = 0; i < nb; i++) {
+        const int n = batches[i] > 8 ? steps_above_8 : steps;
+        for (int path = batches[i] > 2 ? 2 : 1; path >= 0 && st == SSMJIT_OK; path--) {
+            st = decode_row(b, what, dtype, batches[i], n, path, 0, copy);
+            if (st == SSMJIT_OK && path == 2 && cublas)
+                st = decode_row(b, what, dtype, batches[i], n, path, 1, copy);
+        }
+    }
+    return st;
+}
+
+/* Decode rows of another model (the 130m shape in f32, the 1.4b shape),
+ * its products on the paths' own kernels. */
 static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model_config c, ssmjit_dtype dtype,
                                   const int64_t *batches, size_t nb, int steps, double copy)
 {
@@ -222,9 +240,8 @@ static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model
     ssmjit_model_options_init(&mo);
     mo.dtype = dtype;
     ssmjit_status st = ssmjit_model_create(b->ctx, &o.c, &mo, 1, &o.m);
-    for (size_t i = 0; i < nb; i++)
-        for (int path = batches[i] > 2 ? 2 : 1; path >= 0 && st == SSMJIT_OK; path--)
-            st = decode_row(&o, what, dtype, batches[i], steps, path, 0, copy);
+    if (st == SSMJIT_OK)
+        st = decode_rows(&o, what, dtype, batches, nb, steps, steps, 0, copy);
     ssmjit_model_destroy(o.m);
     return st;
 }
@@ -255,17 +272,11 @@ static ssmjit_status bench_decode(model_bench *b, int quick)
     ssmjit_status st = bench_copy_bandwidth(b->ctx, b->stream, &copy);
     if (st == SSMJIT_OK)
         printf("model   copy bandwidth %.0f GB/s\n", copy);
-    /* each batch fused and unfused and, above two sequences, hybrid: its
-     * products on tensor cores and through cuBLAS */
+    /* the hybrid step's products on tensor cores and through cuBLAS */
     static const int64_t batches[] = {1, 8, 64};
-    for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
-        const int steps = quick ? 50 : batches[i] > 8 ? 300 : 500;
-        for (int path = batches[i] > 2 ? 2 : 1; path >= 0 && st == SSMJIT_OK; path--) {
-            st = decode_row(b, "130m", SSMJIT_BF16, batches[i], steps, path, 0, copy);
-            if (st == SSMJIT_OK && path == 2) /* hybrid */
-                st = decode_row(b, "130m", SSMJIT_BF16, batches[i], steps, path, 1, copy);
-        }
-    }
+    if (st == SSMJIT_OK)
+        st = decode_rows(b, "130m", SSMJIT_BF16, batches, sizeof batches / sizeof *batches, quick ? 50 : 500,
+                         quick ? 50 : 300, 1, copy);
     if (st == SSMJIT_OK)
         st = decode_parts(b, 1, quick ? 50 : 500);
     /* f32 at batches up to the hybrid rule's bound
