@@ -6,7 +6,8 @@
  *               half the conv state's step and SiLU (xc) and each block's
  *               part of x_proj's sums, the z half as it is (z);
  *   decode_mix: x_proj's parts summed (dt_low, B, C), dt_proj, softplus,
- *               the state update, D and the z gate (y);
+ *               the state update, D and the z gate (y) (decode_mix1
+ *               where a block takes one sequence);
  *   decode_out: out_proj of y (the next layer's x);
  * and decode_head is the final norm with the LM head (logits).  At more
  * sequences than the products stage at once, the hybrid step splits a
@@ -594,8 +595,17 @@ constexpr int MIX_THREADS = 256;
  * for each, model_decode.c's mix_grid): their loads in flight together.
  * One at a time, a block's few loads left every sequence a chain of round
  * trips, and at 64 sequences the grid took six waves of it; at two, four
- * a block halved the blocks and the step ran 7% slower. */
-constexpr int MIX_SEQS = 4;
+ * a block halved the blocks and the step ran 7% slower.  Six make 64
+ * sequences of the 130m shape (24 blocks a row) 11 rows, 264 blocks: one
+ * wave at two blocks an SM on 132 SMs, where four took 384, a wave and a
+ * half.  decode_mix1 is the kernel for one a block (batch 1, and every
+ * batch whose grid fits a wave that way): arrays of one sequence, where
+ * six's took registers (128 against 96 at the 130m shape) and time at
+ * batch 1.  The launch bounds keep two blocks an SM for both (the host's
+ * wave, SJ_DECODE_MIX_BLOCKS_PER_SM): six sequences' states ahead of the
+ * wait fit 128 registers without spills at the 130m and 1.4b shapes. */
+constexpr int MIX_SEQS = 6;
+constexpr int MIX_BLOCKS_PER_SM = 2;
 
 /* Sequences b0 .. b0 + nb - 1's x_proj (dt_low, B, C) into xd: decode_in's
  * (or decode_convx's) parts summed, each thread adding every `groups`-th
@@ -604,11 +614,10 @@ constexpr int MIX_SEQS = 4;
  * The groups follow nb, so that one sequence (batch 1) still spreads its
  * parts over the whole block; the order of a sequence's sums therefore
  * depends on how many share its block. */
-template <typename T>
-__device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0, int nb,
-                                              float (&xd)[MIX_SEQS][DBLP])
+template <typename T, int S>
+__device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0, int nb, float (&xd)[S][DBLP])
 {
-    constexpr int COLS = DBLP / 4, MAX_UNITS = COLS * MIX_SEQS;
+    constexpr int COLS = DBLP / 4, MAX_UNITS = COLS * S;
     __shared__ float4 red[MAX_UNITS > MIX_THREADS ? MAX_UNITS : MIX_THREADS];
     const int units = COLS * nb, groups = units < MIX_THREADS ? MIX_THREADS / units : 1;
     __syncthreads(); /* the last sequences' xd are read */
@@ -638,9 +647,10 @@ __device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0
     __syncthreads();
 }
 
-template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode_args &a)
+/* decode_mix's work, S sequences a block at most */
+template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_decode_args &a)
 {
-    constexpr int G = MIX_G, PER = NS / G, RANK_LANE = (RANK + G - 1) / G, S = MIX_SEQS;
+    constexpr int G = MIX_G, PER = NS / G, RANK_LANE = (RANK + G - 1) / G;
     __shared__ float xd[S][DBLP];
     const sj_i64 t = (sj_i64)blockIdx.x * MIX_THREADS + threadIdx.x;
     const int lane = (int)(t % G);
@@ -686,7 +696,7 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
                         st[s][n] = a.ssm_state[((b0 + s) * DI + d) * NS + lane * PER + n];
             }
         }
-        dec_sum_parts<T>(a, b0, nb, xd);
+        dec_sum_parts<T, S>(a, b0, nb, xd);
 #pragma unroll
         for (int s = 0; s < S; ++s) {
             if (s >= nb) /* the block's: its lanes' shuffles stay whole */
@@ -724,6 +734,8 @@ template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode
         }
     }
 }
+template <typename T> __device__ __forceinline__ void decode_mix(const sj_decode_args &a) { dec_mix<T, MIX_SEQS>(a); }
+template <typename T> __device__ __forceinline__ void decode_mix1(const sj_decode_args &a) { dec_mix<T, 1>(a); }
 /* The hybrid step's part of decode_in (model_decode.c): in_proj's
  * output for every sequence comes from cuBLAS in x ([batch, 2 DI], x
  * half then z half), which reads each weight once for the whole batch.
@@ -1142,11 +1154,12 @@ template <typename T> __device__ __forceinline__ void decode_tcout(const sj_deco
 
 #define SJ_DECODE_KERNELS(T, sfx, unused)                            \
     SJ_DECODE_KERNEL(T, sfx, in, DEC_THREADS, DEC_BLOCKS_PER_SM)     \
-    SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, 1)                    \
+    SJ_DECODE_KERNEL(T, sfx, mix, MIX_THREADS, MIX_BLOCKS_PER_SM)    \
     SJ_DECODE_KERNEL(T, sfx, out, DEC_THREADS, DEC_BLOCKS_PER_SM)    \
     SJ_DECODE_KERNEL(T, sfx, head, DEC_THREADS, DEC_BLOCKS_PER_SM)   \
     SJ_DECODE_KERNEL(T, sfx, convx, CX_THREADS, 1)                   \
-    SJ_DECODE_KERNEL(T, sfx, norm, DEC_THREADS, 1)
+    SJ_DECODE_KERNEL(T, sfx, norm, DEC_THREADS, 1)                   \
+    SJ_DECODE_KERNEL(T, sfx, mix1, MIX_THREADS, MIX_BLOCKS_PER_SM)
 
 SJ_FOR_EACH_DTYPE(SJ_DECODE_KERNELS, 0)
 

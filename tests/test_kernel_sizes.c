@@ -146,6 +146,7 @@ static const struct {
     {"decode.cu", "DEC_BLOCKS_PER_SM", SJ_DECODE_BLOCKS_PER_SM},
     {"decode.cu", "MIX_THREADS", SJ_DECODE_MIX_THREADS},
     {"decode.cu", "MIX_SEQS", SJ_DECODE_MIX_SEQS},
+    {"decode.cu", "MIX_BLOCKS_PER_SM", SJ_DECODE_MIX_BLOCKS_PER_SM},
     {"decode.cu", "DEC_STAGE_BYTES", SJ_DECODE_STAGE_BYTES},
     {"decode.cu", "CX_CHANNELS", SJ_DECODE_CONVX_CHANNELS},
     {"decode.cu", "CX_SEQS", SJ_DECODE_CONVX_SEQS},

@@ -339,9 +339,9 @@ static void test_decode_prepared_once(void **state)
     assert_int_equal(sj_model_decode_prepare(ctx, &c, SSMJIT_F16), SSMJIT_OK);
     /* the load's own list: a define or name that differs compiles anew */
     sj_special_kernel k[SJ_DECODE_KERNELS];
-    static const char *const names[] = {"decode_in_f16",    "decode_mix_f16",   "decode_out_f16",
-                                        "decode_head_f16",  "decode_convx_f16", "decode_norm_f16",
-                                        "decode_tcx_f16",   "decode_tcin_f16",  "decode_tcout_f16"};
+    static const char *const names[] = {"decode_in_f16",   "decode_mix_f16",   "decode_out_f16",  "decode_head_f16",
+                                        "decode_convx_f16", "decode_norm_f16", "decode_mix1_f16", "decode_tcx_f16",
+                                        "decode_tcin_f16",  "decode_tcout_f16"};
     _Static_assert(sizeof names / sizeof *names == SJ_DECODE_KERNELS, "every kernel of a 16-bit model");
     /* the last: the tensor-core kernels' blocks for these sizes (model_decode.c's tc_plans) */
     static const char *const defines[] = {"SJ_DEC_D_MODEL=136", "SJ_DEC_D_INNER=272", "SJ_DEC_DT_RANK=9",
@@ -359,6 +359,54 @@ static void test_decode_prepared_once(void **state)
     ssmjit_context_destroy(ctx);
 }
 
+/* The mix part's launch: a block a sequence while the grid fits the
+ * blocks the SMs hold at once, then the fewest sequences a block that fit,
+ * never more than decode_mix takes; every sequence in some row. */
+static void test_decode_mix_plan(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t d_inner, d_state, sms, batch;
+        int kernel;
+        unsigned cols, rows;
+    } cases[] = {
+        /* the 130m shape on 132 SMs: 24 blocks a row, 264 at once */
+        {1536, 16, 132, 1, SJ_DECODE_MIX1, 24, 1},
+        {1536, 16, 132, 8, SJ_DECODE_MIX1, 24, 8},
+        {1536, 16, 132, 11, SJ_DECODE_MIX1, 24, 11},
+        {1536, 16, 132, 12, SJ_DECODE_MIX, 24, 6},
+        {1536, 16, 132, 32, SJ_DECODE_MIX, 24, 11},
+        {1536, 16, 132, 64, SJ_DECODE_MIX, 24, 11},
+        {1536, 16, 132, 100, SJ_DECODE_MIX, 24, 17}, /* no count fits: six a block */
+        /* the 1.4b shape: 64 a row */
+        {4096, 16, 132, 1, SJ_DECODE_MIX1, 64, 1},
+        {4096, 16, 132, 8, SJ_DECODE_MIX, 64, 4},
+        /* a state of 12 (not a power of two of fours): a lane a channel */
+        {1000, 12, 20, 10, SJ_DECODE_MIX1, 4, 10},
+        {1000, 12, 20, 11, SJ_DECODE_MIX, 4, 6},
+        /* the rows stop at the grid's 65535; the kernel strides past them */
+        {16, 16, 1, 1000000, SJ_DECODE_MIX, 1, 65535},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const ssmjit_model_config c = {.d_inner = cases[i].d_inner, .d_state = cases[i].d_state};
+        sj_dim3 grid = {0, 0, 0};
+        assert_int_equal(sj_model_decode_mix_plan(&c, cases[i].sms, cases[i].batch, &grid), cases[i].kernel);
+        assert_int_equal(grid.x, cases[i].cols);
+        assert_int_equal(grid.y, cases[i].rows);
+        assert_int_equal(grid.z, 1);
+    }
+    /* every batch the fused and hybrid steps take: every sequence has a
+     * row, a block takes at most what its kernel does */
+    for (int64_t B = 1; B <= SJ_DECODE_HYBRID_MAX_BATCH; B++) {
+        const ssmjit_model_config c = {.d_inner = 1536, .d_state = 16};
+        sj_dim3 grid;
+        const int k = sj_model_decode_mix_plan(&c, 132, B, &grid);
+        const int64_t seqs = sj_ceil_div(B, grid.y);
+        assert_true(seqs <= (k == SJ_DECODE_MIX1 ? 1 : SJ_DECODE_MIX_SEQS));
+        assert_true(seqs * grid.y >= B && (seqs - 1) * grid.y < B);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_model_units_on_a_device),
         cmocka_unit_test(test_kernels_cover_the_calls),
         cmocka_unit_test(test_decode_rule),
+        cmocka_unit_test(test_decode_mix_plan),
         cmocka_unit_test(test_decode_prepared_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -63,11 +63,13 @@ typedef enum sj_decode_part {
 } sj_decode_part;
 /* The specialised kernels, in m->decode: the fused step's, then the
  * hybrid step's own (indices there, not parts): decode_convx, its norm,
- * and its tensor-core products, which only 16-bit models have (the last
- * SJ_DECODE_TC_KERNELS). */
+ * decode_mix1 (the mix part where a block takes one sequence, either
+ * step's), and the tensor-core products, which only 16-bit models have
+ * (the last SJ_DECODE_TC_KERNELS). */
 #define SJ_DECODE_CONVX (SJ_DECODE_HEAD + 1)
 #define SJ_DECODE_NORM (SJ_DECODE_CONVX + 1)
-#define SJ_DECODE_TCX (SJ_DECODE_NORM + 1)
+#define SJ_DECODE_MIX1 (SJ_DECODE_NORM + 1)
+#define SJ_DECODE_TCX (SJ_DECODE_MIX1 + 1)
 #define SJ_DECODE_TCIN (SJ_DECODE_TCX + 1)
 #define SJ_DECODE_TCOUT (SJ_DECODE_TCIN + 1)
 #define SJ_DECODE_KERNELS (SJ_DECODE_TCOUT + 1)
@@ -245,15 +247,17 @@ enum {
 #define SJ_DECODE_FUSED_MAX_D_MODEL 2048
 #define SJ_DECODE_HYBRID_MAX_BATCH 64
 /* The fused kernels' sizes, kernels_src/decode.cu's DEC_WARPS,
- * DEC_BLOCKS_PER_SM, MIX_THREADS, MIX_SEQS and DEC_STAGE_BYTES (tests/
- * test_kernel_sizes.c holds the two sides equal): the products' blocks
- * of SJ_DECODE_WARPS warps and the blocks an SM their launch bounds keep,
- * the mix kernel's block and the sequences it takes at once, and the
+ * DEC_BLOCKS_PER_SM, MIX_THREADS, MIX_SEQS, MIX_BLOCKS_PER_SM and
+ * DEC_STAGE_BYTES (tests/test_kernel_sizes.c holds the two sides equal):
+ * the products' blocks of SJ_DECODE_WARPS warps and the blocks an SM
+ * their launch bounds keep, the mix kernels' block, the sequences
+ * decode_mix takes at once and the blocks an SM both keep, and the
  * shared memory a block stages one sequence's activations in. */
 #define SJ_DECODE_WARPS 8
 #define SJ_DECODE_BLOCKS_PER_SM 2
 #define SJ_DECODE_MIX_THREADS 256
-#define SJ_DECODE_MIX_SEQS 4
+#define SJ_DECODE_MIX_SEQS 6
+#define SJ_DECODE_MIX_BLOCKS_PER_SM 2
 #define SJ_DECODE_STAGE_BYTES 40960
 /* decode_convx's channels and sequences a block, and threads
  * (CX_CHANNELS, CX_SEQS, CX_THREADS) */
@@ -291,6 +295,15 @@ ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_s
  * they can (on, the default) or through cuBLAS (tests, benchmarks).
  * Drops a captured graph. */
 void sj_model_decode_tensor_cores(ssmjit_model *m, int on);
+/* The mix part's launch for B sequences of a model of config c on a
+ * device of `sms` SMs: its grid (a block for every 256 / G states' lanes,
+ * a row of blocks for every few sequences), and its kernel, decode_mix1
+ * (SJ_DECODE_MIX1) where a block takes one sequence, else decode_mix
+ * (SJ_DECODE_MIX).  The fewest sequences a block that fit the grid in
+ * the blocks the SMs hold at once (SJ_DECODE_MIX_BLOCKS_PER_SM each),
+ * else SJ_DECODE_MIX_SEQS: more a block make fewer, longer blocks, a
+ * second wave one more wait (bench/NOTES.md, "Decode, round 10"). */
+int sj_model_decode_mix_plan(const ssmjit_model_config *c, int64_t sms, int64_t B, sj_dim3 *grid);
 /* decode_convx's blocks, x_proj's parts of a hybrid step. */
 int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c);
 /* Everything a fused step launches after its ids are on the device. */

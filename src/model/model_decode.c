@@ -40,8 +40,8 @@ typedef struct sj_decode_args {
 } sj_decode_args;
 _Static_assert(sizeof(sj_decode_args) == 25 * 8, "kernel layout in kernels_src/decode.cu");
 
-static const char *const parts[SJ_DECODE_KERNELS] = {"in",   "mix", "out",  "head", "convx",
-                                                      "norm", "tcx", "tcin", "tcout"};
+static const char *const parts[SJ_DECODE_KERNELS] = {"in",   "mix",  "out", "head", "convx",
+                                                      "norm", "mix1", "tcx", "tcin", "tcout"};
 
 /* The floats of one sequence's activations the kernels can stage. */
 #define STAGE_FLOATS (SJ_DECODE_STAGE_BYTES / 4)
@@ -196,11 +196,12 @@ ssmjit_status sj_model_decode_prepare(ssmjit_context *ctx, const ssmjit_model_co
                               NUM_DEFINES);
 }
 
-/* What each path launches of m->decode, as bits of its indices: a step
- * waits only for its own kernels' compiles. */
-#define FUSED_KERNELS (1u << SJ_DECODE_IN | 1u << SJ_DECODE_MIX | 1u << SJ_DECODE_OUT | 1u << SJ_DECODE_HEAD)
+/* What each path launches of m->decode, as bits of its indices, besides
+ * the mix kernel its batch takes (sj_model_decode_mix_plan): a step waits
+ * only for its own kernels' compiles. */
+#define FUSED_KERNELS (1u << SJ_DECODE_IN | 1u << SJ_DECODE_OUT | 1u << SJ_DECODE_HEAD)
 #define HYBRID_KERNELS                                                                                      \
-    (1u << SJ_DECODE_MIX | 1u << SJ_DECODE_CONVX | 1u << SJ_DECODE_NORM | 1u << SJ_DECODE_TCX |             \
+    (1u << SJ_DECODE_CONVX | 1u << SJ_DECODE_NORM | 1u << SJ_DECODE_TCX |                                   \
      1u << SJ_DECODE_TCIN | 1u << SJ_DECODE_TCOUT)
 
 /* The kernels of `want` for this model's sizes and dtype not loaded yet
@@ -287,7 +288,7 @@ static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, un
         [SJ_DECODE_OUT] = 32 * SJ_DECODE_WARPS,         [SJ_DECODE_HEAD] = 32 * SJ_DECODE_WARPS,
         [SJ_DECODE_CONVX] = SJ_DECODE_CONVX_THREADS,    [SJ_DECODE_NORM] = 32 * SJ_DECODE_WARPS,
         [SJ_DECODE_TCX] = SJ_DECODE_TC_THREADS,         [SJ_DECODE_TCIN] = SJ_DECODE_TC_THREADS,
-        [SJ_DECODE_TCOUT] = SJ_DECODE_TC_THREADS,
+        [SJ_DECODE_MIX1] = SJ_DECODE_MIX_THREADS,       [SJ_DECODE_TCOUT] = SJ_DECODE_TC_THREADS,
     };
     void *args[] = {a};
     return sj_launch_chained(m->ctx, m->decode[kernel].fn, grid, (sj_dim3){threads[kernel], 1, 1}, smem, stream,
@@ -299,20 +300,17 @@ static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, 
     return skipped(m, part) ? SSMJIT_OK : launch_kernel(m, (int)part, grid, 0, a, stream);
 }
 
-/* decode_mix's grid: the states' lanes (4 a channel where decode.cu's
- * MIX_G is 4, N = 16) of every channel, and a row of blocks for every few
- * sequences: as many a row (up to SJ_DECODE_MIX_SEQS) as still leave a
- * block for every SM, so that two sequences take two rows.  The kernel
- * reads its sequences a row from the rows. */
-static sj_dim3 mix_grid(const ssmjit_model *m, int64_t B)
+int sj_model_decode_mix_plan(const ssmjit_model_config *c, int64_t sms, int64_t B, sj_dim3 *grid)
 {
-    const ssmjit_model_config *c = &m->cfg;
+    /* the states' lanes: 4 a channel where decode.cu's MIX_G is 4 (N = 16) */
     const int64_t n = c->d_state, g = n % 4 == 0 && ((n / 4) & (n / 4 - 1)) == 0 && n / 4 <= 32 ? n / 4 : 1;
-    const int64_t cols = sj_ceil_div(c->d_inner * g, SJ_DECODE_MIX_THREADS), sms = sj_context_props(m->ctx)->sm_count;
-    /* rows that give every SM a block, at most one a sequence */
-    const int64_t rows = sj_min64(B, sms > cols ? sj_ceil_div(sms, cols) : 1);
-    const int64_t seqs = sj_min64(SJ_DECODE_MIX_SEQS, sj_ceil_div(B, rows));
-    return (sj_dim3){(unsigned)cols, (unsigned)sj_min64(sj_ceil_div(B, seqs), 65535), 1};
+    const int64_t cols = sj_ceil_div(c->d_inner * g, SJ_DECODE_MIX_THREADS);
+    int64_t seqs = 1;
+    while (seqs < SJ_DECODE_MIX_SEQS && sj_ceil_div(B, seqs) * cols > sms * SJ_DECODE_MIX_BLOCKS_PER_SM)
+        seqs++;
+    /* the kernel's rows take the sequences in turn past 65535 */
+    *grid = (sj_dim3){(unsigned)cols, (unsigned)sj_min64(sj_ceil_div(B, seqs), 65535), 1};
+    return seqs == 1 ? SJ_DECODE_MIX1 : SJ_DECODE_MIX;
 }
 
 int64_t sj_model_decode_convx_blocks(const ssmjit_model_config *c)
@@ -374,7 +372,9 @@ ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_s
 {
     const ssmjit_model_config *c = &m->cfg;
     const int64_t B = a->batch, di = c->d_inner;
-    SJ_TRY(load(m, HYBRID_KERNELS));
+    sj_dim3 mix;
+    const int mix_kernel = sj_model_decode_mix_plan(c, sj_context_props(m->ctx)->sm_count, B, &mix);
+    SJ_TRY(load(m, HYBRID_KERNELS | 1u << mix_kernel));
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x), *resid = sj_model_ws_at(base, ws->resid),
          *normed = sj_model_ws_at(base, ws->normed), *y = sj_model_ws_at(base, ws->y);
     sj_decode_args d = {
@@ -411,7 +411,7 @@ ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_s
                                1};
         SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, 0, &d, stream));
     }
-    SJ_TRY(launch_kernel(m, SJ_DECODE_MIX, mix_grid(m, B), 0, &d, stream));
+    SJ_TRY(launch_kernel(m, mix_kernel, mix, 0, &d, stream));
     return hybrid_product(m, l, SJ_L_OUT_PROJ, B, y, x, stream);
 }
 
@@ -420,13 +420,15 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
 {
     const ssmjit_model_config *c = &m->cfg;
     const int64_t B = a->batch, di = c->d_inner, n = c->d_state;
-    SJ_TRY(load(m, FUSED_KERNELS));
+    sj_dim3 mix;
+    const int mix_kernel = sj_model_decode_mix_plan(c, sj_context_props(m->ctx)->sm_count, B, &mix);
+    SJ_TRY(load(m, FUSED_KERNELS | 1u << mix_kernel));
     SJ_TRY(sj_model_refresh_a(m, stream));
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x);
     void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
     if (!skipped(m, SJ_DECODE_EMBED))
         SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
-    const sj_dim3 in = matvec_grid(m, 2 * di), mix = mix_grid(m, B);
+    const sj_dim3 in = matvec_grid(m, 2 * di);
     /* greedy: the head takes the argmax too; a draw is a kernel of its own */
     const int greedy = a->next_ids && !a->sampling && !skipped(m, SJ_DECODE_PICK);
     sj_decode_args d = {
@@ -452,7 +454,8 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
         d.ssm_state = (float *)a->ssm_state + l * B * di * n;
         d.w_out = sj_model_weight(m, l, SJ_L_OUT_PROJ);
         SJ_TRY(launch(m, SJ_DECODE_IN, in, &d, stream));
-        SJ_TRY(launch(m, SJ_DECODE_MIX, mix, &d, stream));
+        if (!skipped(m, SJ_DECODE_MIX))
+            SJ_TRY(launch_kernel(m, mix_kernel, mix, 0, &d, stream));
         SJ_TRY(launch(m, SJ_DECODE_OUT, matvec_grid(m, c->d_model), &d, stream));
     }
     d.res_in = resid[(c->n_layer - 1) % 2];
