@@ -357,7 +357,10 @@ static void test_decode_paths(void **state)
  * A 16-bit model takes in_proj and out_proj on tensor cores where k is a
  * multiple of 8 and the rows fit (sizes 0, 1, 4's out_proj with a part
  * tile of rows, 3's in_proj), else cuBLAS (2, 3's out_proj, 4's in_proj),
- * and cuBLAS where turned off. */
+ * and cuBLAS where turned off.  The mix part takes a block a sequence
+ * (decode_mix1) at most cases; on 132 SMs two, three and six a block
+ * (decode_mix) at size 1's 64, 100 and 200 sequences, three at size 3's
+ * nine (sj_model_decode_mix_plan). */
 static void test_decode_hybrid(void **state)
 {
     (void)state;
@@ -366,7 +369,7 @@ static void test_decode_hybrid(void **state)
         {SSMJIT_F32, 5, 2, 2, 1},    {SSMJIT_BF16, 64, 2, 0, 1},  {SSMJIT_BF16, 64, 2, 1, 0},
         {SSMJIT_BF16, 100, 2, 2, 0}, {SSMJIT_F16, 64, 2, 2, 1},   {SSMJIT_F32, 9, 2, 3, 1},
         {SSMJIT_BF16, 100, 2, 1, 1}, {SSMJIT_F16, 3, 2, 0, 0},    {SSMJIT_BF16, 9, 2, 3, 1},
-        {SSMJIT_F16, 70, 2, 4, 1},
+        {SSMJIT_F16, 70, 2, 4, 1},   {SSMJIT_BF16, 200, 2, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         decode_after_prefill(&cases[i], 0);
