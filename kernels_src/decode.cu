@@ -592,13 +592,13 @@ template <typename T> __device__ __forceinline__ void decode_head(const sj_decod
 constexpr int MIX_G = NS % 4 == 0 && ((NS / 4) & (NS / 4 - 1)) == 0 && NS / 4 <= 32 ? NS / 4 : 1;
 constexpr int MIX_THREADS = 256;
 /* Sequences a block of decode_mix takes at once, at most (a row of blocks
- * for each, model_decode.c's mix_grid): their loads in flight together.
- * One at a time, a block's few loads left every sequence a chain of round
- * trips, and at 64 sequences the grid took six waves of it; at two, four
- * a block halved the blocks and the step ran 7% slower.  Six make 64
- * sequences of the 130m shape (24 blocks a row) 11 rows, 264 blocks: one
- * wave at two blocks an SM on 132 SMs, where four took 384, a wave and a
- * half.  decode_mix1 is the kernel for one a block (batch 1, and every
+ * for each, the host's sj_model_decode_mix_plan): their loads in flight
+ * together.  One at a time, a block's few loads left every sequence a
+ * chain of round trips, and at 64 sequences the grid took six waves of
+ * it; at two, four a block halved the blocks and the step ran 7%
+ * slower.  Six make 64 sequences of the 130m shape (24 blocks a row) 11
+ * rows, 264 blocks: one wave at two blocks an SM on 132 SMs, where four
+ * took 384, a wave and a half.  decode_mix1 is the kernel for one a block (batch 1, and every
  * batch whose grid fits a wave that way): arrays of one sequence, where
  * six's took registers (128 against 96 at the 130m shape) and time at
  * batch 1.  The launch bounds keep two blocks an SM for both (the host's
@@ -660,7 +660,7 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
      * first sequences (only this kernel touches a layer's states). */
     float wdt[RANK_LANE], A[PER], st[S][PER], bias = 0.0f, Dd = 0.0f;
     /* sequences a block takes at once: as many as the grid's rows leave
-     * each (model_decode.c's mix_grid), at most S */
+     * each (sj_model_decode_mix_plan), at most S */
     const int spb = (int)min((sj_i64)S, (a.batch + gridDim.y - 1) / gridDim.y);
     sj_i64 b0 = (sj_i64)blockIdx.y * spb;
     if (ok) {
