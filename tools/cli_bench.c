@@ -270,6 +270,7 @@ static int parse_shape(const char *text, bench_scan_shape *s)
 int cli_bench(int argc, char **argv)
 {
     int engine = 0, ops = 0, model = 0, gemm = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
+    int decode_only = 0, sweep_full = 0; /* --model decode, --sweep full */
     const char *only = NULL;
     bench_scan_shape shape = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
@@ -284,7 +285,7 @@ int cli_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--sweep")) {
             sweep = 1;
             if (i + 1 < argc && !strcmp(argv[i + 1], "full"))
-                sweep = 2, i++;
+                sweep_full = 1, i++;
         }
         else if (!strcmp(argv[i], "--engine"))
             engine = 1;
@@ -293,7 +294,7 @@ int cli_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--model")) {
             model = 1;
             if (i + 1 < argc && !strcmp(argv[i + 1], "decode"))
-                model = 2, i++;
+                decode_only = 1, i++;
         }
         else if (!strcmp(argv[i], "--gemm"))
             gemm = 1;
@@ -335,13 +336,13 @@ int cli_bench(int argc, char **argv)
     if (rc == CLI_OK && ops)
         rc = bench_ops(ctx, quick, sweep ? NULL : only);
     if (rc == CLI_OK && model)
-        rc = bench_model(ctx, quick, model == 2);
+        rc = bench_model(ctx, quick, decode_only);
     if (rc == CLI_OK && gemm)
         rc = bench_gemm(ctx, quick);
     if (rc == CLI_OK && cold)
         rc = bench_cold(ctx);
     if (rc == CLI_OK && sweep)
-        rc = bench_sweep(ctx, sweep == 2, only, shape.b ? &shape : NULL);
+        rc = bench_sweep(ctx, sweep_full, only, shape.b ? &shape : NULL);
     ssmjit_context_destroy(ctx);
     return rc;
 }

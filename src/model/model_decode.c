@@ -295,9 +295,12 @@ static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, un
                              args);
 }
 
-static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, sj_dim3 grid, sj_decode_args *a, void *stream)
+/* The fused step's kernel for `part` (the part's own index, but the mix
+ * part's, which the batch picks), unless the benchmark leaves it out. */
+static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, int kernel, sj_dim3 grid, sj_decode_args *a,
+                            void *stream)
 {
-    return skipped(m, part) ? SSMJIT_OK : launch_kernel(m, (int)part, grid, 0, a, stream);
+    return skipped(m, part) ? SSMJIT_OK : launch_kernel(m, kernel, grid, 0, a, stream);
 }
 
 int sj_model_decode_mix_plan(const ssmjit_model_config *c, int64_t sms, int64_t B, sj_dim3 *grid)
@@ -453,16 +456,15 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
         d.Dv = sj_model_weight(m, l, SJ_L_D);
         d.ssm_state = (float *)a->ssm_state + l * B * di * n;
         d.w_out = sj_model_weight(m, l, SJ_L_OUT_PROJ);
-        SJ_TRY(launch(m, SJ_DECODE_IN, in, &d, stream));
-        if (!skipped(m, SJ_DECODE_MIX))
-            SJ_TRY(launch_kernel(m, mix_kernel, mix, 0, &d, stream));
-        SJ_TRY(launch(m, SJ_DECODE_OUT, matvec_grid(m, c->d_model), &d, stream));
+        SJ_TRY(launch(m, SJ_DECODE_IN, SJ_DECODE_IN, in, &d, stream));
+        SJ_TRY(launch(m, SJ_DECODE_MIX, mix_kernel, mix, &d, stream));
+        SJ_TRY(launch(m, SJ_DECODE_OUT, SJ_DECODE_OUT, matvec_grid(m, c->d_model), &d, stream));
     }
     d.res_in = resid[(c->n_layer - 1) % 2];
     d.norm_w = (const float *)(uintptr_t)m->t[SJ_G_NORM_F].data;
     d.w_in = sj_model_head_weight(m);
     d.out = a->logits;
-    SJ_TRY(launch(m, SJ_DECODE_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
+    SJ_TRY(launch(m, SJ_DECODE_HEAD, SJ_DECODE_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
     if (greedy || skipped(m, SJ_DECODE_PICK))
         return SSMJIT_OK;
     return sj_model_pick_next(m, a, stream);
