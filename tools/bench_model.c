@@ -182,7 +182,7 @@ static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype d
  * that of a step leaving the part out (sj_model_decode_skip), which is
  * what the part adds to the chain of kernels, the overlap of each with
  * the next included. */
-static ssmjit_status decode_parts(model_bench *b, int64_t B, int steps)
+static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, int steps)
 {
     static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "embed", "pick"};
     const int64_t L = b->c.n_layer, per_step[SJ_DECODE_PARTS] = {L, L, L, 1, 1, 1}; /* launches a step */
@@ -200,8 +200,8 @@ static ssmjit_status decode_parts(model_bench *b, int64_t B, int steps)
     const double us = (double)B / whole * 1e6;
     /* A's refresh, the embedding, the layers', the head (with the argmax) */
     const int64_t kernels = 3 * L + 3;
-    printf("model   decode step by parts (fused, batch %lld, %lld kernels, %.1f us; each part's cost is the step's "
-           "time less that of a step without it):", (long long)B, (long long)kernels, us);
+    printf("model   %s decode step by parts (fused, batch %lld, %lld kernels, %.1f us; each part's cost is the "
+           "step's time less that of a step without it):", what, (long long)B, (long long)kernels, us);
     for (int p = 0; p < SJ_DECODE_PARTS; p++) {
         const double cost = us - (double)B / without[p] * 1e6;
         printf(" %s %lld x %.2f us = %.1f us%s", names[p], (long long)per_step[p], cost / (double)per_step[p], cost,
@@ -230,9 +230,10 @@ static ssmjit_status decode_rows(model_bench *b, const char *what, ssmjit_dtype 
 }
 
 /* Decode rows of another model (the 130m shape in f32, the 1.4b shape),
- * its products on the paths' own kernels. */
+ * its products on the paths' own kernels; with `parts`, its fused step
+ * at batch 1 by parts too. */
 static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model_config c, ssmjit_dtype dtype,
-                                  const int64_t *batches, size_t nb, int steps, double copy)
+                                  const int64_t *batches, size_t nb, int steps, int parts, double copy)
 {
     model_bench o = *b;
     o.c = c;
@@ -242,6 +243,8 @@ static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model
     ssmjit_status st = ssmjit_model_create(b->ctx, &o.c, &mo, 1, &o.m);
     if (st == SSMJIT_OK)
         st = decode_rows(&o, what, dtype, batches, nb, steps, steps, 0, copy);
+    if (st == SSMJIT_OK && parts)
+        st = decode_parts(&o, what, 1, steps);
     ssmjit_model_destroy(o.m);
     return st;
 }
@@ -278,15 +281,15 @@ static ssmjit_status bench_decode(model_bench *b, int quick)
         st = decode_rows(b, "130m", SSMJIT_BF16, batches, sizeof batches / sizeof *batches, quick ? 50 : 500,
                          quick ? 50 : 300, 1, copy);
     if (st == SSMJIT_OK)
-        st = decode_parts(b, 1, quick ? 50 : 500);
+        st = decode_parts(b, "130m", 1, quick ? 50 : 500);
     /* f32 at batches up to the hybrid rule's bound
      * (SJ_DECODE_HYBRID_MAX_BATCH, src/model/model.h), which these rows
      * measure for it */
     static const int64_t batch_one = 1, f32_batches[] = {1, 8, 16, 32, 64};
     if (st == SSMJIT_OK)
-        st = decode_other(b, "130m", bench_130m, SSMJIT_F32, f32_batches, quick ? 1 : 5, quick ? 50 : 300, copy);
+        st = decode_other(b, "130m", bench_130m, SSMJIT_F32, f32_batches, quick ? 1 : 5, quick ? 50 : 300, 0, copy);
     if (st == SSMJIT_OK && !quick)
-        st = decode_other(b, "1.4b", bench_1p4b, SSMJIT_BF16, &batch_one, 1, 200, copy);
+        st = decode_other(b, "1.4b", bench_1p4b, SSMJIT_BF16, &batch_one, 1, 200, 1, copy);
     return st;
 }
 
