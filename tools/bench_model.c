@@ -267,9 +267,10 @@ static ssmjit_status bench_prefill(model_bench *b, int64_t B, int64_t L)
     return st;
 }
 
-/* Every decode row: the 130m shape in bf16 and f32, the 1.4b shape,
- * with the weights' bandwidth against the copy bandwidth. */
-static ssmjit_status bench_decode(model_bench *b, int quick)
+/* Every decode row: the 130m shape in bf16 and f32, the 1.4b shape (or,
+ * with big_only, the 1.4b shape's alone), with the weights' bandwidth
+ * against the copy bandwidth. */
+static ssmjit_status bench_decode(model_bench *b, int quick, int big_only)
 {
     double copy = 0;
     ssmjit_status st = bench_copy_bandwidth(b->ctx, b->stream, &copy);
@@ -277,18 +278,18 @@ static ssmjit_status bench_decode(model_bench *b, int quick)
         printf("model   copy bandwidth %.0f GB/s\n", copy);
     /* the hybrid step's products on tensor cores and through cuBLAS */
     static const int64_t batches[] = {1, 8, 64};
-    if (st == SSMJIT_OK)
+    if (st == SSMJIT_OK && !big_only)
         st = decode_rows(b, "130m", SSMJIT_BF16, batches, sizeof batches / sizeof *batches, quick ? 50 : 500,
                          quick ? 50 : 300, 1, copy);
-    if (st == SSMJIT_OK)
+    if (st == SSMJIT_OK && !big_only)
         st = decode_parts(b, "130m", 1, quick ? 50 : 500);
     /* f32 at batches up to the hybrid rule's bound
      * (SJ_DECODE_HYBRID_MAX_BATCH, src/model/model.h), which these rows
      * measure for it */
     static const int64_t batch_one = 1, f32_batches[] = {1, 8, 16, 32, 64};
-    if (st == SSMJIT_OK)
+    if (st == SSMJIT_OK && !big_only)
         st = decode_other(b, "130m", bench_130m, SSMJIT_F32, f32_batches, quick ? 1 : 5, quick ? 50 : 300, 0, copy);
-    if (st == SSMJIT_OK && !quick)
+    if (st == SSMJIT_OK && (!quick || big_only))
         st = decode_other(b, "1.4b", bench_1p4b, SSMJIT_BF16, &batch_one, 1, 200, 1, copy);
     return st;
 }
@@ -318,7 +319,7 @@ static ssmjit_status bench_train(model_bench *b, int64_t B, int64_t L)
     return st;
 }
 
-int bench_model(ssmjit_context *ctx, int quick, int decode_only)
+int bench_model(ssmjit_context *ctx, int quick, int decode_only, int big_only)
 {
     model_bench b = {.ctx = ctx};
     b.c = bench_130m;
@@ -330,11 +331,11 @@ int bench_model(ssmjit_context *ctx, int quick, int decode_only)
     st = sj_context_enter(ctx, &pushed);
     if (st == SSMJIT_OK)
         st = sj_stream_create(ctx, &b.stream);
-    if (st == SSMJIT_OK && !decode_only)
+    if (st == SSMJIT_OK && !decode_only && !big_only)
         st = bench_prefill(&b, B, L);
     if (st == SSMJIT_OK)
-        st = bench_decode(&b, quick);
-    if (st == SSMJIT_OK && !decode_only)
+        st = bench_decode(&b, quick, big_only);
+    if (st == SSMJIT_OK && !decode_only && !big_only)
         st = bench_train(&b, B, L);
     sj_stream_destroy(ctx, b.stream);
     sj_context_leave(ctx, pushed);

@@ -28,6 +28,7 @@ static const char help[] =
     "            decode at batch 1, 8 and 64 (f32 weights: 1 to 64) on each path,\n"
     "            a training step on 8 x 2048 tokens\n"
     "  --model decode  its decode rows alone\n"
+    "  --model 1.4b    the 1.4b shape's decode rows alone, its step by parts\n"
     "  --gemm    a Linear layer's product C [m, n] = A [m, k] W [n, k]^T at the\n"
     "            projections of the 130m and 1.4b shapes, m 1, 8, 64 and 256,\n"
     "            through cuBLAS and through the skinny kernels, each call timed\n"
@@ -270,7 +271,7 @@ static int parse_shape(const char *text, bench_scan_shape *s)
 int cli_bench(int argc, char **argv)
 {
     int engine = 0, ops = 0, model = 0, gemm = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
-    int decode_only = 0, sweep_full = 0; /* --model decode, --sweep full */
+    int decode_only = 0, big_only = 0, sweep_full = 0; /* --model decode, --model 1.4b, --sweep full */
     const char *only = NULL;
     bench_scan_shape shape = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
@@ -295,6 +296,8 @@ int cli_bench(int argc, char **argv)
             model = 1;
             if (i + 1 < argc && !strcmp(argv[i + 1], "decode"))
                 decode_only = 1, i++;
+            else if (i + 1 < argc && !strcmp(argv[i + 1], "1.4b"))
+                big_only = 1, i++;
         }
         else if (!strcmp(argv[i], "--gemm"))
             gemm = 1;
@@ -336,7 +339,7 @@ int cli_bench(int argc, char **argv)
     if (rc == CLI_OK && ops)
         rc = bench_ops(ctx, quick, sweep ? NULL : only);
     if (rc == CLI_OK && model)
-        rc = bench_model(ctx, quick, decode_only);
+        rc = bench_model(ctx, quick, decode_only, big_only);
     if (rc == CLI_OK && gemm)
         rc = bench_gemm(ctx, quick);
     if (rc == CLI_OK && cold)
