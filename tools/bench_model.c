@@ -331,11 +331,11 @@ int bench_model(ssmjit_context *ctx, int quick, int decode_only, int big_only)
     st = sj_context_enter(ctx, &pushed);
     if (st == SSMJIT_OK)
         st = sj_stream_create(ctx, &b.stream);
-    if (st == SSMJIT_OK && !decode_only && !big_only)
+    if (st == SSMJIT_OK && !decode_only)
         st = bench_prefill(&b, B, L);
     if (st == SSMJIT_OK)
         st = bench_decode(&b, quick, big_only);
-    if (st == SSMJIT_OK && !decode_only && !big_only)
+    if (st == SSMJIT_OK && !decode_only)
         st = bench_train(&b, B, L);
     sj_stream_destroy(ctx, b.stream);
     sj_context_leave(ctx, pushed);

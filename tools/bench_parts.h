@@ -21,8 +21,8 @@ int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_sca
 
 /* Times a mamba-130m-shaped model with random weights (bench_model.c):
  * prefill, decode at batch 1 to 64 (and an f32 and a 1.4b-shaped model's),
- * a training step; with decode_only the decode rows alone, with big_only
- * the 1.4b shape's alone. */
+ * a training step; with decode_only the decode rows alone, and with
+ * big_only too the 1.4b shape's alone. */
 int bench_model(ssmjit_context *ctx, int quick, int decode_only, int big_only);
 
 /* bench --gemm (bench_gemm.c): a Linear layer's product through cuBLAS

@@ -297,7 +297,7 @@ int cli_bench(int argc, char **argv)
             if (i + 1 < argc && !strcmp(argv[i + 1], "decode"))
                 decode_only = 1, i++;
             else if (i + 1 < argc && !strcmp(argv[i + 1], "1.4b"))
-                big_only = 1, i++;
+                decode_only = big_only = 1, i++;
         }
         else if (!strcmp(argv[i], "--gemm"))
             gemm = 1;
