@@ -425,20 +425,29 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
     const T *w_x = (const T *)a.w_x;
     /* Ahead of the wait (only this kernel touches a layer's conv state):
      * the norm's weights, the first row's conv weights and x_proj column,
-     * and the first sequences' conv states. */
+     * and the first sequences' conv states.  Each x row's epilogue then
+     * loads the same for the warp's next x row (held_j, for the sequences
+     * of pass held_pass), so that their round trip passes during that row's
+     * product rather than after it. */
+    const sj_i64 warps = (sj_i64)gridDim.x * DEC_WARPS;
     float nw[NORM_PER], cw[WIDTH], cs[WIDTH], cb = 0.0f, wx[XP_LANE];
-    dec_load_norm(a.norm_w, nw);
-    if (first < DI) {
+    int held_j = -1, held_pass = 0; /* DI and the passes fit an int */
+    const auto hold = [&](sj_i64 j, sj_i64 b0, int nb) {
+        held_j = (int)j;
+        held_pass = (int)(b0 / BT);
 #pragma unroll
         for (int k = 0; k < WIDTH; ++k) {
-            cw[k] = a.conv_w[first * WIDTH + k];
-            cs[k] = lane < a.batch && lane < BT ? a.conv_state[(lane * DI + first) * WIDTH + k] : 0.0f;
+            cw[k] = a.conv_w[j * WIDTH + k];
+            cs[k] = lane < nb ? a.conv_state[((b0 + lane) * DI + j) * WIDTH + k] : 0.0f;
         }
-        cb = a.conv_b ? a.conv_b[first] : 0.0f;
+        cb = a.conv_b ? a.conv_b[j] : 0.0f;
 #pragma unroll
         for (int i = 0; i < XP_LANE; ++i)
-            wx[i] = lane + 32 * i < DBL ? sj_to_float(w_x[(lane + 32 * i) * (sj_i64)DI + first]) : 0.0f;
-    }
+            wx[i] = lane + 32 * i < DBL ? sj_to_float(w_x[(lane + 32 * i) * (sj_i64)DI + j]) : 0.0f;
+    };
+    dec_load_norm(a.norm_w, nw);
+    if (first < DI)
+        hold(first, 0, (int)min(a.batch, (sj_i64)BT));
     float xp[BT][XP_LANE]; /* this warp's part of x_proj for the staged sequences */
 #pragma unroll
     for (int b = 0; b < BT; ++b)
@@ -458,7 +467,7 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
                     ((T *)a.z)[(b0 + lane) * DI + j - DI] = sj_from_float<T>(v);
                 return;
             }
-            const bool held = j == first;
+            const bool held = j == held_j;
             float x = 0.0f;
             if (lane < nb) {
                 const sj_i64 b = b0 + lane;
@@ -466,7 +475,7 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
                 float s[WIDTH];
 #pragma unroll
                 for (int k = 0; k + 1 < WIDTH; ++k)
-                    s[k] = held && b0 == 0 ? cs[k + 1] : st[k + 1];
+                    s[k] = held && b0 / BT == held_pass ? cs[k + 1] : st[k + 1];
                 s[WIDTH - 1] = dec_round<T>(v);
                 x = dec_conv_step<T>(
                     st, s, [&](int k) { return held ? cw[k] : a.conv_w[j * WIDTH + k]; },
@@ -484,6 +493,8 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
                     if (b < nb)
                         xp[b][i] = fmaf(w, __shfl_sync(0xffffffffu, x, b), xp[b][i]);
             }
+            if (j + warps < DI)
+                hold(j + warps, b0, nb);
         },
         [&](sj_i64 b0, int nb) {
             /* the block's part: its warps' sums added in warp order */
