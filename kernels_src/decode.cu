@@ -628,6 +628,11 @@ constexpr int MIX_BLOCKS_PER_SM = 2;
 template <typename T, int S>
 __device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0, int nb, float (&xd)[S][DBLP])
 {
+    /* A thread's loads in flight: every batch of them one round trip to
+     * L2, the last one's missing parts taken as zeros (a remainder loop
+     * would wait on each of its loads in turn: four round trips at 64
+     * sequences, where a thread adds 12 parts) */
+    constexpr int SUM_DEPTH = 12;
     constexpr int COLS = DBLP / 4, MAX_UNITS = COLS * S;
     __shared__ float4 red[MAX_UNITS > MIX_THREADS ? MAX_UNITS : MIX_THREADS];
     const int units = COLS * nb, groups = units < MIX_THREADS ? MIX_THREADS / units : 1;
@@ -637,13 +642,20 @@ __device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0
         float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         const float4 *p = (const float4 *)(a.xpart + (b0 + u / COLS) * DBLP) + c;
         const sj_i64 stride = a.batch * COLS;
-#pragma unroll 8
-        for (int q = g; q < a.xparts; q += groups) {
-            const float4 v = p[q * stride];
-            s.x += v.x;
-            s.y += v.y;
-            s.z += v.z;
-            s.w += v.w;
+        for (int q0 = g; q0 < a.xparts; q0 += SUM_DEPTH * groups) {
+            float4 v[SUM_DEPTH];
+#pragma unroll
+            for (int k = 0; k < SUM_DEPTH; ++k) {
+                const int q = q0 + k * groups;
+                v[k] = q < a.xparts ? p[q * stride] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+#pragma unroll
+            for (int k = 0; k < SUM_DEPTH; ++k) {
+                s.x += v[k].x;
+                s.y += v[k].y;
+                s.z += v[k].z;
+                s.w += v[k].w;
+            }
         }
         red[i] = s;
     }
@@ -658,6 +670,44 @@ __device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0
     __syncthreads();
 }
 
+/* A lane's PER states of one (sequence, channel), 16 bytes at a time where
+ * they come in fours and `vec` (dec_states_vec) holds. */
+template <int PER> __device__ __forceinline__ bool dec_states_vec(const float *states)
+{
+    /* every lane's first state is then a multiple of 4 from the layer's,
+     * which the caller may place at any 4-byte boundary */
+    return PER % 4 == 0 && ((unsigned long long)states & 15) == 0;
+}
+template <int PER> __device__ __forceinline__ void dec_load_states(float (&st)[PER], const float *p, bool vec)
+{
+    if (PER % 4 == 0 && vec) {
+#pragma unroll
+        for (int n = 0; n < PER; n += 4) {
+            const float4 v = *(const float4 *)(p + n);
+            st[n] = v.x;
+            st[n + 1] = v.y;
+            st[n + 2] = v.z;
+            st[n + 3] = v.w;
+        }
+    } else {
+#pragma unroll
+        for (int n = 0; n < PER; ++n)
+            st[n] = p[n];
+    }
+}
+template <int PER> __device__ __forceinline__ void dec_store_states(float *p, const float (&h)[PER], bool vec)
+{
+    if (PER % 4 == 0 && vec) {
+#pragma unroll
+        for (int n = 0; n < PER; n += 4)
+            *(float4 *)(p + n) = make_float4(h[n], h[n + 1], h[n + 2], h[n + 3]);
+    } else {
+#pragma unroll
+        for (int n = 0; n < PER; ++n)
+            p[n] = h[n];
+    }
+}
+
 /* decode_mix's work, S sequences a block at most */
 template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_decode_args &a)
 {
@@ -666,7 +716,7 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
     const sj_i64 t = (sj_i64)blockIdx.x * MIX_THREADS + threadIdx.x;
     const int lane = (int)(t % G);
     const sj_i64 d = t / G;
-    const bool ok = d < DI;
+    const bool ok = d < DI, vec = dec_states_vec<PER>(a.ssm_state);
     /* Ahead of the wait: the channel's weights, and its states for the
      * first sequences (only this kernel touches a layer's states). */
     float wdt[RANK_LANE], A[PER], st[S][PER], bias = 0.0f, Dd = 0.0f;
@@ -682,10 +732,14 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
         for (int n = 0; n < PER; ++n)
             A[n] = a.A[d * NS + lane * PER + n] * SJ_LOG2E;
 #pragma unroll
-        for (int s = 0; s < S; ++s)
+        for (int s = 0; s < S; ++s) {
+            if (s < spb && b0 + s < a.batch)
+                dec_load_states(st[s], a.ssm_state + ((b0 + s) * DI + d) * NS + lane * PER, vec);
+            else
 #pragma unroll
-            for (int n = 0; n < PER; ++n)
-                st[s][n] = s < spb && b0 + s < a.batch ? a.ssm_state[((b0 + s) * DI + d) * NS + lane * PER + n] : 0.0f;
+                for (int n = 0; n < PER; ++n)
+                    st[s][n] = 0.0f;
+        }
         bias = a.dt_bias[d];
         Dd = a.Dv[d];
     }
@@ -693,21 +747,26 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
     dec_wait();
     for (; b0 < a.batch; b0 += (sj_i64)gridDim.y * spb) {
         const int nb = (int)(a.batch - b0 < spb ? a.batch - b0 : spb);
-        /* every load of the sequences before the parts' sum */
-        float x[S], z[S];
+        /* every load of the sequences before the parts' sum, x and z
+         * widened only after it, so that no warp waits on them first */
+        T xr[S], zr[S];
 #pragma unroll
         for (int s = 0; s < S; ++s) {
-            x[s] = z[s] = 0.0f;
+            xr[s] = zr[s] = sj_from_float<T>(0.0f);
             if (ok && s < nb) {
-                x[s] = sj_to_float(((const T *)a.xc)[(b0 + s) * DI + d]);
-                z[s] = sj_to_float(((const T *)a.z)[(b0 + s) * DI + d]);
+                xr[s] = ((const T *)a.xc)[(b0 + s) * DI + d];
+                zr[s] = ((const T *)a.z)[(b0 + s) * DI + d];
                 if (b0 != (sj_i64)blockIdx.y * spb)
-#pragma unroll
-                    for (int n = 0; n < PER; ++n)
-                        st[s][n] = a.ssm_state[((b0 + s) * DI + d) * NS + lane * PER + n];
+                    dec_load_states(st[s], a.ssm_state + ((b0 + s) * DI + d) * NS + lane * PER, vec);
             }
         }
         dec_sum_parts<T, S>(a, b0, nb, xd);
+        float x[S], z[S];
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+            x[s] = sj_to_float(xr[s]);
+            z[s] = sj_to_float(zr[s]);
+        }
 #pragma unroll
         for (int s = 0; s < S; ++s) {
             if (s >= nb) /* the block's: its lanes' shuffles stay whole */
@@ -726,13 +785,13 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
                 dt = sj_softplus(dec_round<T>(dt) + bias);
                 const float dtx = dt * x[s];
                 const float *Bv = xd[s] + RANK + lane * PER, *Cv = xd[s] + RANK + NS + lane * PER;
-                float *state = a.ssm_state + (b * DI + d) * NS + lane * PER;
+                float h[PER];
 #pragma unroll
                 for (int n = 0; n < PER; ++n) {
-                    const float h = fmaf(exp2f(dt * A[n]), st[s][n], dtx * Bv[n]);
-                    state[n] = h;
-                    y = fmaf(Cv[n], h, y);
+                    h[n] = fmaf(exp2f(dt * A[n]), st[s][n], dtx * Bv[n]);
+                    y = fmaf(Cv[n], h[n], y);
                 }
+                dec_store_states(a.ssm_state + (b * DI + d) * NS + lane * PER, h, vec);
             }
 #pragma unroll
             for (int m = G >> 1; m > 0; m >>= 1)

@@ -276,8 +276,9 @@ static ref_mamba_cfg decode_cfg(int odd)
 }
 
 /* cublas: a hybrid step's in_proj and out_proj through cuBLAS
- * (sj_model_decode_tensor_cores) */
-static void decode_after_prefill(const decode_case *k, int cublas)
+ * (sj_model_decode_tensor_cores); skew: bytes the steps' ssm_state starts
+ * past a 16-byte boundary (the API asks 4-byte alignment) */
+static void decode_after_prefill(const decode_case *k, int cublas, int skew)
 {
     fixture f;
     open_fixture_cfg(&f, decode_cfg(k->odd), k->dtype, k->residual_in_fp32);
@@ -300,6 +301,15 @@ static void decode_after_prefill(const decode_case *k, int cublas)
                                    .logits = plog, .last_only = 1, .conv_state = d.conv,
                                    .ssm_state = d.ssm, .workspace = ws, .workspace_bytes = bytes};
     assert_int_equal(ssmjit_model_forward(f.model, &a, NULL), SSMJIT_OK);
+    void *ssm_aligned = d.ssm;
+    if (skew) { /* the prefill's states, moved to a skewed start for the steps */
+        size_t n = rc->n_layer * B * rc->d_inner * rc->d_state * 4;
+        void *host = malloc(n);
+        gu_download(host, d.ssm, n);
+        d.ssm = (char *)gu_alloc(n + 16) + skew;
+        gu_upload(d.ssm, host, n);
+        free(host);
+    }
     double worst = 0;
     for (size_t t = L1; t < L; t++) {
         for (size_t b = 0; b < B; b++) {
@@ -319,10 +329,14 @@ static void decode_after_prefill(const decode_case *k, int cublas)
         }
     }
     double tol = k->dtype == SSMJIT_F32 ? F32_TOL : BF16_TOL;
-    print_message("%s B %zu path %d sizes %d residual f32 %d%s: worst logits error %.2e\n",
+    print_message("%s B %zu path %d sizes %d residual f32 %d%s%s: worst logits error %.2e\n",
                   k->dtype == SSMJIT_F32 ? "f32" : k->dtype == SSMJIT_F16 ? "f16" : "bf16", B, k->path, k->odd,
-                  k->residual_in_fp32, cublas ? " cuBLAS products" : "", worst);
+                  k->residual_in_fp32, cublas ? " cuBLAS products" : "", skew ? " skewed states" : "", worst);
     assert_true(worst <= tol);
+    if (skew) {
+        gu_free((char *)d.ssm - skew);
+        d.ssm = ssm_aligned;
+    }
     gu_free(ws);
     gu_free(plog);
     decoder_close(&d);
@@ -349,7 +363,9 @@ static void test_decode_paths(void **state)
         {SSMJIT_F32, 3, 1, 3, 1},   {SSMJIT_BF16, 2, 1, 3, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        decode_after_prefill(&cases[i], 0);
+        decode_after_prefill(&cases[i], 0, 0);
+    decode_after_prefill(&(decode_case){SSMJIT_BF16, 1, 1, 0, 1}, 0, 4);
+    decode_after_prefill(&(decode_case){SSMJIT_F32, 3, 0, 0, 1}, 0, 4);
 }
 
 /* The hybrid step (model_decode.c) on its own, so that a sanitizer can
@@ -360,7 +376,9 @@ static void test_decode_paths(void **state)
  * and cuBLAS where turned off.  The mix part takes a block a sequence
  * (decode_mix1) at most cases; on 132 SMs two, three and six a block
  * (decode_mix) at size 1's 64, 100 and 200 sequences, three at size 3's
- * nine (sj_model_decode_mix_plan). */
+ * nine (sj_model_decode_mix_plan); six a block also with the states 4
+ * bytes past a 16-byte boundary, where the mix kernels take them a float
+ * at a time. */
 static void test_decode_hybrid(void **state)
 {
     (void)state;
@@ -372,8 +390,9 @@ static void test_decode_hybrid(void **state)
         {SSMJIT_F16, 70, 2, 4, 1},   {SSMJIT_BF16, 200, 2, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        decode_after_prefill(&cases[i], 0);
-    decode_after_prefill(&(decode_case){SSMJIT_BF16, 64, 2, 1, 0}, 1);
+        decode_after_prefill(&cases[i], 0, 0);
+    decode_after_prefill(&(decode_case){SSMJIT_BF16, 64, 2, 1, 0}, 1, 0);
+    decode_after_prefill(&(decode_case){SSMJIT_BF16, 200, 2, 1, 1}, 0, 4);
 }
 
 /* Sampled decoding in the step: two decoders from the same states and
