@@ -612,9 +612,10 @@ constexpr int MIX_THREADS = 256;
  * took 384, a wave and a half.  decode_mix1 is the kernel for one a
  * block (batch 1, and every batch whose grid fits a wave that way):
  * arrays of one sequence, where six's took registers (128 against 96 at
- * the 130m shape) and time at batch 1.  The launch bounds keep two blocks an SM for both (the host's
- * wave, SJ_DECODE_MIX_BLOCKS_PER_SM): six sequences' states ahead of the
- * wait fit 128 registers without spills at the 130m and 1.4b shapes. */
+ * the 130m shape) and time at batch 1.  The launch bounds keep two
+ * blocks an SM for both (the host's wave, SJ_DECODE_MIX_BLOCKS_PER_SM):
+ * six sequences' states ahead of the wait fit 128 registers without
+ * spills at the 130m and 1.4b shapes. */
 constexpr int MIX_SEQS = 6;
 constexpr int MIX_BLOCKS_PER_SM = 2;
 

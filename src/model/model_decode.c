@@ -295,11 +295,11 @@ static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, un
                              args);
 }
 
-/* The fused step's kernel for `part` (the part's own index, but the mix
- * part's, which the batch picks), unless the benchmark leaves it out. */
-static ssmjit_status launch(ssmjit_model *m, sj_decode_part part, int kernel, sj_dim3 grid, sj_decode_args *a,
-                            void *stream)
+/* A fused step's kernel, unless the benchmark leaves its part out: the
+ * part's own index, but decode_mix1's part is the mix part. */
+static ssmjit_status launch(ssmjit_model *m, int kernel, sj_dim3 grid, sj_decode_args *a, void *stream)
 {
+    const sj_decode_part part = kernel == SJ_DECODE_MIX1 ? SJ_DECODE_MIX : (sj_decode_part)kernel;
     return skipped(m, part) ? SSMJIT_OK : launch_kernel(m, kernel, grid, 0, a, stream);
 }
 
@@ -456,15 +456,15 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
         d.Dv = sj_model_weight(m, l, SJ_L_D);
         d.ssm_state = (float *)a->ssm_state + l * B * di * n;
         d.w_out = sj_model_weight(m, l, SJ_L_OUT_PROJ);
-        SJ_TRY(launch(m, SJ_DECODE_IN, SJ_DECODE_IN, in, &d, stream));
-        SJ_TRY(launch(m, SJ_DECODE_MIX, mix_kernel, mix, &d, stream));
-        SJ_TRY(launch(m, SJ_DECODE_OUT, SJ_DECODE_OUT, matvec_grid(m, c->d_model), &d, stream));
+        SJ_TRY(launch(m, SJ_DECODE_IN, in, &d, stream));
+        SJ_TRY(launch(m, mix_kernel, mix, &d, stream));
+        SJ_TRY(launch(m, SJ_DECODE_OUT, matvec_grid(m, c->d_model), &d, stream));
     }
     d.res_in = resid[(c->n_layer - 1) % 2];
     d.norm_w = (const float *)(uintptr_t)m->t[SJ_G_NORM_F].data;
     d.w_in = sj_model_head_weight(m);
     d.out = a->logits;
-    SJ_TRY(launch(m, SJ_DECODE_HEAD, SJ_DECODE_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
+    SJ_TRY(launch(m, SJ_DECODE_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
     if (greedy || skipped(m, SJ_DECODE_PICK))
         return SSMJIT_OK;
     return sj_model_pick_next(m, a, stream);
