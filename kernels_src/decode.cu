@@ -94,6 +94,7 @@ static_assert(sizeof(sj_decode_args) == 25 * 8, "host mirror in src/model/model_
 /* The host launches by its copies of these and of MIX_THREADS (src/model/
  * model.h, SJ_DECODE_*), which tests/test_kernel_sizes.c holds equal. */
 constexpr int DEC_WARPS = 8; /* a block's warps */
+constexpr int DEC_THREADS = DEC_WARPS * 32;
 constexpr int DEC_BLOCKS_PER_SM = 2; /* the products' occupancy */
 constexpr int DEC_STAGE_BYTES = 40960; /* the shared memory a block stages activations in */
 
@@ -246,13 +247,57 @@ __device__ __forceinline__ void dec_release()
 #endif
 }
 
-/* Stages rows b0 .. b0 + nb - 1 of src [batch, K] (T) as floats. */
+/* Stages rows b0 .. b0 + nb - 1 of src [batch, K] (T) as floats, in
+ * 16-byte pieces where rows are whole pieces and src is 16-byte aligned
+ * (every row then is), else element by element.  Each thread asks for
+ * all its loads of a sequence (or a batch of 8 elements) before it uses
+ * the first: a loop that stored each value as it came waited a round
+ * trip to L2 for each (bench/NOTES.md's decode round 13: 6 of them in
+ * the 130m shape's out kernel at batch 1, 16 in the 1.4b shape's). */
 template <typename T, int K, int BT>
 __device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, sj_i64 b0, int nb)
 {
-    const T *s = (const T *)src + b0 * K;
-    for (int i = threadIdx.x; i < nb * K; i += blockDim.x)
-        act[i / K][dec_row<T, K>::slot(i % K)] = sj_to_float(s[i]);
+    typedef dec_row<T, K> R;
+    constexpr int PER = (R::PIECES + DEC_THREADS - 1) / DEC_THREADS, BATCH = 8;
+    const bool vec = R::VEC && ((unsigned long long)src & 15) == 0;
+    for (int b = 0; b < nb; ++b) {
+        const T *s = (const T *)src + (b0 + b) * K;
+        if (vec) {
+            uint4 v[PER];
+#pragma unroll
+            for (int i = 0; i < PER; ++i) {
+                const int p = threadIdx.x + DEC_THREADS * i;
+                if (p < R::PIECES)
+                    v[i] = ((const uint4 *)s)[p];
+            }
+#pragma unroll
+            for (int i = 0; i < PER; ++i) {
+                const int p = threadIdx.x + DEC_THREADS * i;
+                if (p < R::PIECES)
+#pragma unroll
+                    for (int h = 0; h < R::E / 4; ++h)
+                        *(float4 *)&act[b][h * R::PIECES * 4 + p * 4] =
+                            make_float4(sj_lane<T>(v[i], 4 * h), sj_lane<T>(v[i], 4 * h + 1),
+                                        sj_lane<T>(v[i], 4 * h + 2), sj_lane<T>(v[i], 4 * h + 3));
+            }
+            continue;
+        }
+        for (int k0 = 0; k0 < K; k0 += BATCH * DEC_THREADS) {
+            T v[BATCH];
+#pragma unroll
+            for (int i = 0; i < BATCH; ++i) {
+                const int k = k0 + threadIdx.x + DEC_THREADS * i;
+                if (k < K)
+                    v[i] = s[k];
+            }
+#pragma unroll
+            for (int i = 0; i < BATCH; ++i) {
+                const int k = k0 + threadIdx.x + DEC_THREADS * i;
+                if (k < K)
+                    act[b][R::slot(k)] = sj_to_float(v[i]);
+            }
+        }
+    }
 }
 
 /* A warp's rows (first, first + warps, ...) for NB staged sequences from
@@ -322,51 +367,71 @@ __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 ba
     }
 }
 
-/* The norm's weights a thread of decode_in or decode_head applies
- * (elements threadIdx.x + DEC_THREADS i), loaded before the wait: they
- * are a layer's first read, far back in the step's stream of weights, so
- * their latency is DRAM's. */
-constexpr int DEC_THREADS = DEC_WARPS * 32, NORM_PER = (DM + DEC_THREADS - 1) / DEC_THREADS;
+/* The norm's weights, copied to shared memory before the wait: they are
+ * a layer's first read, far back in the step's stream of weights, so
+ * their latency is DRAM's; in registers they held NORM_PER of them
+ * through the whole kernel, which the 1.4b shape's decode_in spilled.
+ * A thread copies the elements it applies in dec_stage_norm
+ * (threadIdx.x + DEC_THREADS n), so its own wait for them is enough. */
+constexpr int NORM_PER = (DM + DEC_THREADS - 1) / DEC_THREADS;
 
-__device__ __forceinline__ void dec_load_norm(const float *w, float (&nw)[NORM_PER])
+__device__ __forceinline__ const float *dec_copy_norm(const float *w)
 {
-#pragma unroll
-    for (int i = 0; i < NORM_PER; ++i) {
-        const int k = threadIdx.x + DEC_THREADS * i;
-        nw[i] = k < DM ? w[k] : 0.0f;
-    }
+    __shared__ float snw[DM];
+    for (int k = threadIdx.x; k < DM; k += DEC_THREADS)
+        sj_copy4(snw + k, w + k, 4);
+    return snw;
 }
 
 /* Stages the RMSNorm of x + res_in for the sequences at b0 (the residual
  * rounded to its dtype, the output to the model's, as the norm kernel
- * does), nw from dec_load_norm; writes the residual out where write_res
+ * does), nw from dec_copy_norm; writes the residual out where write_res
  * (one block of those that stage the same sequences). */
 template <typename T>
 __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], const sj_decode_args &a, sj_i64 b0,
-                                               int nb, const float (&nw)[NORM_PER], bool write_res)
+                                               int nb, const float *nw, bool write_res)
 {
     typedef typename dec_res_of<SJ_DEC_RES_F32 != 0, T>::type R;
     constexpr int BT = dec_batch(DM);
     __shared__ float part[BT][DEC_WARPS], rstd[BT];
     float ss[BT];
 #pragma unroll
-    for (int b = 0; b < BT; ++b)
+    for (int b = 0; b < BT; ++b) {
         ss[b] = 0.0f;
+        if (b >= nb)
+            continue;
+        /* a batch's loads all asked for before the first is used (one
+         * round trip, where each element took one: dec_stage); batches of
+         * 4 elements a thread, as 8 spilled at the 1.4b shape */
+        constexpr int NB4 = NORM_PER < 4 ? NORM_PER : 4;
+        const sj_i64 row = (b0 + b) * DM;
 #pragma unroll
-    for (int n = 0; n < NORM_PER; ++n) {
-        const int k = threadIdx.x + DEC_THREADS * n;
+        for (int n0 = 0; n0 < NORM_PER; n0 += NB4) {
+            T xv[NB4];
+            R rv[NB4];
 #pragma unroll
-        for (int b = 0; b < BT; ++b)
-            if (b < nb && k < DM) {
-                const sj_i64 i = (b0 + b) * DM + k;
-                float h = sj_to_float(((const T *)a.x)[i]);
-                if (a.res_in)
-                    h = dec_round<R>(h + sj_to_float(((const R *)a.res_in)[i]));
-                if (write_res)
-                    ((R *)a.res_out)[i] = sj_from_float<R>(h);
-                act[b][dec_row<T, DM>::slot(k)] = h;
-                ss[b] = fmaf(h, h, ss[b]);
+            for (int n = 0; n < NB4; ++n) {
+                const int k = threadIdx.x + DEC_THREADS * (n0 + n);
+                if (k < DM) {
+                    xv[n] = ((const T *)a.x)[row + k];
+                    if (a.res_in)
+                        rv[n] = ((const R *)a.res_in)[row + k];
+                }
             }
+#pragma unroll
+            for (int n = 0; n < NB4; ++n) {
+                const int k = threadIdx.x + DEC_THREADS * (n0 + n);
+                if (k < DM) {
+                    float h = sj_to_float(xv[n]);
+                    if (a.res_in)
+                        h = dec_round<R>(h + sj_to_float(rv[n]));
+                    if (write_res)
+                        ((R *)a.res_out)[row + k] = sj_from_float<R>(h);
+                    act[b][dec_row<T, DM>::slot(k)] = h;
+                    ss[b] = fmaf(h, h, ss[b]);
+                }
+            }
+        }
     }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
@@ -386,13 +451,14 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
         rstd[threadIdx.x] = rsqrtf(s / (float)DM + a.eps);
     }
     __syncthreads();
+    sj_copy_wait(); /* nw */
 #pragma unroll
     for (int n = 0; n < NORM_PER; ++n) {
         const int k = threadIdx.x + DEC_THREADS * n;
 #pragma unroll
         for (int b = 0; b < BT; ++b)
             if (b < nb && k < DM)
-                act[b][dec_row<T, DM>::slot(k)] = dec_round<T>(act[b][dec_row<T, DM>::slot(k)] * rstd[b] * nw[n]);
+                act[b][dec_row<T, DM>::slot(k)] = dec_round<T>(act[b][dec_row<T, DM>::slot(k)] * rstd[b] * nw[k]);
     }
 }
 
@@ -430,7 +496,7 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
      * of pass held_pass), so that their round trip passes during that row's
      * product rather than after it. */
     const sj_i64 warps = (sj_i64)gridDim.x * DEC_WARPS;
-    float nw[NORM_PER], cw[WIDTH], cs[WIDTH], cb = 0.0f, wx[XP_LANE];
+    float cw[WIDTH], cs[WIDTH], cb = 0.0f, wx[XP_LANE];
     int held_j = -1, held_pass = 0; /* DI and the passes fit an int */
     const auto hold = [&](sj_i64 j, sj_i64 b0, int nb) {
         held_j = (int)j;
@@ -445,7 +511,7 @@ template <typename T> __device__ __forceinline__ void decode_in(const sj_decode_
         for (int i = 0; i < XP_LANE; ++i)
             wx[i] = lane + 32 * i < DBL ? sj_to_float(w_x[(lane + 32 * i) * (sj_i64)DI + j]) : 0.0f;
     };
-    dec_load_norm(a.norm_w, nw);
+    const float *nw = dec_copy_norm(a.norm_w);
     if (first < DI)
         hold(first, 0, (int)min(a.batch, (sj_i64)BT));
     float xp[BT][XP_LANE]; /* this warp's part of x_proj for the staged sequences */
@@ -537,9 +603,9 @@ template <typename T> __device__ __forceinline__ void decode_head(const sj_decod
     __shared__ sj_argmax_part wbest[DEC_WARPS][BT];
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float bv = 0.0f, nw[NORM_PER];
+    float bv = 0.0f;
     int bi = 0;
-    dec_load_norm(a.norm_w, nw);
+    const float *nw = dec_copy_norm(a.norm_w);
     dec_matvec<T, DM, BT>(
         a.w_in, VOCAB, a.batch,
         [&](float (&act)[BT][DM], sj_i64 b0, int nb) {
@@ -898,8 +964,7 @@ template <typename T> __device__ __forceinline__ void decode_norm(const sj_decod
 {
     constexpr int BT = dec_batch(DM);
     __shared__ __align__(16) float act[BT][DM];
-    float nw[NORM_PER];
-    dec_load_norm(a.norm_w, nw);
+    const float *nw = dec_copy_norm(a.norm_w);
     dec_release();
     dec_wait();
     for (sj_i64 b0 = (sj_i64)blockIdx.x * BT; b0 < a.batch; b0 += (sj_i64)gridDim.x * BT) {
