@@ -247,9 +247,10 @@ __device__ __forceinline__ void dec_release()
 #endif
 }
 
-/* Stages rows b0 .. b0 + nb - 1 of src [batch, K] (T) as floats, in
- * 16-byte pieces where rows are whole pieces and src is 16-byte aligned
- * (every row then is), else element by element.  Each thread asks for
+/* Stages rows b0 .. b0 + nb - 1 of src [batch, K] (T) as floats, by a
+ * block of DEC_THREADS, in 16-byte pieces where rows are whole pieces
+ * and src is 16-byte aligned (every row then is), else element by
+ * element.  Each thread asks for
  * all its loads of a sequence (or a batch of 8 elements) before it uses
  * the first: a loop that stored each value as it came waited a round
  * trip to L2 for each (bench/NOTES.md's decode round 13: 6 of them in
@@ -403,14 +404,14 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
         /* a batch's loads all asked for before the first is used (one
          * round trip, where each element took one: dec_stage); batches of
          * 4 elements a thread, as 8 spilled at the 1.4b shape */
-        constexpr int NB4 = NORM_PER < 4 ? NORM_PER : 4;
+        constexpr int NORM_BATCH = NORM_PER < 4 ? NORM_PER : 4;
         const sj_i64 row = (b0 + b) * DM;
 #pragma unroll
-        for (int n0 = 0; n0 < NORM_PER; n0 += NB4) {
-            T xv[NB4];
-            R rv[NB4];
+        for (int n0 = 0; n0 < NORM_PER; n0 += NORM_BATCH) {
+            T xv[NORM_BATCH];
+            R rv[NORM_BATCH];
 #pragma unroll
-            for (int n = 0; n < NB4; ++n) {
+            for (int n = 0; n < NORM_BATCH; ++n) {
                 const int k = threadIdx.x + DEC_THREADS * (n0 + n);
                 if (k < DM) {
                     xv[n] = ((const T *)a.x)[row + k];
@@ -419,7 +420,7 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
                 }
             }
 #pragma unroll
-            for (int n = 0; n < NB4; ++n) {
+            for (int n = 0; n < NORM_BATCH; ++n) {
                 const int k = threadIdx.x + DEC_THREADS * (n0 + n);
                 if (k < DM) {
                     float h = sj_to_float(xv[n]);
