@@ -93,14 +93,21 @@ static void test_killed_writers_leave_no_bad_entry(void **state)
         int status;
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        /* While more than half the rounds so far died inside their
+         * writer's first store (about a fifth do at the delays above), the
+         * kills stretch by 5% a round: a writer forked on a busy machine
+         * runs slower than the stores timed above, and the rounds would
+         * otherwise rarely pass a first write */
         before_first += atomic_load(stored) == seen;
+        if (2 * before_first > (unsigned)round + 1)
+            max_delay = max_delay * 1.05 > 0.25 ? 0.25 : max_delay * 1.05;
         cu_census c = cu_check_all(dir);
         if (c.temps > max_temps)
             max_temps = c.temps;
     }
     double elapsed = now_s() - t0;
     cu_census c = cu_check_all(dir);
-    printf("# %d kills 0-%.0f ms into a writer (%.1f ms a store) in %.1f s: %u entries stored, "
+    printf("# %d kills 0 to at most %.0f ms into a writer (%.1f ms a store) in %.1f s: %u entries stored, "
            "%u rounds killed inside their first write, up to %u temp files left, "
            "%zu entries (%llu bytes) at the end\n",
            ROUNDS, max_delay * 1e3, per_store * 1e3, elapsed, atomic_load(stored), before_first,
