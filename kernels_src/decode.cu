@@ -135,13 +135,17 @@ template <typename T, int K> struct dec_row {
     uint4 held[HELD];
     const T *row;
 
+    /* Where the float4 of piece p's elements 4 h .. 4 h + 3 is staged
+     * (VEC rows). */
+    static __device__ __forceinline__ int piece_slot(int p, int h) { return h * (PIECES * 4) + p * 4; }
+
     /* Where element k of a sequence's activations is staged. */
     static __device__ __forceinline__ int slot(int k)
     {
         if (!VEC)
             return k;
         const int e = k % E;
-        return (e / 4) * (PIECES * 4) + (k / E) * 4 + e % 4;
+        return piece_slot(k / E, e / 4) + e % 4;
     }
 
     __device__ __forceinline__ uint4 fetch(int p) const
@@ -179,7 +183,7 @@ template <typename T, int K> struct dec_row {
                     for (int h = 0; h < E / 4; ++h)
 #pragma unroll
                         for (int b = 0; b < NB; ++b) {
-                            const float4 x = *(const float4 *)&act[b][h * PIECES * 4 + p * 4];
+                            const float4 x = *(const float4 *)&act[b][piece_slot(p, h)];
                             acc[b] = fmaf(sj_lane<T>(v, 4 * h), x.x, acc[b]);
                             acc[b] = fmaf(sj_lane<T>(v, 4 * h + 1), x.y, acc[b]);
                             acc[b] = fmaf(sj_lane<T>(v, 4 * h + 2), x.z, acc[b]);
@@ -250,11 +254,11 @@ __device__ __forceinline__ void dec_release()
 /* Stages rows b0 .. b0 + nb - 1 of src [batch, K] (T) as floats, by a
  * block of DEC_THREADS, in 16-byte pieces where rows are whole pieces
  * and src is 16-byte aligned (every row then is), else element by
- * element.  Each thread asks for
- * all its loads of a sequence (or a batch of 8 elements) before it uses
- * the first: a loop that stored each value as it came waited a round
- * trip to L2 for each (bench/NOTES.md's decode round 13: 6 of them in
- * the 130m shape's out kernel at batch 1, 16 in the 1.4b shape's). */
+ * element.  Each thread asks for all its loads of a sequence (or a batch
+ * of 8 elements) before it uses the first: a loop that stored each value
+ * as it came waited a round trip to L2 for each (bench/NOTES.md's decode
+ * round 13: 6 of them in the 130m shape's out kernel at batch 1, 16 in
+ * the 1.4b shape's). */
 template <typename T, int K, int BT>
 __device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, sj_i64 b0, int nb)
 {
@@ -277,7 +281,7 @@ __device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, 
                 if (p < R::PIECES)
 #pragma unroll
                     for (int h = 0; h < R::E / 4; ++h)
-                        *(float4 *)&act[b][h * R::PIECES * 4 + p * 4] =
+                        *(float4 *)&act[b][R::piece_slot(p, h)] =
                             make_float4(sj_lane<T>(v[i], 4 * h), sj_lane<T>(v[i], 4 * h + 1),
                                         sj_lane<T>(v[i], 4 * h + 2), sj_lane<T>(v[i], 4 * h + 3));
             }
@@ -785,6 +789,8 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
     const int lane = (int)(t % G);
     const sj_i64 d = t / G;
     const bool ok = d < DI, vec = dec_states_vec<PER>(a.ssm_state);
+    /* this lane's states of sequence b */
+    const auto states = [&](sj_i64 b) { return a.ssm_state + (b * DI + d) * NS + lane * PER; };
     /* Ahead of the wait: the channel's weights, and its states for the
      * first sequences (only this kernel touches a layer's states). */
     float wdt[RANK_LANE], A[PER], st[S][PER], bias = 0.0f, Dd = 0.0f;
@@ -802,7 +808,7 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
 #pragma unroll
         for (int s = 0; s < S; ++s) {
             if (s < spb && b0 + s < a.batch)
-                dec_load_states(st[s], a.ssm_state + ((b0 + s) * DI + d) * NS + lane * PER, vec);
+                dec_load_states(st[s], states(b0 + s), vec);
             else
 #pragma unroll
                 for (int n = 0; n < PER; ++n)
@@ -825,7 +831,7 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
                 xr[s] = ((const T *)a.xc)[(b0 + s) * DI + d];
                 zr[s] = ((const T *)a.z)[(b0 + s) * DI + d];
                 if (b0 != (sj_i64)blockIdx.y * spb)
-                    dec_load_states(st[s], a.ssm_state + ((b0 + s) * DI + d) * NS + lane * PER, vec);
+                    dec_load_states(st[s], states(b0 + s), vec);
             }
         }
         dec_sum_parts<T, S>(a, b0, nb, xd);
@@ -859,7 +865,7 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
                     h[n] = fmaf(exp2f(dt * A[n]), st[s][n], dtx * Bv[n]);
                     y = fmaf(Cv[n], h[n], y);
                 }
-                dec_store_states(a.ssm_state + (b * DI + d) * NS + lane * PER, h, vec);
+                dec_store_states(states(b), h, vec);
             }
 #pragma unroll
             for (int m = G >> 1; m > 0; m >>= 1)
