@@ -32,6 +32,7 @@
 #include "test_util.h"
 
 #define ROUNDS 200
+#define KILL_DELAY_MAX_S 0.25 /* the latest a kill comes after its fork */
 #define KEYS 24
 #define CAP (4u << 20)
 
@@ -70,7 +71,7 @@ static void test_killed_writers_leave_no_bad_entry(void **state)
     for (unsigned i = 0; i < 3; i++)
         assert_int_equal(cu_store(dir, CAP, i, size_for(i)), SSMJIT_OK);
     double per_store = (now_s() - t0) / 3, max_delay = 5 * per_store;
-    max_delay = max_delay < 0.005 ? 0.005 : max_delay > 0.25 ? 0.25 : max_delay;
+    max_delay = max_delay < 0.005 ? 0.005 : max_delay > KILL_DELAY_MAX_S ? KILL_DELAY_MAX_S : max_delay;
     unsigned before_first = 0, max_temps = 0;
     t0 = now_s();
     for (int round = 0; round < ROUNDS; round++) {
@@ -99,8 +100,11 @@ static void test_killed_writers_leave_no_bad_entry(void **state)
          * runs slower than the stores timed above, and the rounds would
          * otherwise rarely pass a first write */
         before_first += atomic_load(stored) == seen;
-        if (2 * before_first > (unsigned)round + 1)
-            max_delay = max_delay * 1.05 > 0.25 ? 0.25 : max_delay * 1.05;
+        if (2 * before_first > (unsigned)round + 1) {
+            max_delay *= 1.05;
+            if (max_delay > KILL_DELAY_MAX_S)
+                max_delay = KILL_DELAY_MAX_S;
+        }
         cu_census c = cu_check_all(dir);
         if (c.temps > max_temps)
             max_temps = c.temps;
