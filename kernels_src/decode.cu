@@ -697,14 +697,35 @@ constexpr int MIX_BLOCKS_PER_SM = 2;
  * The groups follow nb, so that one sequence (batch 1) still spreads its
  * parts over the whole block; the order of a sequence's sums therefore
  * depends on how many share its block. */
+/* Parts g, g + groups, ... below xparts of one float4 column added to
+ * s in order, DEPTH loads a batch: every batch one round trip to L2, the
+ * last one's missing parts taken as zeros (a remainder loop would wait on
+ * each of its loads in turn: four round trips at 64 sequences, where a
+ * thread adds 12 parts). */
+template <int DEPTH>
+__device__ __forceinline__ void dec_sum_column(float4 &s, const float4 *p, sj_i64 stride, int g, int groups,
+                                               int xparts)
+{
+    for (int q0 = g; q0 < xparts; q0 += DEPTH * groups) {
+        float4 v[DEPTH];
+#pragma unroll
+        for (int k = 0; k < DEPTH; ++k) {
+            const int q = q0 + k * groups;
+            v[k] = q < xparts ? p[q * stride] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int k = 0; k < DEPTH; ++k) {
+            s.x += v[k].x;
+            s.y += v[k].y;
+            s.z += v[k].z;
+            s.w += v[k].w;
+        }
+    }
+}
+
 template <typename T, int S>
 __device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0, int nb, float (&xd)[S][DBLP])
 {
-    /* A thread's loads in flight: every batch of them one round trip to
-     * L2, the last one's missing parts taken as zeros (a remainder loop
-     * would wait on each of its loads in turn: four round trips at 64
-     * sequences, where a thread adds 12 parts) */
-    constexpr int SUM_DEPTH = 12;
     constexpr int COLS = DBLP / 4, MAX_UNITS = COLS * S;
     __shared__ float4 red[MAX_UNITS > MIX_THREADS ? MAX_UNITS : MIX_THREADS];
     const int units = COLS * nb, groups = units < MIX_THREADS ? MIX_THREADS / units : 1;
@@ -714,21 +735,16 @@ __device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0
         float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         const float4 *p = (const float4 *)(a.xpart + (b0 + u / COLS) * DBLP) + c;
         const sj_i64 stride = a.batch * COLS;
-        for (int q0 = g; q0 < a.xparts; q0 += SUM_DEPTH * groups) {
-            float4 v[SUM_DEPTH];
-#pragma unroll
-            for (int k = 0; k < SUM_DEPTH; ++k) {
-                const int q = q0 + k * groups;
-                v[k] = q < a.xparts ? p[q * stride] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            }
-#pragma unroll
-            for (int k = 0; k < SUM_DEPTH; ++k) {
-                s.x += v[k].x;
-                s.y += v[k].y;
-                s.z += v[k].z;
-                s.w += v[k].w;
-            }
-        }
+        /* 16 loads a batch in decode_mix1 where a thread adds more than
+         * 12 parts (the 130m shape at batch 1 adds 16: one round trip
+         * instead of two, 3% of the step), else 12, where 16's idle slots
+         * cost 1% at 8 and 64 sequences and six sequences' registers
+         * spill (bench/NOTES.md's decode round 13); the same for the
+         * whole block */
+        if (S == 1 && (a.xparts + groups - 1) / groups > 12)
+            dec_sum_column<16>(s, p, stride, g, groups, a.xparts);
+        else
+            dec_sum_column<12>(s, p, stride, g, groups, a.xparts);
         red[i] = s;
     }
     __syncthreads();
