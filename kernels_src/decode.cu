@@ -690,13 +690,6 @@ constexpr int MIX_THREADS = 256;
 constexpr int MIX_SEQS = 6;
 constexpr int MIX_BLOCKS_PER_SM = 2;
 
-/* Sequences b0 .. b0 + nb - 1's x_proj (dt_low, B, C) into xd: decode_in's
- * (or decode_convx's) parts summed, each thread adding every `groups`-th
- * part of one float4 column of one sequence, then the groups in order,
- * rounded to the model's dtype as the unfused x_proj rounds its output.
- * The groups follow nb, so that one sequence (batch 1) still spreads its
- * parts over the whole block; the order of a sequence's sums therefore
- * depends on how many share its block. */
 /* Parts g, g + groups, ... below xparts of one float4 column added to
  * s in order, DEPTH loads a batch: every batch one round trip to L2, the
  * last one's missing parts taken as zeros (a remainder loop would wait on
@@ -723,6 +716,13 @@ __device__ __forceinline__ void dec_sum_column(float4 &s, const float4 *p, sj_i6
     }
 }
 
+/* Sequences b0 .. b0 + nb - 1's x_proj (dt_low, B, C) into xd: decode_in's
+ * (or decode_convx's) parts summed, each thread adding every `groups`-th
+ * part of one float4 column of one sequence, then the groups in order,
+ * rounded to the model's dtype as the unfused x_proj rounds its output.
+ * The groups follow nb, so that one sequence (batch 1) still spreads its
+ * parts over the whole block; the order of a sequence's sums therefore
+ * depends on how many share its block. */
 template <typename T, int S>
 __device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0, int nb, float (&xd)[S][DBLP])
 {
