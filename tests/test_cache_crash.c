@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -70,8 +71,7 @@ static void test_killed_writers_leave_no_bad_entry(void **state)
     double t0 = now_s();
     for (unsigned i = 0; i < 3; i++)
         assert_int_equal(cu_store(dir, CAP, i, size_for(i)), SSMJIT_OK);
-    double per_store = (now_s() - t0) / 3, max_delay = 5 * per_store;
-    max_delay = max_delay < 0.005 ? 0.005 : max_delay > KILL_DELAY_MAX_S ? KILL_DELAY_MAX_S : max_delay;
+    double per_store = (now_s() - t0) / 3, max_delay = fmin(fmax(5 * per_store, 0.005), KILL_DELAY_MAX_S);
     unsigned before_first = 0, max_temps = 0;
     t0 = now_s();
     for (int round = 0; round < ROUNDS; round++) {
@@ -100,11 +100,8 @@ static void test_killed_writers_leave_no_bad_entry(void **state)
          * runs slower than the stores timed above, and the rounds would
          * otherwise rarely pass a first write */
         before_first += atomic_load(stored) == seen;
-        if (2 * before_first > (unsigned)round + 1) {
-            max_delay *= 1.05;
-            if (max_delay > KILL_DELAY_MAX_S)
-                max_delay = KILL_DELAY_MAX_S;
-        }
+        if (2 * before_first > (unsigned)round + 1)
+            max_delay = fmin(max_delay * 1.05, KILL_DELAY_MAX_S);
         cu_census c = cu_check_all(dir);
         if (c.temps > max_temps)
             max_temps = c.temps;
