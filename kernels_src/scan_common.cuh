@@ -725,20 +725,25 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
     const T *const delta = (const T *)p.delta, *const u = (const T *)p.u, *const dy = (const T *)p.dy,
                    *const z = (const T *)p.z, *const bc = (const T *)(BWD ? p.C : p.B);
     const sj_i64 sbc_stride = BWD ? p.sC : p.sB;
-    float rd[CI], ra[CI], rz[CI], rs[SI];
+    /* held as loaded and widened at the commit: widened here, the 16-bit
+     * values made each chunk's scan wait for the next chunk's loads (ptxas
+     * kept the conversions beside them), which took the 16-bit kernels
+     * 1.4-1.6 times the f32 ones' time at one sequence (bench/NOTES.md) */
+    const T zero = {};
+    T rd[CI], ra[CI], rz[CI], rs[SI];
     auto load = [&](sj_i64 c) {
 #pragma unroll
         for (int m = 0; m < CI; ++m) {
             const sj_i64 t = c * TS + g + CROWS * m, row = r * p.pitch + t;
             const bool in = dok && t < p.L;
-            rd[m] = in ? sj_to_float(delta[row * p.sdelta + d]) : 0.0f;
-            ra[m] = in ? sj_to_float(BWD ? dy[row * p.sdy + d] : u[row * p.su + d]) : 0.0f;
-            rz[m] = BWD && in && z ? sj_to_float(z[row * p.sz + d]) : 0.0f;
+            rd[m] = in ? delta[row * p.sdelta + d] : zero;
+            ra[m] = in ? (BWD ? dy[row * p.sdy + d] : u[row * p.su + d]) : zero;
+            rz[m] = BWD && in && z ? z[row * p.sz + d] : zero;
         }
 #pragma unroll
         for (int m = 0; m < SI; ++m) {
             const sj_i64 t = c * TS + srow + SROWS * m;
-            rs[m] = sok && t < p.L ? sj_to_float(bc[(r * p.pitch + t) * sbc_stride + nslice + scol]) : 0.0f;
+            rs[m] = sok && t < p.L ? bc[(r * p.pitch + t) * sbc_stride + nslice + scol] : zero;
         }
     };
     auto commit = [&](sj_i64 c) {
@@ -746,17 +751,17 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
         for (int m = 0; m < CI; ++m) {
             const int i = g + CROWS * m;
             const bool in = dok && c * TS + i < p.L;
-            const float x = rd[m] + sbias[lane];
+            const float x = sj_to_float(rd[m]) + sbias[lane], a = sj_to_float(ra[m]);
             float dt, v;
             if (BWD) {
                 /* sj_scan_bwd's conversion */
-                const float sp = sj_softplus_and_grad(x).x, sz = z ? sj_silu_and_grad(rz[m]).x : 1.0f;
+                const float sp = sj_softplus_and_grad(x).x, sz = z ? sj_silu_and_grad(sj_to_float(rz[m])).x : 1.0f;
                 dt = p.softplus ? sp : x;
-                v = ra[m] * sz;
+                v = a * sz;
             } else {
                 /* sj_scan_fwd's staging, and its step's dt u */
                 dt = p.softplus ? sj_softplus(x) : x;
-                v = dt * ra[m];
+                v = dt * a;
             }
             sdt[i][lane] = in ? dt : 0.0f;
             sv[i][lane] = in ? v : 0.0f;
@@ -764,7 +769,7 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
         }
 #pragma unroll
         for (int m = 0; m < SI; ++m)
-            sbc[srow + SROWS * m][scol] = rs[m];
+            sbc[srow + SROWS * m][scol] = sj_to_float(rs[m]);
     };
     auto scan_token = [&](int i) {
         const float dt = sdt[i][lane], v = sv[i][lane];
