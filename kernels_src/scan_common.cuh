@@ -637,6 +637,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
  * sum of dt.
  */
 
+/* Segments whose parts the carry reads at once (sj_scan_split_carry). */
+#define SJ_CARRY_GROUP 8
+
 /* For each (batch row b, channel d, state n), its S segments in order
  * (reverse: last first): the value carried into a segment, v (first
  * from[b], or 0), goes to out[b S + s] and becomes the segment's own part
@@ -646,7 +649,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
  * initial state, own = out: each segment's final state from zero), the
  * backward adjoints (from d_final_state; own: each segment's gradient of
  * its start state with none entering its end). */
-#define SJ_CARRY_GROUP 8
 __device__ __forceinline__ void sj_scan_split_carry(const float *A, const float *from, const float *dtsum,
                                                     const float *own, float *out, float *last, sj_i64 B, sj_i64 S,
                                                     sj_i64 D, sj_i64 N, bool reverse)
@@ -657,24 +659,26 @@ __device__ __forceinline__ void sj_scan_split_carry(const float *A, const float 
         const sj_i64 b = e / DN, dn = e % DN, d = dn / N;
         const float a2 = A[dn] * SJ_LOG2E;
         float v = from ? from[e] : 0.0f;
+        /* the view row of the k-th segment taken */
+        auto row = [&](sj_i64 k) { return b * S + (reverse ? S - 1 - k : k); };
         /* SJ_CARRY_GROUP segments' parts and sums are read before any of
-         * their outputs is written: a read after a write may alias it (the
-         * forward's own is out), so read one by one each waited for the
-         * last segment's round trip to memory, S of them in a row (on an
-         * H200 at one sequence of 1536 channels: 6.9 us at 8 segments,
-         * 16-27 at 16 and 32; bench/NOTES.md).  Each
-         * segment reads its own part before it writes the same place. */
+         * their outputs is written.  A read after a write may alias it
+         * (the forward's own is out), so read one at a time each waited
+         * for the last segment's round trip to memory, S of them in a row
+         * (on an H200 at one sequence of 1536 channels: 6.9 us at 8
+         * segments, 16-27 at 16 and 32; bench/NOTES.md).  Each segment
+         * still reads its part before it writes that place. */
         for (sj_i64 k0 = 0; k0 < S; k0 += SJ_CARRY_GROUP) {
             float part[SJ_CARRY_GROUP], sum[SJ_CARRY_GROUP];
 #pragma unroll
             for (int j = 0; j < SJ_CARRY_GROUP; ++j) {
-                const sj_i64 k = k0 + j, r = b * S + (reverse ? S - 1 - k : k);
+                const sj_i64 k = k0 + j, r = row(k);
                 part[j] = k < S ? own[r * DN + dn] : 0.0f;
                 sum[j] = k < S ? dtsum[r * D + d] : 0.0f;
             }
 #pragma unroll
             for (int j = 0; j < SJ_CARRY_GROUP; ++j) {
-                const sj_i64 k = k0 + j, r = b * S + (reverse ? S - 1 - k : k);
+                const sj_i64 k = k0 + j, r = row(k);
                 if (k < S) {
                     out[r * DN + dn] = v;
                     v = fmaf(sj_exp2_ftz(a2 * sum[j]), v, part[j]);
@@ -744,10 +748,11 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
     const T *const delta = (const T *)p.delta, *const u = (const T *)p.u, *const dy = (const T *)p.dy,
                    *const z = (const T *)p.z, *const bc = (const T *)(BWD ? p.C : p.B);
     const sj_i64 sbc_stride = BWD ? p.sC : p.sB;
-    /* held as loaded and widened at the commit: widened here, the 16-bit
-     * values made each chunk's scan wait for the next chunk's loads (ptxas
-     * kept the conversions beside them), which took the 16-bit kernels
-     * 1.4-1.6 times the f32 ones' time at one sequence (bench/NOTES.md) */
+    /* The raw items stay in the activation dtype until the commit widens
+     * them: widened as they were loaded, the 16-bit ones made each chunk's
+     * scan wait for the next chunk's loads (ptxas kept the conversions
+     * beside them), which took the 16-bit kernels 1.4-1.6 times the f32
+     * ones' time at one sequence (bench/NOTES.md). */
     const T zero = {};
     T rd[CI], ra[CI], rz[CI], rs[SI];
     auto load = [&](sj_i64 c) {

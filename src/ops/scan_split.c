@@ -161,8 +161,8 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * unsplit, bf16 9% slower).  That was timed while the 16-bit first pass
  * waited on its loads every chunk; since it no longer does, the 16-bit
  * split runs within 4% of f32's at one sequence (bench/NOTES.md, "Scan
- * shapes, round 11"), and the factors stay as fitted until the 16-bit
- * splits are timed again on an H200.  The factors and costs were fitted to every
+ * shapes, round 11"), and the factors stay as fitted until the splits
+ * are timed again on an H200.  The factors and costs were fitted to every
  * power-of-two split from 2 to 32 or 64 segments timed at 76 shapes, each
  * direction in f32 and bf16 (B 1 to 8, L 128 to 16384, D 768 to 5120;
  * bench/NOTES.md, tests/data/scan_split_h200.txt),
