@@ -735,16 +735,17 @@ __device__ __forceinline__ void dec_sum_parts(const sj_decode_args &a, sj_i64 b0
         float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         const float4 *p = (const float4 *)(a.xpart + (b0 + u / COLS) * DBLP) + c;
         const sj_i64 stride = a.batch * COLS;
-        /* 16 loads a batch in decode_mix1 where a thread adds more than
-         * 12 parts (the 130m shape at batch 1 adds 16: one round trip
-         * instead of two, 3% of the step), else 12, where 16's idle slots
-         * cost 1% at 8 and 64 sequences and six sequences' registers
-         * spill (bench/NOTES.md's decode round 13); the same for the
-         * whole block */
-        if (S == 1 && (a.xparts + groups - 1) / groups > 12)
-            dec_sum_column<16>(s, p, stride, g, groups, a.xparts);
+        /* DEEP loads a batch in decode_mix1 where a thread adds more
+         * than DEPTH parts (the 130m shape at batch 1 adds 16: one round
+         * trip instead of two, 3% of the step), else DEPTH, where DEEP's
+         * idle slots cost 1% at 8 and 64 sequences and six sequences'
+         * registers spill (bench/NOTES.md's decode round 13); the same
+         * for the whole block */
+        constexpr int DEPTH = 12, DEEP = 16;
+        if (S == 1 && (a.xparts + groups - 1) / groups > DEPTH)
+            dec_sum_column<DEEP>(s, p, stride, g, groups, a.xparts);
         else
-            dec_sum_column<12>(s, p, stride, g, groups, a.xparts);
+            dec_sum_column<DEPTH>(s, p, stride, g, groups, a.xparts);
         red[i] = s;
     }
     __syncthreads();
