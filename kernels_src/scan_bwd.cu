@@ -606,6 +606,33 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     }
 }
 
+/* Rows whose loads sj_sum_rows has in flight at once. */
+#define SJ_SUM_GROUP 8
+
+/* The sum over n rows of src (src[0], src[stride], ...) in row order,
+ * whole groups of SJ_SUM_GROUP rows read at a time, then the rest: summed
+ * by a plain loop, the loads went out four at a time (ptxas's unrolling),
+ * a round trip to memory for every four rows; groups with bounds checks
+ * on each row's load were scheduled a load or two ahead of the adds.  The
+ * adds and their order are the plain loop's. */
+__device__ __forceinline__ float sj_sum_rows(const float *src, sj_i64 stride, sj_i64 n)
+{
+    float s = 0.0f;
+    sj_i64 k = 0;
+    for (; k + SJ_SUM_GROUP <= n; k += SJ_SUM_GROUP) {
+        float v[SJ_SUM_GROUP];
+#pragma unroll
+        for (int j = 0; j < SJ_SUM_GROUP; ++j)
+            v[j] = src[(k + j) * stride];
+#pragma unroll
+        for (int j = 0; j < SJ_SUM_GROUP; ++j)
+            s += v[j];
+    }
+    for (; k < n; ++k)
+        s += src[k * stride];
+    return s;
+}
+
 /* dB [B, L, N] and dC (batch rows `pitch` tokens apart) from the per-block partials ws [B, ndblk, L, 2N],
  * summed over blocks in order.  One thread per output element. */
 template <typename T>
@@ -617,10 +644,7 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
     for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (sj_i64)gridDim.x * blockDim.x) {
         const sj_i64 b = e / per_row, rem = e % per_row, t = rem / (2 * N), j = rem % (2 * N);
-        const float *src = ws + b * ndblk * per_row + rem;
-        float s = 0.0f;
-        for (sj_i64 k = 0; k < ndblk; ++k)
-            s += src[k * per_row];
+        const float s = sj_sum_rows(ws + b * ndblk * per_row + rem, per_row, ndblk);
         const sj_i64 row = b * pitch + t;
         if (j < N)
             sj_st<T>(dB, row * sdB + j, s);
@@ -656,16 +680,14 @@ extern "C" __global__ void scan_bwd_reduce_params(const float *ws_dA, const floa
 {
     for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < D * N;
          e += (sj_i64)gridDim.x * blockDim.x) {
-        float s = 0.0f;
-        for (sj_i64 b = 0; b < batch; ++b)
-            s += ws_dA[b * D * N + e];
+        /* every sum read before any output is written (a read after a
+         * write would wait for it: the compiler cannot tell they do not
+         * alias) */
+        const float s = sj_sum_rows(ws_dA + e, D * N, batch);
+        const float sD = e < D ? sj_sum_rows(ws_dD + e, D, batch) : 0.0f;
+        const float sb = e < D ? sj_sum_rows(ws_db + e, D, batch) : 0.0f;
         dA[e] = s;
         if (e < D) {
-            float sD = 0.0f, sb = 0.0f;
-            for (sj_i64 b = 0; b < batch; ++b) {
-                sD += ws_dD[b * D + e];
-                sb += ws_db[b * D + e];
-            }
             if (dD)
                 dD[e] = sD;
             if (db)
