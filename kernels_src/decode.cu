@@ -391,52 +391,70 @@ __device__ __forceinline__ const float *dec_copy_norm(const float *w)
 /* Stages the RMSNorm of x + res_in for the sequences at b0 (the residual
  * rounded to its dtype, the output to the model's, as the norm kernel
  * does), nw from dec_copy_norm; writes the residual out where write_res
- * (one block of those that stage the same sequences). */
-template <typename T>
+ * (one block of those that stage the same sequences).  SEQS sequences'
+ * loads are asked for together (decode_norm: all of a block's). */
+template <typename T, int SEQS = 1>
 __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], const sj_decode_args &a, sj_i64 b0,
                                                int nb, const float *nw, bool write_res)
 {
     typedef typename dec_res_of<SJ_DEC_RES_F32 != 0, T>::type R;
     constexpr int BT = dec_batch(DM);
+    static_assert(BT % SEQS == 0, "whole groups of sequences");
     __shared__ float part[BT][DEC_WARPS], rstd[BT];
     float ss[BT];
 #pragma unroll
-    for (int b = 0; b < BT; ++b) {
+    for (int b = 0; b < BT; ++b)
         ss[b] = 0.0f;
-        if (b >= nb)
-            continue;
-        /* a batch's loads all asked for before the first is used (one
-         * round trip, where each element took one: dec_stage); batches of
-         * 4 elements a thread, as 8 spilled at the 1.4b shape */
-        constexpr int NORM_BATCH = NORM_PER < 4 ? NORM_PER : 4;
-        const sj_i64 row = (b0 + b) * DM;
+    /* a batch's loads all asked for before the first is used (one round
+     * trip, where each element took one: dec_stage); batches of 4
+     * elements a thread, as 8 spilled at the 1.4b shape (decode_in, one
+     * sequence at a time).  Each sequence's sum of squares is in element
+     * order whatever SEQS. */
+    constexpr int NORM_BATCH = NORM_PER < 4 ? NORM_PER : 4;
+#pragma unroll
+    for (int s0 = 0; s0 < BT; s0 += SEQS)
 #pragma unroll
         for (int n0 = 0; n0 < NORM_PER; n0 += NORM_BATCH) {
-            T xv[NORM_BATCH];
-            R rv[NORM_BATCH];
+            T xv[SEQS][NORM_BATCH];
+            R rv[SEQS][NORM_BATCH];
 #pragma unroll
-            for (int n = 0; n < NORM_BATCH; ++n) {
-                const int k = threadIdx.x + DEC_THREADS * (n0 + n);
-                if (k < DM) {
-                    xv[n] = ((const T *)a.x)[row + k];
-                    if (a.res_in)
-                        rv[n] = ((const R *)a.res_in)[row + k];
-                }
-            }
+            for (int s = 0; s < SEQS; ++s)
 #pragma unroll
-            for (int n = 0; n < NORM_BATCH; ++n) {
-                const int k = threadIdx.x + DEC_THREADS * (n0 + n);
-                if (k < DM) {
-                    float h = sj_to_float(xv[n]);
-                    if (a.res_in)
-                        h = dec_round<R>(h + sj_to_float(rv[n]));
-                    if (write_res)
-                        ((R *)a.res_out)[row + k] = sj_from_float<R>(h);
-                    act[b][dec_row<T, DM>::slot(k)] = h;
-                    ss[b] = fmaf(h, h, ss[b]);
+                for (int n = 0; n < NORM_BATCH; ++n) {
+                    const int b = s0 + s, k = threadIdx.x + DEC_THREADS * (n0 + n);
+                    if (b < nb && k < DM) {
+                        xv[s][n] = ((const T *)a.x)[(b0 + b) * DM + k];
+                        if (a.res_in)
+                            rv[s][n] = ((const R *)a.res_in)[(b0 + b) * DM + k];
+                    }
                 }
-            }
+#pragma unroll
+            for (int s = 0; s < SEQS; ++s)
+#pragma unroll
+                for (int n = 0; n < NORM_BATCH; ++n) {
+                    const int b = s0 + s, k = threadIdx.x + DEC_THREADS * (n0 + n);
+                    if (b < nb && k < DM) {
+                        float h = sj_to_float(xv[s][n]);
+                        if (a.res_in)
+                            h = dec_round<R>(h + sj_to_float(rv[s][n]));
+                        act[b][dec_row<T, DM>::slot(k)] = h;
+                        ss[b] = fmaf(h, h, ss[b]);
+                    }
+                }
         }
+    /* The residual leaves after every sequence's loads: written as each
+     * was summed, its stores kept the next sequence's loads behind them
+     * (they may alias), a round trip to memory a sequence.  act holds it
+     * already rounded to R, so it converts back to the same value. */
+    if (write_res) {
+#pragma unroll
+        for (int b = 0; b < BT; ++b)
+#pragma unroll
+            for (int n = 0; n < NORM_PER; ++n) {
+                const int k = threadIdx.x + DEC_THREADS * n;
+                if (b < nb && k < DM)
+                    ((R *)a.res_out)[(b0 + b) * DM + k] = sj_from_float<R>(act[b][dec_row<T, DM>::slot(k)]);
+            }
     }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
@@ -994,7 +1012,7 @@ template <typename T> __device__ __forceinline__ void decode_norm(const sj_decod
     for (sj_i64 b0 = (sj_i64)blockIdx.x * BT; b0 < a.batch; b0 += (sj_i64)gridDim.x * BT) {
         const int nb = (int)(a.batch - b0 < BT ? a.batch - b0 : BT);
         __syncthreads(); /* the last sequences' act is read */
-        dec_stage_norm<T>(act, a, b0, nb, nw, true);
+        dec_stage_norm<T, BT>(act, a, b0, nb, nw, true);
         __syncthreads();
         for (int i = threadIdx.x; i < nb * DM; i += DEC_THREADS)
             ((T *)a.out)[b0 * DM + i] = sj_from_float<T>(act[i / DM][dec_row<T, DM>::slot(i % DM)]);
