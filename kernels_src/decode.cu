@@ -32,6 +32,7 @@
  * the residual to its own), so the two paths differ only in the order of
  * the products' sums.
  */
+#include "chain.cuh"
 #include "copy_async.cuh"
 #include "mma.cuh"
 #include "row_argmax.cuh"
@@ -221,35 +222,15 @@ template <int NB> __device__ __forceinline__ float dec_pick(const float (&acc)[N
     return v;
 }
 
-/* Programmatic dependent launch (sm_90 on; model_decode.c launches each
- * kernel of the step allowed to start while the one before it runs):
- * dec_wait() holds a block until the kernel before has finished and its
- * writes are visible, so a kernel reads and writes activations and states
- * only after it, and loads only weights (and its own layer's states)
- * before; dec_release() lets the next kernel start (it then waits in its
- * turn).  Each kernel releases before it waits: the next grid is then
- * launched once this one's blocks have all started, not once they have
- * all seen the kernel before finish, so its launch and its blocks' first
- * loads pass earlier (3809 -> 3990 tokens/s at batch 1, bench/NOTES.md's
- * decode round 4).  Waits chain: the kernel before finished only after
- * its own wait, so every earlier kernel has finished too.  A layer's
- * states may be read before the wait because only that layer's kernel
- * writes them, and the previous step's has finished: a step's first
- * kernels (A's refresh, the embedding) are launched plainly, after all
- * that came before. */
-__device__ __forceinline__ void dec_wait()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void dec_release()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
+/* The step's kernels chain (chain.cuh; model_decode.c launches each
+ * kernel of the step chained to the one before): a kernel reads and
+ * writes activations and states only after sj_chain_wait(), and loads
+ * only weights (and its own layer's states) before.  Each kernel releases
+ * before it waits (3809 -> 3990 tokens/s at batch 1, bench/NOTES.md's
+ * decode round 4).  A layer's states may be read before the wait because
+ * only that layer's kernel writes them, and the previous step's has
+ * finished: a step's first kernels (A's refresh, the embedding) are
+ * launched plainly, after all that came before. */
 
 /* Stages rows b0 .. b0 + nb - 1 of src [batch, K] (T) as floats, by a
  * block of DEC_THREADS, in 16-byte pieces where rows are whole pieces
@@ -355,8 +336,7 @@ __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 ba
     dec_row<T, K> r;
     if (first < rows)
         r.load((const T *)w, first);
-    dec_release();
-    dec_wait();
+    sj_chain_enter();
     for (sj_i64 b0 = 0; b0 < batch; b0 += BT) {
         const int nb = (int)(batch - b0 < BT ? batch - b0 : BT);
         if (b0)
@@ -852,8 +832,7 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
         bias = a.dt_bias[d];
         Dd = a.Dv[d];
     }
-    dec_release();
-    dec_wait();
+    sj_chain_enter();
     for (; b0 < a.batch; b0 += (sj_i64)gridDim.y * spb) {
         const int nb = (int)(a.batch - b0 < spb ? a.batch - b0 : spb);
         /* every load of the sequences before the parts' sum, x and z
@@ -965,8 +944,7 @@ template <typename T> __device__ __forceinline__ void decode_convx(const sj_deco
         cw[k] = ok ? a.conv_w[j * WIDTH + k] : 0.0f;
     if (ok && a.conv_b)
         cb = a.conv_b[j];
-    dec_release();
-    dec_wait();
+    sj_chain_enter();
     for (sj_i64 b0 = (sj_i64)blockIdx.y * CX_SEQS; b0 < a.batch; b0 += (sj_i64)gridDim.y * CX_SEQS) {
         const sj_i64 b = b0 + s;
         float x = 0.0f;
@@ -1007,8 +985,7 @@ template <typename T> __device__ __forceinline__ void decode_norm(const sj_decod
     constexpr int BT = dec_batch(DM);
     __shared__ __align__(16) float act[BT][DM];
     const float *nw = dec_copy_norm(a.norm_w);
-    dec_release();
-    dec_wait();
+    sj_chain_enter();
     for (sj_i64 b0 = (sj_i64)blockIdx.x * BT; b0 < a.batch; b0 += (sj_i64)gridDim.x * BT) {
         const int nb = (int)(a.batch - b0 < BT ? a.batch - b0 : BT);
         __syncthreads(); /* the last sequences' act is read */
@@ -1153,8 +1130,7 @@ __device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 ba
     P::fill(w_rows, W + (sj_i64)n0 * K, K, P::ROWS, P::NDIM - n0);
     epi.before_wait(extra, n0, m0, batch);
     sj_copy_commit();
-    dec_release();
-    dec_wait();
+    sj_chain_enter();
     P::fill(a_rows, A + m0 * K, K, 16 * MT, batch - m0);
     sj_copy_commit();
     sj_copy_wait();
