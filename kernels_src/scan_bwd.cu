@@ -117,6 +117,9 @@ __device__ __forceinline__ void sj_bwd_copy_rows(T *raw, const void *const *act,
 
 template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_params &p)
 {
+    /* chained after the carry (split) or the checkpoint's rebuild, whose
+     * states and adjoints it reads (chain.cuh) */
+    sj_chain_wait();
     constexpr int TS = SJ_SCAN_CHUNK, NS = 4, BD = SJ_BWD_BD, NBLK = SJ_BWD_NBLK;
     extern __shared__ float4 sj_smem4[];
     /* Whether each stage buffer's chunk is plain (see run_chunk): warp 0
@@ -640,6 +643,7 @@ __device__ __forceinline__ void sj_scan_bwd_reduce_bc(const float *ws, sj_i64 nd
                                                       sj_i64 pitch, sj_i64 N, void *dB, sj_i64 sdB, void *dC,
                                                       sj_i64 sdC)
 {
+    sj_chain_wait(); /* after the backward that wrote ws */
     const sj_i64 per_row = L * 2 * N, total = batch * per_row;
     for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (sj_i64)gridDim.x * blockDim.x) {
@@ -678,6 +682,7 @@ extern "C" __global__ void scan_bwd_reduce_params(const float *ws_dA, const floa
                                                   sj_i64 batch, sj_i64 D, sj_i64 N, float *dA, float *dD,
                                                   float *db)
 {
+    sj_chain_wait(); /* after the backward that wrote the partials */
     for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < D * N;
          e += (sj_i64)gridDim.x * blockDim.x) {
         /* every sum read before any output is written (a read after a
@@ -718,6 +723,7 @@ SJ_SCAN_SPLIT_KERNELS(true)
 extern "C" __global__ void scan_split_starts(const float *ckpt, const float *init, float *starts, sj_i64 B,
                                              sj_i64 S, sj_i64 nch, sj_i64 D, sj_i64 N)
 {
+    sj_chain_wait(); /* after the checkpoint's rebuild, where there is one */
     const sj_i64 DN = D * N;
     for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < B * S * DN;
          e += (sj_i64)gridDim.x * blockDim.x) {

@@ -15,6 +15,7 @@
  * initial_state[seg] (or 0) at each segment's first token. */
 #pragma once
 
+#include "chain.cuh"
 #include "copy_async.cuh"
 #include "ssmjit_types.cuh"
 
@@ -212,6 +213,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     float *ypart = smem + (int)p.buffers * lay.buf; /* [nparts][TS][PS] */
     float *sbias = ypart + (OUT ? nparts * TS * PS : 0), *sDv = sbias + BD;
 
+    /* Chained (the split's second pass, after its carry): the first
+     * chunk is staged before the wait, as it reads only the op's inputs
+     * (chain.cuh). */
     float A2[NS], h[NS];
 #pragma unroll
     for (int k = 0; k < NS; ++k) {
@@ -221,14 +225,17 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 
     if (p.final_state && dok)
         sj_for_empty_segments(p, [&](sj_i64 s) {
+            sj_chain_wait(); /* rare: the general wait is after the first chunk's staging */
             for (int k = 0; k < NS; ++k)
                 if (n0 + k < N)
                     p.final_state[(s * p.D + d) * N + n0 + k] = p.init ? p.init[(s * p.D + d) * N + n0 + k] : 0.0f;
         });
 
     const sj_i64 nch = (p.L + TS - 1) / TS;
-    if (nch == 0)
+    if (nch == 0) {
+        sj_chain_wait(); /* every block waits (chain.cuh) */
         return;
+    }
     const bool ck4 = sj_group_ok<float, 4>(p.ckpt, N);
     if (tid < BD) {
         sbias[tid] = dok && p.dbias ? p.dbias[d] : 0.0f;
@@ -455,6 +462,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * the last, without cu_seqlens) run unrolled and branch-free, so that
      * the exponentials of later tokens overlap the recurrence. */
     bool plain = __syncthreads_and(commit(0, stage(0)));
+    sj_chain_wait(); /* before the states entering (init) and any output */
 
     const float Dg = GATED && g == 0 ? sDv[dl] : 0.0f;
     for (sj_i64 c = 0; c < nch; ++c) {
@@ -653,6 +661,7 @@ __device__ __forceinline__ void sj_scan_split_carry(const float *A, const float 
                                                     const float *own, float *out, float *last, sj_i64 B, sj_i64 S,
                                                     sj_i64 D, sj_i64 N, bool reverse)
 {
+    sj_chain_wait(); /* chained after the first pass, whose parts it reads */
     const sj_i64 DN = D * N;
     for (sj_i64 e = (sj_i64)blockIdx.x * blockDim.x + threadIdx.x; e < B * DN;
          e += (sj_i64)gridDim.x * blockDim.x) {
@@ -733,6 +742,9 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
     const sj_i64 r = blockIdx.y, d0 = (sj_i64)blockIdx.x * BD, d = d0 + lane, N = p.N,
                  nslice = (sj_i64)blockIdx.z * SL, n0 = nslice + 4 * g;
     const bool dok = d < p.D, sok = nslice + scol < N;
+    /* It reads only the op's inputs, so in the backward, chained after
+     * the tail's and the starts' kernels, it scans before it waits, and
+     * waits only before its writes (chain.cuh). */
     float A2[4], h[4], dtsum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -822,6 +834,7 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
         for (int i = 0; i < TS; ++i)
             scan_token(BWD ? TS - 1 - i : i);
     }
+    sj_chain_wait();
     float *out = BWD ? p.dinit : p.final_state;
 #pragma unroll
     for (int k = 0; k < 4; ++k)

@@ -396,6 +396,7 @@ template <typename T, int K> __device__ __forceinline__ void sj_scan_fwd_tp(cons
     SJ_KERNEL(scan_fwd_tp##K##_##sfx)(                                                                         \
     extern "C" __global__ void __launch_bounds__(32 * SJ_TP_CB, MINB) scan_fwd_tp##K##_##sfx(const sj_scan_params p) \
     {                                                                                                          \
+        sj_chain_wait(); /* launched plainly (an op's only kernel), but as every scan kernel */               \
         sj_scan_fwd_tp<T, K>(p);                                                                               \
     })
 #define SJ_SCAN_FWD_TP_KERNELS(T, sfx, unused)                                                                 \

@@ -1,7 +1,9 @@
 /* sj_graph_capture (src/engine/launch.c) against a recording stand-in
  * driver: what it records on success, and on each failure that the
  * stream is out of capture again, the graph freed and no graph given,
- * with the first error returned. */
+ * with the first error returned.  And a scan op's launches
+ * (sj_scan_launch, src/ops/scan_launch.c): the first plain, the rest
+ * chained where the device has programmatic dependent launch. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,6 +14,7 @@
 #include "base/error.h"
 #include "context.h"
 #include "kernel.h"
+#include "scan_internal.h"
 #include "st_util.h"
 
 #define FAIL_RESULT 700 /* what a failing stand-in call returns */
@@ -73,7 +76,39 @@ static CUresult graph_destroy(CUgraph g)
     return CUDA_SUCCESS;
 }
 
+/* The launches, in order: 'p' plain, 'c' chained to the kernel before. */
+static char launched[8];
+static int nlaunched;
+static CUstream const the_stream = (CUstream)0x4000;
+
+static void record_launch(char kind, CUstream s)
+{
+    assert_ptr_equal(s, the_stream);
+    assert_true(nlaunched < (int)sizeof launched - 1);
+    launched[nlaunched++] = kind;
+}
+
+static CUresult launch_kernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                              unsigned bz, unsigned smem, CUstream s, void **params, void **extra)
+{
+    (void)fn, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)params, (void)extra;
+    record_launch('p', s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult launch_kernel_ex(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra)
+{
+    (void)fn, (void)params, (void)extra;
+    assert_int_equal(config->numAttrs, 1);
+    assert_int_equal(config->attrs[0].id, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+    assert_int_equal(config->attrs[0].value.programmaticStreamSerializationAllowed, 1);
+    record_launch('c', config->hStream);
+    return CUDA_SUCCESS;
+}
+
 static const sj_driver stand_in = {
+    .LaunchKernel = launch_kernel,
+    .LaunchKernelEx = launch_kernel_ex,
     .CtxGetCurrent = ctx_get_current,
     .StreamBeginCapture = begin_capture,
     .StreamEndCapture = end_capture,
@@ -153,8 +188,42 @@ static void test_failures(void **state)
     free(ctx);
 }
 
+/* Three launches of one scan op, then one of the next op, on a device
+ * of compute capability cc, through a driver with cuLaunchKernelEx or
+ * one without it (older than CUDA 12.0). */
+static const char *scan_launches(int cc, int has_launch_ex)
+{
+    ssmjit_context *ctx = stand_in_context();
+    sj_driver old = stand_in;
+    old.LaunchKernelEx = NULL;
+    if (!has_launch_ex)
+        ctx->drv = &old;
+    ctx->props.cc_major = cc;
+    memset(launched, 0, sizeof launched);
+    nlaunched = 0;
+    const sj_dim3 one = {1, 1, 1};
+    sj_scan_stream op = {the_stream, 0};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(sj_scan_launch(ctx, &op, NULL, one, one, 0, NULL), SSMJIT_OK);
+    sj_scan_stream next = {the_stream, 0};
+    assert_int_equal(sj_scan_launch(ctx, &next, NULL, one, one, 0, NULL), SSMJIT_OK);
+    free(ctx);
+    return launched;
+}
+
+/* An op's first kernel follows whatever came before it, finished; its
+ * later ones may start while the one before runs (sm_90 on). */
+static void test_scan_chain(void **state)
+{
+    (void)state;
+    assert_string_equal(scan_launches(9, 1), "pccp");
+    assert_string_equal(scan_launches(8, 1), "pppp");
+    assert_string_equal(scan_launches(9, 0), "pppp");
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_captures), cmocka_unit_test(test_failures)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_captures), cmocka_unit_test(test_failures),
+                                       cmocka_unit_test(test_scan_chain)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

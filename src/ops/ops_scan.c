@@ -206,16 +206,17 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_fwd(ssmjit_context *ctx, const ss
         return SSMJIT_OK;
     sj_scan_split sp;
     SJ_TRY(sj_scan_fwd_split_given(ctx, desc, a, &sh, op, &sp));
+    sj_scan_stream ss = {stream, 0};
     if (sp.S > 1)
-        return sj_scan_fwd_split(ctx, desc, a, &sh, &sp, stream);
+        return sj_scan_fwd_split(ctx, desc, a, &sh, &sp, &ss);
     sj_scan_params p = sj_scan_params_of(desc, &a->in, &sh);
     p.y = sj_dptr(sh.m.y.data);
     p.sy = sh.m.y.stride;
     p.final_state = sj_dptr(a->final_state);
     p.ckpt = sj_dptr(a->checkpoint);
     if (sj_scan_fwd_token_parallel(ctx, &sh, desc->num_seqs >= 1))
-        return sj_scan_launch_fwd_tp(ctx, desc->dtype, &sh, &p, stream);
-    return sj_scan_launch_fwd(ctx, desc->dtype, &sh, &p, stream);
+        return sj_scan_launch_fwd_tp(ctx, desc->dtype, &sh, &p, &ss);
+    return sj_scan_launch_fwd(ctx, desc->dtype, &sh, &p, &ss);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -301,13 +302,13 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
     SJ_FAIL_IF(a->workspace_bytes < total, SSMJIT_ERR_INVALID_ARG,
                "%s: args->workspace_bytes = %zu is below the %zu bytes required", op, a->workspace_bytes, total);
     char *ws = a->workspace;
-
+    sj_scan_stream ss = {stream, 0};
     if (sh.B > 0) {
         SJ_TRY(request_bwd_kernels(ctx, desc->dtype, !desc->checkpoint && sh.nch > 1, sp.S > 1));
         sj_scan_params p = sj_scan_params_of(desc, &a->in, &sh);
         p.ckpt = desc->checkpoint ? sj_dptr(a->checkpoint) : sj_dptr(ws + w.ckpt);
         if (!desc->checkpoint && sh.nch > 1)
-            SJ_TRY(sj_scan_launch_states(ctx, desc->dtype, &sh, &p, stream));
+            SJ_TRY(sj_scan_launch_states(ctx, desc->dtype, &sh, &p, &ss));
         p.dy = sj_dptr(sh.m.dy.data);
         p.sdy = sh.m.dy.stride;
         p.dfinal = sj_dptr(a->d_final_state);
@@ -319,14 +320,14 @@ SSMJIT_API ssmjit_status ssmjit_selective_scan_bwd(ssmjit_context *ctx, const ss
         p.sdz = sh.m.dz.stride;
         p.dinit = sj_dptr(a->d_initial_state);
         if (sp.S > 1)
-            return sj_scan_bwd_split(ctx, desc, a, &sh, &p, ws, &w, &sp, ws + w.total, stream);
+            return sj_scan_bwd_split(ctx, desc, a, &sh, &p, ws, &w, &sp, ws + w.total, &ss);
         p.ws_dA = sj_dptr(ws + w.dA);
         p.ws_dD = sj_dptr(ws + w.dD);
         p.ws_db = sj_dptr(ws + w.db);
         SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &sh, &p, ws, &w, sj_dptr(sh.m.dB.data), sh.m.dB.stride,
-                                sj_dptr(sh.m.dC.data), sh.m.dC.stride, stream));
+                                sj_dptr(sh.m.dC.data), sh.m.dC.stride, &ss));
     }
-    return sj_scan_reduce_params(ctx, a, &sh, sh.B, ws + w.dA, ws + w.dD, ws + w.db, stream);
+    return sj_scan_reduce_params(ctx, a, &sh, sh.B, ws + w.dA, ws + w.dD, ws + w.db, &ss);
 }
 
 /* ------------------------------------------------------------------------ */

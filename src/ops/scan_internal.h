@@ -86,6 +86,24 @@ typedef struct sj_scan_extents {
     int64_t pitch;
 } sj_scan_extents;
 
+/* Where a scan op's kernels go, in order: the op's first launch plain
+ * (it starts once all before it on the stream has finished), each later
+ * one chained to the one before (sj_launch_chained), which every scan
+ * kernel waits for before it touches what an earlier one writes
+ * (kernels_src/chain.cuh).  No scan kernel releases the next before its
+ * blocks leave, so the next is launched as the one before ends, not
+ * after its writes are flushed (1 x 512 x 1536's split backward 9%
+ * faster; chain.cuh says why not sooner).  An op starts one with
+ * launches 0. */
+typedef struct sj_scan_stream {
+    void *stream;
+    int launches;
+} sj_scan_stream;
+
+/* Launches fn on ss, plain or chained as above. */
+ssmjit_status sj_scan_launch(ssmjit_context *ctx, sj_scan_stream *ss, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                             unsigned smem_bytes, void **args);
+
 /* Byte offsets of the backward's workspace parts; each starts aligned. */
 typedef struct sj_scan_bwd_layout {
     size_t ckpt, bc, acc, dA, dD, db, total;
@@ -141,7 +159,7 @@ double sj_scan_fwd_chunk_cycles(const sj_device_props *pr, const sj_scan_extents
 /* The forward (module scan_fwd) over sh's rows, its launch shape chosen
  * for them. */
 ssmjit_status sj_scan_launch_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
-                                 void *stream);
+                                 sj_scan_stream *ss);
 
 /* Whether the forward over sh's rows runs the token-parallel kernel
  * where it does not split (packed: with cu_seqlens), the rule stated at
@@ -153,13 +171,15 @@ int sj_scan_fwd_tp_tokens(const ssmjit_context *ctx, const sj_scan_extents *sh);
 
 /* The token-parallel forward (module scan_fwd) over sh's rows. */
 ssmjit_status sj_scan_launch_fwd_tp(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh,
-                                    sj_scan_params *p, void *stream);
+                                    sj_scan_params *p, sj_scan_stream *ss);
+
+/* The checkpoint's states alone (module scan_bwd's scan_states), where
+ * the backward was given none. */
+ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
+                                    sj_scan_stream *ss);
 
 /* Kernel `kernel` of module scan_bwd, suffixed with the dtype's name
  * when suffix is set. */
-ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
-                                    void *stream);
-
 ssmjit_status sj_scan_bwd_kernel(ssmjit_context *ctx, const char *kernel, const char *suffix, CUfunction *fn);
 
 /* The backward over the rows of sh (the op's, or a split's view or
@@ -168,13 +188,13 @@ ssmjit_status sj_scan_bwd_kernel(ssmjit_context *ctx, const char *kernel, const 
  * partials in ws. */
 ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
                                char *ws, const sj_scan_bwd_layout *w, uint64_t dB, int64_t sdB, uint64_t dC, int64_t sdC,
-                               void *stream);
+                               sj_scan_stream *ss);
 
 /* a's dA, dD, ddelta_bias from `rows` rows of per-row partials (zeros
  * when there are none). */
 ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_bwd_args *a,
                                     const sj_scan_extents *sh, int64_t rows, const char *pdA, const char *pdD,
-                                    const char *pdb, void *stream);
+                                    const char *pdb, sj_scan_stream *ss);
 
 /* scan_split.c */
 
@@ -193,7 +213,7 @@ ssmjit_status sj_scan_fwd_split_given(ssmjit_context *ctx, const ssmjit_selectiv
 /* The forward over plan sp's segments, in a's workspace. */
 ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                 const ssmjit_selective_scan_fwd_args *a, const sj_scan_extents *sh,
-                                const sj_scan_split *sp, void *stream);
+                                const sj_scan_split *sp, sj_scan_stream *ss);
 
 /* The backward over plan sp's segments: p holds the op's inputs,
  * gradients, checkpoint and d_final_state, ws and w its workspace, sw
@@ -202,6 +222,6 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
 ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                 const ssmjit_selective_scan_bwd_args *a, const sj_scan_extents *sh,
                                 const sj_scan_params *p, char *ws, const sj_scan_bwd_layout *w, const sj_scan_split *sp,
-                                char *sw, void *stream);
+                                char *sw, sj_scan_stream *ss);
 
 #endif

@@ -236,13 +236,21 @@ static sj_scan_fwd_shape states_shape_for(const ssmjit_context *ctx)
     return f;
 }
 
+ssmjit_status sj_scan_launch(ssmjit_context *ctx, sj_scan_stream *ss, CUfunction fn, sj_dim3 grid, sj_dim3 block,
+                             unsigned smem_bytes, void **args)
+{
+    const int chained = ss->launches++ > 0;
+    return chained ? sj_launch_chained(ctx, fn, grid, block, smem_bytes, ss->stream, args)
+                   : sj_launch(ctx, fn, grid, block, smem_bytes, ss->stream, args);
+}
+
 /* Launches the forward scan (module scan_fwd, prefix "scan_fwd", all N
  * states in one slice) or its states-only twin (module scan_bwd, prefix
  * "scan_states", slices of f.groups * f.ns states over grid.z) over the B
  * rows. */
 static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel_role role, const char *prefix,
                                 const sj_scan_fwd_shape f, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
-                                void *stream)
+                                sj_scan_stream *ss)
 {
     char name[48];
     snprintf(name, sizeof name, "%s_ns%d_%s", prefix, f.ns, sj_dtype_suffix(dtype));
@@ -255,21 +263,21 @@ static ssmjit_status launch_fwd(ssmjit_context *ctx, sj_module_id mod, sj_kernel
                     (unsigned)sj_ceil_div(sh->N, (int64_t)f.groups * f.ns)};
     sj_dim3 block = {(unsigned)(f.bd * f.groups), 1, 1};
     void *args[] = {p};
-    return sj_launch(ctx, fn, grid, block, sj_scan_fwd_smem_bytes(&f), stream, args);
+    return sj_scan_launch(ctx, ss, fn, grid, block, sj_scan_fwd_smem_bytes(&f), args);
 }
 
 ssmjit_status sj_scan_launch_fwd(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
-                                 void *stream)
+                                 sj_scan_stream *ss)
 {
     return launch_fwd(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, "scan_fwd", fwd_shape_for(ctx, sh), dtype, sh, p,
-                      stream);
+                      ss);
 }
 
 ssmjit_status sj_scan_launch_states(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
-                                    void *stream)
+                                    sj_scan_stream *ss)
 {
     return launch_fwd(ctx, SJ_MODULE_SCAN_BWD, SJ_ROLE_BACKWARD, "scan_states", states_shape_for(ctx), dtype, sh, p,
-                      stream);
+                      ss);
 }
 
 /* The device's SMs (1 where unknown). */
@@ -334,7 +342,7 @@ int sj_scan_fwd_is_token_parallel(const ssmjit_context *ctx, int64_t B, int64_t 
 }
 
 ssmjit_status sj_scan_launch_fwd_tp(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh,
-                                    sj_scan_params *p, void *stream)
+                                    sj_scan_params *p, sj_scan_stream *ss)
 {
     char name[48];
     snprintf(name, sizeof name, "scan_fwd_tp%d_%s", sj_scan_fwd_tp_tokens(ctx, sh), sj_dtype_suffix(dtype));
@@ -343,7 +351,7 @@ ssmjit_status sj_scan_launch_fwd_tp(ssmjit_context *ctx, ssmjit_dtype dtype, con
     sj_dim3 grid = {(unsigned)sj_ceil_div(sh->D, SJ_SCAN_TP_CB), (unsigned)sh->B, 1};
     sj_dim3 block = {32 * SJ_SCAN_TP_CB, 1, 1};
     void *args[] = {p};
-    return sj_launch(ctx, fn, grid, block, 0, stream, args);
+    return sj_scan_launch(ctx, ss, fn, grid, block, 0, args);
 }
 
 double sj_scan_fwd_chunk_cycles(const sj_device_props *pr, const sj_scan_extents *sh)
@@ -385,7 +393,7 @@ ssmjit_status sj_scan_bwd_kernel(ssmjit_context *ctx, const char *kernel, const 
 
 ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_scan_bwd_args *a,
                                     const sj_scan_extents *sh, int64_t rows, const char *pdA, const char *pdD,
-                                    const char *pdb, void *stream)
+                                    const char *pdb, sj_scan_stream *ss)
 {
     CUfunction fn;
     SJ_TRY(sj_scan_bwd_kernel(ctx, "scan_bwd_reduce_params", NULL, &fn));
@@ -394,12 +402,12 @@ ssmjit_status sj_scan_reduce_params(ssmjit_context *ctx, const ssmjit_selective_
     int64_t D = sh->D, N = sh->N;
     void *args[] = {&wdA, &wdD, &wdb, &rows, &D, &N, &dA, &dD, &db};
     sj_dim3 block = {SJ_SCAN_FLAT_THREADS, 1, 1};
-    return sj_launch(ctx, fn, sj_scan_flat_grid(D * N), block, 0, stream, args);
+    return sj_scan_launch(ctx, ss, fn, sj_scan_flat_grid(D * N), block, 0, args);
 }
 
 ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *sh, sj_scan_params *p,
                                char *ws, const sj_scan_bwd_layout *w, uint64_t dB, int64_t sdB, uint64_t dC, int64_t sdC,
-                               void *stream)
+                               sj_scan_stream *ss)
 {
     p->ws_bc = sj_dptr(ws + w->bc);
     p->ws_acc = sj_dptr(ws + w->acc);
@@ -415,7 +423,7 @@ ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj
     for (int64_t nb = 0; nb < w->nblocks; nb++) {
         p->nb = nb;
         void *args[] = {p};
-        SJ_TRY(sj_launch(ctx, fn, grid, block, smem, stream, args));
+        SJ_TRY(sj_scan_launch(ctx, ss, fn, grid, block, smem, args));
     }
     if (sh->L == 0)
         return SSMJIT_OK;
@@ -425,5 +433,5 @@ ssmjit_status sj_scan_bwd_rows(ssmjit_context *ctx, ssmjit_dtype dtype, const sj
     int64_t ndblk = w->ndblk, B = sh->B, L = sh->L, pitch = p->pitch, N = sh->N;
     void *args[] = {&wbc, &ndblk, &B, &L, &pitch, &N, &dB, &sdB, &dC, &sdC};
     sj_dim3 flat = {SJ_SCAN_FLAT_THREADS, 1, 1};
-    return sj_launch(ctx, red, sj_scan_flat_grid(B * L * 2 * N), flat, 0, stream, args);
+    return sj_scan_launch(ctx, ss, red, sj_scan_flat_grid(B * L * 2 * N), flat, 0, args);
 }

@@ -412,7 +412,8 @@ static ssmjit_status split_kernel(ssmjit_context *ctx, int bwd, const char *pref
  * kernels_src/scan_common.cuh. */
 static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_selective_scan_inputs *in,
                                         const sj_scan_extents *sh, int64_t S, int bwd, const void *from,
-                                        const float *dtsum, const float *own, float *out, void *last, void *stream)
+                                        const float *dtsum, const float *own, float *out, void *last,
+                                        sj_scan_stream *ss)
 {
     CUfunction fn;
     SJ_TRY(split_kernel(ctx, bwd, "scan_split_carry", -1, &fn));
@@ -421,7 +422,7 @@ static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_select
     int64_t B = sh->B, D = sh->D, N = sh->N, reverse = bwd;
     void *args[] = {&A, &f, &sums, &parts, &to, &end, &B, &S, &D, &N, &reverse};
     sj_dim3 block = {SJ_SCAN_FLAT_THREADS, 1, 1};
-    return sj_launch(ctx, fn, sj_scan_flat_grid(B * D * N), block, 0, stream, args);
+    return sj_scan_launch(ctx, ss, fn, sj_scan_flat_grid(B * D * N), block, 0, args);
 }
 
 /* The split's first pass (scan_split_ends, kernels_src/scan_common.cuh)
@@ -430,7 +431,7 @@ static ssmjit_status launch_split_carry(ssmjit_context *ctx, const ssmjit_select
  * leaving each row's start with none entering its end into p->dinit;
  * and each row's sum of dt into p->dtsum. */
 static ssmjit_status launch_split_ends(ssmjit_context *ctx, ssmjit_dtype dtype, const sj_scan_extents *v,
-                                       sj_scan_params *p, int bwd, void *stream)
+                                       sj_scan_params *p, int bwd, sj_scan_stream *ss)
 {
     CUfunction fn;
     SJ_TRY(split_kernel(ctx, bwd, "scan_split_ends", (int)dtype, &fn));
@@ -438,13 +439,13 @@ static ssmjit_status launch_split_ends(ssmjit_context *ctx, ssmjit_dtype dtype, 
                     (unsigned)sj_ceil_div(v->N, SJ_SCAN_ENDS_SLICE)};
     sj_dim3 block = {SJ_SCAN_ENDS_BD * SJ_SCAN_ENDS_SLICE / 4, 1, 1};
     void *args[] = {p};
-    return sj_launch(ctx, fn, grid, block, 0, stream, args);
+    return sj_scan_launch(ctx, ss, fn, grid, block, 0, args);
 }
 
 /* The forward over the segments of plan sp. */
 ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                 const ssmjit_selective_scan_fwd_args *a, const sj_scan_extents *sh,
-                                const sj_scan_split *sp, void *stream)
+                                const sj_scan_split *sp, sj_scan_stream *ss)
 {
     char *ws = a->workspace;
     float *st = (float *)(ws + sp->part[SJ_SPLIT_ST]), *last = (float *)(ws + sp->part[SJ_SPLIT_LAST]),
@@ -462,16 +463,16 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     split_kernel_name(ends_name, "scan_split_ends", (int)desc->dtype);
     const char *const split_kernels[] = {ends_name, "scan_split_carry"};
     SJ_TRY(sj_kernels_request(ctx, SJ_MODULE_SCAN_FWD, SJ_ROLE_FORWARD, split_kernels, 2));
-    SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 0, stream));
+    SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 0, ss));
     SJ_TRY(launch_split_carry(ctx, &a->in, sh, sp->S, 0, a->in.initial_state, dtsum, st, st,
-                              sp->tail ? last : a->final_state, stream));
+                              sp->tail ? last : a->final_state, ss));
     p.init = sj_dptr(st);
     p.final_state = 0;
     p.dtsum = 0;
     /* the segments' chunks are the rows' (whole chunks a segment), so the
      * view's checkpoint is the rows' */
     p.ckpt = sj_dptr(a->checkpoint);
-    SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, stream));
+    SJ_TRY(sj_scan_launch_fwd(ctx, desc->dtype, &v, &p, ss));
     if (!sp->tail)
         return SSMJIT_OK;
     /* The one row's last tokens, from the state the carry left them. */
@@ -484,17 +485,17 @@ ssmjit_status sj_scan_fwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     q.init = sj_dptr(last);
     q.final_state = sj_dptr(a->final_state);
     q.ckpt = row_at(a->checkpoint, sp->S * (sp->Ls / SJ_SCAN_CHUNK), sh->D * sh->N, sizeof(float));
-    return sj_scan_launch_fwd(ctx, desc->dtype, &t, &q, stream);
+    return sj_scan_launch_fwd(ctx, desc->dtype, &t, &q, ss);
 }
 
 /* A flat kernel of module scan_bwd over `items` items. */
 static ssmjit_status launch_bwd_flat(ssmjit_context *ctx, const char *kernel, int64_t items, void **args,
-                                     void *stream)
+                                     sj_scan_stream *ss)
 {
     CUfunction fn;
     SJ_TRY(sj_scan_bwd_kernel(ctx, kernel, NULL, &fn));
     sj_dim3 block = {SJ_SCAN_FLAT_THREADS, 1, 1};
-    return sj_launch(ctx, fn, sj_scan_flat_grid(items), block, 0, stream, args);
+    return sj_scan_launch(ctx, ss, fn, sj_scan_flat_grid(items), block, 0, args);
 }
 
 /* The backward over plan sp's segments (kernels_src/scan_bwd.cu says how):
@@ -504,7 +505,7 @@ static ssmjit_status launch_bwd_flat(ssmjit_context *ctx, const char *kernel, in
 ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan_desc *desc,
                                 const ssmjit_selective_scan_bwd_args *a, const sj_scan_extents *sh,
                                 const sj_scan_params *op, char *ws, const sj_scan_bwd_layout *w, const sj_scan_split *sp,
-                                char *sw, void *stream)
+                                char *sw, sj_scan_stream *ss)
 {
     float *starts = (float *)(sw + sp->part[SJ_SPLIT_STARTS]), *local = (float *)(sw + sp->part[SJ_SPLIT_LOCAL]),
           *enter = (float *)(sw + sp->part[SJ_SPLIT_ENTER]), *dtsum = (float *)(sw + sp->part[SJ_SPLIT_BWD_DT]),
@@ -516,7 +517,7 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         uint64_t ck = op->ckpt, init = op->init, out = sj_dptr(starts);
         int64_t Sv = S, nch = nchv;
         void *args[] = {&ck, &init, &out, &B, &Sv, &nch, &D, &N};
-        SJ_TRY(launch_bwd_flat(ctx, "scan_split_starts", R * DN, args, stream));
+        SJ_TRY(launch_bwd_flat(ctx, "scan_split_starts", R * DN, args, ss));
     }
     /* The tail (one row) first: what enters its end is the op's, and what
      * leaves its start enters the segments. */
@@ -543,7 +544,7 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
         q.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]) + (uint64_t)(R * D) * sizeof(float);
         q.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]) + (uint64_t)(R * D) * sizeof(float);
         SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &t, &q, ws, w, token_at(dB, r0, es), dB->stride,
-                                token_at(dC, r0, es), dC->stride, stream));
+                                token_at(dC, r0, es), dC->stride, ss));
     }
     /* The segments with no adjoint entering their ends: the gradients of
      * their start states alone. */
@@ -552,9 +553,9 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.nseq = R;
     p.dinit = sj_dptr(local);
     p.dtsum = sj_dptr(dtsum);
-    SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 1, stream));
+    SJ_TRY(launch_split_ends(ctx, desc->dtype, &v, &p, 1, ss));
     SJ_TRY(launch_split_carry(ctx, &a->in, sh, S, 1, sp->tail ? (const void *)tail_dinit : a->d_final_state, dtsum,
-                              local, enter, a->d_initial_state, stream));
+                              local, enter, a->d_initial_state, ss));
     /* The backward proper, with the carried adjoints entering the
      * segments' ends. */
     p.init = sj_dptr(starts);
@@ -565,7 +566,7 @@ ssmjit_status sj_scan_bwd_split(ssmjit_context *ctx, const ssmjit_selective_scan
     p.ws_dD = sj_dptr(sw + sp->part[SJ_SPLIT_DD]);
     p.ws_db = sj_dptr(sw + sp->part[SJ_SPLIT_DB]);
     SJ_TRY(sj_scan_bwd_rows(ctx, desc->dtype, &v, &p, ws, w, sj_dptr(dB->data), dB->stride, sj_dptr(dC->data),
-                            dC->stride, stream));
+                            dC->stride, ss));
     return sj_scan_reduce_params(ctx, a, sh, R + (sp->tail ? 1 : 0), sw + sp->part[SJ_SPLIT_DA],
-                                 sw + sp->part[SJ_SPLIT_DD], sw + sp->part[SJ_SPLIT_DB], stream);
+                                 sw + sp->part[SJ_SPLIT_DD], sw + sp->part[SJ_SPLIT_DB], ss);
 }
