@@ -155,31 +155,28 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * spread over the SMs (scan_split_ends reads them all, whatever S); a
  * fixed cost; and a cost for each segment's states (B S D of them, N
  * each: the first pass writes them, the carry reads and writes them, the
- * second pass starts from them).  The second pass's factor is larger in
- * 16-bit types, whose split ran slower against the unsplit op than f32's
- * (the backward at 4 x 1024 x 1536 in 4 segments: f32 5% faster than
- * unsplit, bf16 9% slower).  That was timed while the 16-bit first pass
- * waited on its loads every chunk; since it no longer does, the 16-bit
- * split runs within 4% of f32's at one sequence (bench/NOTES.md, "Scan
- * shapes, round 11"), and the factors stay as fitted until the splits
- * are timed again on an H200.  The factors and costs were fitted to every
- * power-of-two split from 2 to 32 or 64 segments timed at 76 shapes, each
- * direction in f32 and bf16 (B 1 to 8, L 128 to 16384, D 768 to 5120;
- * bench/NOTES.md, tests/data/scan_split_h200.txt),
- * where the choice then ran within 4.4% of the fastest split's time
- * (4.7% of the fastest variant with token_parallel_first's rule).
- * Only powers of two are taken: the model was not fitted to the others,
- * and they leave tails.  The split must beat the unsplit op's modelled
- * time, but where it would stand in for the token-parallel forward
- * (over_tp), whose time the model does not know, and which the fastest
- * split there outran (token_parallel_first). */
-static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, ssmjit_dtype dtype, int whole,
-                                int bwd, int over_tp)
+ * second pass starts from them).  The factors and costs were fitted to
+ * every power-of-two split from 2 to 32 or 64 segments timed at 76
+ * shapes, each direction in f32 and bf16 (B 1 to 8, L 128 to 16384, D
+ * 768 to 5120; tests/data/scan_split_h100.txt, bench/NOTES.md's "Scan
+ * shapes, round 13"), where the choice, with token_parallel_first's rule,
+ * ran within 4.2% of the fastest variant in the forward and 5.5% in the
+ * backward (two bf16 points at B D = 5120, L = 4096, in 16 segments
+ * where 8 ran faster).  One factor serves both dtypes: the 16-bit splits
+ * ran slower against the unsplit op than f32's until their first pass
+ * stopped waiting on its loads every chunk (round 11), and a larger
+ * 16-bit factor, fitted before, now took the unsplit op where a split
+ * ran up to 24% faster.  Only powers of two are taken: the model was not
+ * fitted to the others, and they leave tails.  The split must beat the
+ * unsplit op's modelled time, but where it would stand in for the
+ * token-parallel forward (over_tp), whose time the model does not know,
+ * and which the fastest split there outran (token_parallel_first). */
+static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd, int over_tp)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
-    const double factor = dtype == SSMJIT_F32 ? 1.2 : bwd ? 1.3 : 1.5, fixed = bwd ? 10000.0 : 0.0,
+    const double factor = 1.2, fixed = bwd ? 10000.0 : 0.0,
                  first_pass = (bwd ? 1.0 : 0.75) * (double)sh->B * (double)sh->L * (double)sh->D / sms,
-                 per_state_row = (bwd ? 100.0 : 150.0) * (double)sh->B * (double)sh->D / sms;
+                 per_state_row = (bwd ? 100.0 : 60.0) * (double)sh->B * (double)sh->D / sms;
     double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
@@ -203,11 +200,10 @@ static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents
 }
 
 /* Each direction's last answer of fastest_segments() in a context: its
- * key (B, L, D, N, dtype, whole, over_tp), then the segments (0: none
- * yet). */
+ * key (B, L, D, N, whole, over_tp), then the segments (0: none yet). */
 typedef struct split_memo {
     pthread_mutex_t lock;
-    int64_t last[2][8];
+    int64_t last[2][7];
 } split_memo;
 
 static void *memo_make(void)
@@ -228,28 +224,27 @@ static void memo_free(void *p)
 /* fastest_segments() through the context's memo of each direction's last
  * answer: costing every segment count takes some 18 us of CPU a forward
  * at 1 x 2048 x 1536, and a model's layers ask the same each call.  The
- * answer depends on the device (the context's), these extents, the dtype
- * and whether the split stands in for the token-parallel forward only.
+ * answer depends on the device (the context's), these extents and
+ * whether the split stands in for the token-parallel forward only.
  * Without memory for the memo the answer is computed each time. */
-static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, ssmjit_dtype dtype, int whole, int bwd,
-                             int over_tp)
+static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, int whole, int bwd, int over_tp)
 {
-    const int64_t key[7] = {sh->B, sh->L, sh->D, sh->N, dtype, whole, over_tp};
+    const int64_t key[6] = {sh->B, sh->L, sh->D, sh->N, whole, over_tp};
     split_memo *m = sj_context_ops_state(ctx, memo_make, memo_free);
     int64_t S = 0;
     if (m) {
         pthread_mutex_lock(&m->lock);
-        if (m->last[bwd][7] && memcmp(m->last[bwd], key, sizeof key) == 0)
-            S = m->last[bwd][7];
+        if (m->last[bwd][6] && memcmp(m->last[bwd], key, sizeof key) == 0)
+            S = m->last[bwd][6];
         pthread_mutex_unlock(&m->lock);
     }
     if (S)
         return S;
-    S = fastest_segments(sj_context_props(ctx), sh, dtype, whole, bwd, over_tp);
+    S = fastest_segments(sj_context_props(ctx), sh, whole, bwd, over_tp);
     if (m) {
         pthread_mutex_lock(&m->lock);
         memcpy(m->last[bwd], key, sizeof key);
-        m->last[bwd][7] = S;
+        m->last[bwd][6] = S;
         pthread_mutex_unlock(&m->lock);
     }
     return S;
@@ -260,23 +255,24 @@ static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split
 
 /* Whether the forward over sh's rows runs the token-parallel kernel
  * where it can (sj_scan_fwd_token_parallel) rather than a split: in f32
- * up to 512 tokens a row, in 16-bit types where the rows' tokens are at
- * most 4/3 of their channels (L <= 4/3 B D).  Its time grows with L, a
- * chunk after another, while the split's passes spread B L D over the
- * SMs; its f32 runs more slowly than its 16-bit form against the split
- * (B and C twice the bytes to stage).  Fitted to its time at every point
- * of 1 and 2 rows of 128 to 16384 tokens where it can run, against every
- * split as round 3 timed them (different runs; bench/NOTES.md, "Scan
- * shapes, round 4"): where this takes it, it ran 0.43 to 0.94 of the
- * fastest split's time, and where not, 1.05 to 2.35 (1 x 2048 x 768
- * bf16: 0.057 against 0.052), but 1 x 2048 x 2048 bf16, 1.03.  In one
- * run against the split it replaced: 1 x 2048 x 1536 bf16 0.074 ms
- * against 0.079, 1 x 1024 x 1536 bf16 0.040 against 0.051, 1 x 512 x
- * 1536 f32 0.030 against 0.033.  Where no split can be made, it runs all
- * the same. */
+ * up to 256 tokens a row, or 512 where the rows hold at most 768
+ * channels (B D); in 16-bit types up to 512, or 1024 where they hold at
+ * most 1536.  Its time grows with L, a chunk after another, while the
+ * split's passes spread B L D over the SMs; its f32 runs more slowly
+ * than its 16-bit form against the split (B and C twice the bytes to
+ * stage).  Fitted, after the split's kernels were chained (bench/NOTES.md,
+ * "Scan shapes, round 13"), to its time at every point of 1 and 2 rows
+ * of 128 to 16384 tokens and 768 to 2048 channels where it can run,
+ * against every split (tests/data/scan_split_h100.txt and that round's
+ * run 3): where this takes it, it ran 0.50 to 0.96 of the fastest
+ * split's time, but 1.03 at 1 x 1024 x 768 bf16; where not, 1.06 to
+ * 2.47 (1 x 512 x 1536 f32: 0.0304 ms against 0.0285 in 8 segments; 1 x
+ * 2048 x 1536 bf16: 0.0676 against 0.0630 in 16).  Where no split can
+ * be made, it runs all the same. */
 static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
 {
-    return dtype == SSMJIT_F32 ? sh->L <= 512 : 3 * sh->L <= 4 * sh->B * sh->D;
+    const int64_t channels = sh->B * sh->D;
+    return dtype == SSMJIT_F32 ? sh->L <= (channels <= 768 ? 512 : 256) : sh->L <= (channels <= 1536 ? 1024 : 512);
 }
 
 /* The split of the forward (bwd = 0) or backward of sh in dtype that the
@@ -296,7 +292,7 @@ static sj_scan_split plan_for(ssmjit_context *ctx, const sj_scan_extents *sh, ss
     const int tp = !bwd && sj_scan_fwd_token_parallel(ctx, sh, 0);
     if (tp && token_parallel_first(sh, dtype))
         return none;
-    const int64_t S = memo_segments(ctx, sh, dtype, whole, bwd, tp);
+    const int64_t S = memo_segments(ctx, sh, whole, bwd, tp);
     return S > 1 ? split_layout(sh, S, whole, bwd) : none;
 }
 
