@@ -92,7 +92,7 @@ typedef struct sj_scan_extents {
  * kernel waits for before it touches what an earlier one writes
  * (kernels_src/chain.cuh).  No scan kernel releases the next before its
  * blocks leave, so the next is launched as the one before ends, not
- * after its writes are flushed (1 x 512 x 1536's split backward 9%
+ * after its writes are flushed (1 x 512 x 1536's split backward 7-11%
  * faster; chain.cuh says why not sooner).  An op starts one with
  * launches 0. */
 typedef struct sj_scan_stream {
