@@ -212,7 +212,7 @@ static const char *scan_launches(int cc, int has_launch_ex)
 }
 
 /* An op's first kernel follows whatever came before it, finished; its
- * later ones may start while the one before runs (sm_90 on). */
+ * later ones are launched chained to the one before (sm_90 on). */
 static void test_scan_chain(void **state)
 {
     (void)state;

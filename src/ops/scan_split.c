@@ -155,7 +155,7 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * spread over the SMs (scan_split_ends reads them all, whatever S); a
  * fixed cost; and a cost for each segment's states (B S D of them, N
  * each: the first pass writes them, the carry reads and writes them, the
- * second pass starts from them).  The factors and costs were fitted to
+ * second pass starts from them).  The factor and costs were fitted to
  * every power-of-two split from 2 to 32 or 64 segments timed at 76
  * shapes, each direction in f32 and bf16 (B 1 to 8, L 128 to 16384, D
  * 768 to 5120; tests/data/scan_split_h100.txt, bench/NOTES.md's "Scan
