@@ -168,15 +168,16 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
  * through cuBLAS.  Drops a captured graph. */
 void sj_model_decode_tensor_cores(ssmjit_model *m, int on);
 
-/* The benchmark's breakdown of a fused decode step: later fused steps
- * leave out the launches of the parts whose bits are set (their results
- * are then garbage), 0 launching everything.  The parts, bit by bit: 0 a
- * layer's first kernel (norm, in_proj, conv step, x_proj's parts), 1 its
- * second (x_proj's sums, dt_proj, the state update), 2 its out_proj, 3
- * the head (final norm, LM head, greedy's argmax), 4 the embedding, 5 the
- * pick of the next ids (the head's argmax, or the draw).  Drops a
- * captured graph. */
-#define SJ_DECODE_PARTS 6
+/* The benchmark's breakdown of a fused or hybrid decode step: later
+ * steps leave out the launches of the parts whose bits are set (their
+ * results are then garbage), 0 launching everything.  The parts, bit by
+ * bit: 0 a layer's first kernel (the fused step's norm, in_proj, conv
+ * step, x_proj's parts), 1 its x_proj's sums, dt_proj and state update,
+ * 2 its out_proj, 3 the head (final norm, LM head, the fused step's
+ * argmax), 4 the embedding, 5 the pick of the next ids (the head's
+ * argmax, or the draw), 6 a hybrid layer's norm (its own kernel there;
+ * the fused step has none to leave out).  Drops a captured graph. */
+#define SJ_DECODE_PARTS 7
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
 
 /* Profiling of a model's calls: start records an event pair around each

@@ -178,34 +178,44 @@ static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype d
     return st == SSMJIT_OK ? sj_model_decode_force(b->m, -1) : st;
 }
 
-/* What each part of the fused step costs at batch B: the step's time less
- * that of a step leaving the part out (sj_model_decode_skip), which is
- * what the part adds to the chain of kernels, the overlap of each with
- * the next included. */
-static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, int steps)
+/* What each part of a step costs at batch B on `path` (1 fused, 2
+ * hybrid): the step's time less that of a step leaving the part out
+ * (sj_model_decode_skip), which is what the part adds to the chain of
+ * kernels, the overlap of each with the next included. */
+static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, int path, int steps)
 {
-    static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "embed", "pick"};
-    const int64_t L = b->c.n_layer, per_step[SJ_DECODE_PARTS] = {L, L, L, 1, 1, 1}; /* launches a step */
+    static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "embed", "pick", "norm"};
+    static const int fused_parts[] = {0, 1, 2, 3, 4, 5}, hybrid_parts[] = {6, 0, 1, 2, 3, 4, 5};
+    const int hybrid = path == 2, *parts = hybrid ? hybrid_parts : fused_parts;
+    const int count = hybrid ? 7 : 6;
+    const int64_t L = b->c.n_layer;
     double whole = 0, without[SJ_DECODE_PARTS];
-    ssmjit_status st = sj_model_decode_force(b->m, 1);
+    ssmjit_status st = sj_model_decode_force(b->m, path);
     if (st == SSMJIT_OK)
         st = time_decode(b, B, steps, &whole);
-    for (int p = 0; p < SJ_DECODE_PARTS && st == SSMJIT_OK; p++) {
-        sj_model_decode_skip(b->m, 1u << p);
-        st = time_decode(b, B, steps, &without[p]);
+    for (int i = 0; i < count && st == SSMJIT_OK; i++) {
+        sj_model_decode_skip(b->m, 1u << parts[i]);
+        st = time_decode(b, B, steps, &without[parts[i]]);
     }
     sj_model_decode_skip(b->m, 0);
     if (st != SSMJIT_OK)
         return st;
     const double us = (double)B / whole * 1e6;
-    /* A's refresh, the embedding, the layers', the head (with the argmax) */
-    const int64_t kernels = 3 * L + 3;
-    printf("model   %s decode step by parts (fused, batch %lld, %lld kernels, %.1f us; each part's cost is the "
-           "step's time less that of a step without it):", what, (long long)B, (long long)kernels, us);
-    for (int p = 0; p < SJ_DECODE_PARTS; p++) {
+    /* fused: A's refresh, the embedding, three a layer, the head (with
+     * the argmax); hybrid: a layer's norm, in (decode_tcx, or in_proj
+     * and decode_convx), mix and out, the head's norm and product */
+    if (hybrid)
+        printf("model   %s decode step by parts (hybrid, batch %lld, %.1f us; each part's cost is the step's time "
+               "less that of a step without it):", what, (long long)B, us);
+    else
+        printf("model   %s decode step by parts (fused, batch %lld, %lld kernels, %.1f us; each part's cost is the "
+               "step's time less that of a step without it):", what, (long long)B, (long long)(3 * L + 3), us);
+    for (int i = 0; i < count; i++) {
+        const int p = parts[i];
+        const int64_t launches = p <= 2 || p == 6 ? L : 1; /* a layer's parts (bits 0-2, 6), or the step's */
         const double cost = us - (double)B / without[p] * 1e6;
-        printf(" %s %lld x %.2f us = %.1f us%s", names[p], (long long)per_step[p], cost / (double)per_step[p], cost,
-               p + 1 < SJ_DECODE_PARTS ? "," : "\n");
+        printf(" %s %lld x %.2f us = %.1f us%s", names[p], (long long)launches, cost / (double)launches, cost,
+               i + 1 < count ? "," : "\n");
     }
     return sj_model_decode_force(b->m, -1);
 }
@@ -244,7 +254,7 @@ static ssmjit_status decode_other(model_bench *b, const char *what, ssmjit_model
     if (st == SSMJIT_OK)
         st = decode_rows(&o, what, dtype, batches, nb, steps, steps, 0, copy);
     if (st == SSMJIT_OK && parts)
-        st = decode_parts(&o, what, 1, steps);
+        st = decode_parts(&o, what, 1, 1, steps);
     ssmjit_model_destroy(o.m);
     return st;
 }
@@ -282,7 +292,9 @@ static ssmjit_status bench_decode(model_bench *b, int quick, int big_only)
         st = decode_rows(b, "130m", SSMJIT_BF16, batches, sizeof batches / sizeof *batches, quick ? 50 : 500,
                          quick ? 50 : 300, 1, copy);
     if (st == SSMJIT_OK && !big_only)
-        st = decode_parts(b, "130m", 1, quick ? 50 : 500);
+        st = decode_parts(b, "130m", 1, 1, quick ? 50 : 500);
+    if (st == SSMJIT_OK && !big_only)
+        st = decode_parts(b, "130m", 64, 2, quick ? 50 : 300);
     /* f32 at batches up to the hybrid rule's bound
      * (SJ_DECODE_HYBRID_MAX_BATCH, src/model/model.h), which these rows
      * measure for it */

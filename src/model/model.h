@@ -49,16 +49,17 @@ typedef struct sj_model_step_key {
     const void *ids_device, *conv_state, *ssm_state, *logits, *next_ids, *workspace, *sampling, *sampling_steps;
 } sj_model_step_key;
 
-/* What a fused decode step launches, a layer's kernels first (the first
- * SJ_DECODE_KERNELS are the model's specialised kernels); the benchmark
- * times the step without each (sj_model_decode_skip). */
+/* What a fused or hybrid decode step launches, a layer's kernels first
+ * (the first four are also indices of the model's specialised kernels);
+ * the benchmark times the step without each (sj_model_decode_skip). */
 typedef enum sj_decode_part {
-    SJ_DECODE_IN,   /* a layer's norm, in_proj, conv step and x_proj parts */
+    SJ_DECODE_IN,   /* a layer's norm (fused step), in_proj, conv step and x_proj parts */
     SJ_DECODE_MIX,  /* a layer's x_proj sums, dt_proj and state update */
     SJ_DECODE_OUT,  /* a layer's out_proj */
-    SJ_DECODE_HEAD, /* the final norm and the LM head (and the argmax) */
+    SJ_DECODE_HEAD, /* the final norm and the LM head (and the fused step's argmax) */
     SJ_DECODE_EMBED,
-    SJ_DECODE_PICK, /* the next ids: the head's argmax, or the draw */
+    SJ_DECODE_PICK,       /* the next ids: the head's argmax, or the draw */
+    SJ_DECODE_LAYER_NORM, /* a hybrid layer's norm, a kernel of its own there */
     SJ_DECODE_PART_COUNT
 } sj_decode_part;
 /* The specialised kernels, in m->decode: the fused step's, then the
@@ -277,10 +278,12 @@ int sj_model_decode_path(const ssmjit_model *m, int64_t batch);
  * a path (SSMJIT_ERR_UNSUPPORTED where it cannot run).  Drops a captured
  * graph. */
 ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
-/* Later fused steps leave out the launches of the parts whose bits
- * (1 << sj_decode_part) are set, so that their results are garbage; 0
- * launches everything.  Drops a captured graph. */
+/* Later fused and hybrid steps leave out the launches of the parts whose
+ * bits (1 << sj_decode_part) are set, so that their results are garbage;
+ * 0 launches everything.  Drops a captured graph. */
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
+/* Whether sj_model_decode_skip leaves `part` out of later steps. */
+int sj_model_decode_skipped(const ssmjit_model *m, sj_decode_part part);
 /* A hybrid step's (SJ_DECODE_HYBRID) layer l, from x (and the residual)
  * to the next layer's x, five chained kernels at most: decode_norm;
  * decode_tcx (in_proj with the conv step and x_proj's parts), or in_proj

@@ -272,8 +272,7 @@ void sj_model_decode_skip(ssmjit_model *m, unsigned parts)
     m->decode_skip = parts;
 }
 
-/* Whether the benchmark's sj_model_decode_skip leaves `part` out. */
-static int skipped(const ssmjit_model *m, sj_decode_part part)
+int sj_model_decode_skipped(const ssmjit_model *m, sj_decode_part part)
 {
     return m->decode_skip >> part & 1u;
 }
@@ -300,7 +299,7 @@ static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, un
 static ssmjit_status launch(ssmjit_model *m, int kernel, sj_dim3 grid, sj_decode_args *a, void *stream)
 {
     const sj_decode_part part = kernel == SJ_DECODE_MIX1 ? SJ_DECODE_MIX : (sj_decode_part)kernel;
-    return skipped(m, part) ? SSMJIT_OK : launch_kernel(m, kernel, grid, 0, a, stream);
+    return sj_model_decode_skipped(m, part) ? SSMJIT_OK : launch_kernel(m, kernel, grid, 0, a, stream);
 }
 
 int sj_model_decode_mix_plan(const ssmjit_model_config *c, int64_t sms, int64_t B, sj_dim3 *grid)
@@ -370,6 +369,24 @@ static ssmjit_status hybrid_product(ssmjit_model *m, int64_t l, sj_model_layer_s
     return launch_kernel(m, kernel, grid, smem, &d, stream);
 }
 
+/* A hybrid layer's in_proj with the conv step and x_proj's parts in one
+ * kernel, where decode_tcx takes it (x_proj's columns 16-byte aligned
+ * too); else in_proj into xz, then decode_convx. */
+static ssmjit_status hybrid_in(ssmjit_model *m, int64_t l, sj_decode_args *d, void *normed, void *xz, void *stream)
+{
+    const int64_t B = d->batch;
+    d->x = normed;
+    sj_dim3 grid;
+    unsigned smem;
+    if ((uintptr_t)d->w_x % 16 == 0 &&
+        tc_launch(m, SJ_DECODE_TCX, 0, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed, &grid, &smem))
+        return launch_kernel(m, SJ_DECODE_TCX, grid, smem, d, stream);
+    SJ_TRY(hybrid_product(m, l, SJ_L_IN_PROJ, B, normed, xz, stream));
+    d->x = xz;
+    const sj_dim3 convx = {(unsigned)d->xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535), 1};
+    return launch_kernel(m, SJ_DECODE_CONVX, convx, 0, d, stream);
+}
+
 ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
                                            const sj_model_step_ws *ws, int64_t l, void *stream)
 {
@@ -395,26 +412,15 @@ ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_s
     /* the norm: x + the residual into the residual, its RMSNorm into
      * normed, two sequences a block where d_model lets decode.cu's
      * dec_batch stage two (its blocks loop over what the grid leaves) */
-    SJ_TRY(launch_kernel(m, SJ_DECODE_NORM, (sj_dim3){(unsigned)sj_min64(sj_ceil_div(B, 2), 65535), 1, 1}, 0, &d,
-                         stream));
-    /* in_proj with the conv step and x_proj's parts in one kernel, where
-     * decode_tcx takes it (x_proj's columns 16-byte aligned too); else
-     * in_proj, then decode_convx */
-    d.x = normed;
-    sj_dim3 grid;
-    unsigned smem;
-    if ((uintptr_t)d.w_x % 16 == 0 &&
-        tc_launch(m, SJ_DECODE_TCX, 0, sj_model_layer_tensor(m, l, SJ_L_IN_PROJ), B, normed, &grid, &smem)) {
-        SJ_TRY(launch_kernel(m, SJ_DECODE_TCX, grid, smem, &d, stream));
-    } else {
-        void *xz = sj_model_ws_at(base, ws->xz);
-        SJ_TRY(hybrid_product(m, l, SJ_L_IN_PROJ, B, normed, xz, stream));
-        d.x = xz;
-        const sj_dim3 convx = {(unsigned)d.xparts, (unsigned)sj_min64(sj_ceil_div(B, SJ_DECODE_CONVX_SEQS), 65535),
-                               1};
-        SJ_TRY(launch_kernel(m, SJ_DECODE_CONVX, convx, 0, &d, stream));
-    }
-    SJ_TRY(launch_kernel(m, mix_kernel, mix, 0, &d, stream));
+    if (!sj_model_decode_skipped(m, SJ_DECODE_LAYER_NORM))
+        SJ_TRY(launch_kernel(m, SJ_DECODE_NORM, (sj_dim3){(unsigned)sj_min64(sj_ceil_div(B, 2), 65535), 1, 1}, 0,
+                             &d, stream));
+    if (!sj_model_decode_skipped(m, SJ_DECODE_IN))
+        SJ_TRY(hybrid_in(m, l, &d, normed, sj_model_ws_at(base, ws->xz), stream));
+    if (!sj_model_decode_skipped(m, SJ_DECODE_MIX))
+        SJ_TRY(launch_kernel(m, mix_kernel, mix, 0, &d, stream));
+    if (sj_model_decode_skipped(m, SJ_DECODE_OUT))
+        return SSMJIT_OK;
     return hybrid_product(m, l, SJ_L_OUT_PROJ, B, y, x, stream);
 }
 
@@ -429,11 +435,11 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     SJ_TRY(sj_model_refresh_a(m, stream));
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x);
     void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
-    if (!skipped(m, SJ_DECODE_EMBED))
+    if (!sj_model_decode_skipped(m, SJ_DECODE_EMBED))
         SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
     const sj_dim3 in = matvec_grid(m, 2 * di);
     /* greedy: the head takes the argmax too; a draw is a kernel of its own */
-    const int greedy = a->next_ids && !a->sampling && !skipped(m, SJ_DECODE_PICK);
+    const int greedy = a->next_ids && !a->sampling && !sj_model_decode_skipped(m, SJ_DECODE_PICK);
     sj_decode_args d = {
         .x = x, .xc = sj_model_ws_at(base, ws->xc), .z = sj_model_ws_at(base, ws->xz),
         .xpart = sj_model_ws_at(base, ws->xpart), .y = sj_model_ws_at(base, ws->y), .out = x,
@@ -465,7 +471,7 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     d.w_in = sj_model_head_weight(m);
     d.out = a->logits;
     SJ_TRY(launch(m, SJ_DECODE_HEAD, matvec_grid(m, c->vocab_size), &d, stream));
-    if (greedy || skipped(m, SJ_DECODE_PICK))
+    if (greedy || sj_model_decode_skipped(m, SJ_DECODE_PICK))
         return SSMJIT_OK;
     return sj_model_pick_next(m, a, stream);
 }
