@@ -31,40 +31,76 @@ __device__ __forceinline__ void sj_argmax_take(float &bv, int &bi, float v, int 
     }
 }
 
-/* The first element of xr[0 .. cols) in argmax order, its value in bv and
- * column in bi, in every thread of the block (blockDim.x a multiple of 32,
- * cols >= 1).  Every thread must call it; it may be called again at once
+/* v's order-preserving unsigned form, -0 tying +0: larger for a larger
+ * number (NaN's place is the caller's). */
+__device__ __forceinline__ unsigned sj_order_bits(float v)
+{
+    unsigned b = __float_as_uint(v);
+    if ((b & 0x7fffffffu) == 0)
+        b = 0;
+    return b ^ ((b >> 31) ? 0xffffffffu : 0x80000000u);
+}
+
+/* v's place in argmax order among values alone, larger first: every NaN
+ * on top, the numbers by sj_order_bits below it, so that a thread that
+ * meets its elements in index order keeps the first of a key by taking
+ * only larger keys.  0 is below every element's key; sj_argmax_value
+ * takes a key back to a value of that place. */
+__device__ __forceinline__ unsigned sj_argmax_key(float v)
+{
+    return sj_isnan(v) ? 0xffffffffu : sj_order_bits(v);
+}
+__device__ __forceinline__ float sj_argmax_value(unsigned k)
+{
+    return __uint_as_float(k == 0xffffffffu ? 0x7fffffffu : k ^ ((k >> 31) ? 0x80000000u : 0xffffffffu));
+}
+__device__ __forceinline__ void sj_argmax_take_key(unsigned &bk, int &bi, float v, int i)
+{
+    const unsigned k = sj_argmax_key(v);
+    if (k > bk) {
+        bk = k;
+        bi = i;
+    }
+}
+
+/* The first element of xr[0 .. cols) in argmax order, its value in bv (a
+ * NaN as the quiet NaN 0x7fffffff, -0 as +0) and column in bi, in every
+ * thread of the block (blockDim.x a multiple of 32, cols >= 1).  Every thread must call it; it may be called again at once
  * (for the next row). */
 template <typename T> __device__ void sj_row_argmax(const T *xr, sj_i64 cols, float &bv, int &bi)
 {
     __shared__ float warp_v[32];
     __shared__ int warp_i[32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    bv = __uint_as_float(0xff800000u); /* -inf: the first element always wins */
+    /* a thread's elements by keys, in increasing index order (see
+     * sj_argmax_key): a comparison of values and indices with NaN's
+     * rules took about 30 instructions an element (3.6 M warp
+     * instructions for 64 rows of 50280, bench/NOTES.md's decode round
+     * 16) */
+    unsigned bk = 0;
     bi = 0x7fffffff;
     const sj_i64 step = blockDim.x;
-    /* Where the row starts 16-byte aligned, 16-byte pieces, two in flight
-     * a thread: with one element a load, a block's loads in flight were
-     * a few KB, and 64 rows of 50280 took 15 us on an H200. */
-    constexpr int E = 16 / (int)sizeof(T);
+    /* Where the row starts 16-byte aligned, 16-byte pieces, four in
+     * flight a thread (a 1024-thread block asks for a 50280-element
+     * 16-bit row in two round trips; eight took 120 registers, above the
+     * 64 a thread of such a block has): with one element a load, a
+     * block's loads in flight were a few KB. */
+    constexpr int E = 16 / (int)sizeof(T), DEPTH = 4;
     sj_i64 j = threadIdx.x;
     if ((sj_u64)xr % 16 == 0) {
         const uint4 *xp = (const uint4 *)xr;
         const sj_i64 pieces = cols / E;
-        sj_i64 p = threadIdx.x;
-        for (; p + step < pieces; p += 2 * step) {
-            const uint4 v0 = xp[p], v1 = xp[p + step];
+        for (sj_i64 p = threadIdx.x; p < pieces; p += DEPTH * step) {
+            uint4 v[DEPTH];
 #pragma unroll
-            for (int e = 0; e < E; ++e) {
-                sj_argmax_take(bv, bi, sj_lane<T>(v0, e), (int)(p * E + e));
-                sj_argmax_take(bv, bi, sj_lane<T>(v1, e), (int)((p + step) * E + e));
-            }
-        }
-        if (p < pieces) {
-            const uint4 v = xp[p];
+            for (int q = 0; q < DEPTH; ++q)
+                v[q] = p + q * step < pieces ? xp[p + q * step] : make_uint4(0, 0, 0, 0);
 #pragma unroll
-            for (int e = 0; e < E; ++e)
-                sj_argmax_take(bv, bi, sj_lane<T>(v, e), (int)(p * E + e));
+            for (int q = 0; q < DEPTH; ++q)
+                if (p + q * step < pieces)
+#pragma unroll
+                    for (int e = 0; e < E; ++e)
+                        sj_argmax_take_key(bk, bi, sj_lane<T>(v[q], e), (int)((p + q * step) * E + e));
         }
         j += pieces * E; /* the elements past the last whole piece */
     }
@@ -73,13 +109,15 @@ template <typename T> __device__ void sj_row_argmax(const T *xr, sj_i64 cols, fl
     for (; j + 3 * step < cols; j += 4 * step) {
         const float v0 = sj_to_float(xr[j]), v1 = sj_to_float(xr[j + step]);
         const float v2 = sj_to_float(xr[j + 2 * step]), v3 = sj_to_float(xr[j + 3 * step]);
-        sj_argmax_take(bv, bi, v0, (int)j);
-        sj_argmax_take(bv, bi, v1, (int)(j + step));
-        sj_argmax_take(bv, bi, v2, (int)(j + 2 * step));
-        sj_argmax_take(bv, bi, v3, (int)(j + 3 * step));
+        sj_argmax_take_key(bk, bi, v0, (int)j);
+        sj_argmax_take_key(bk, bi, v1, (int)(j + step));
+        sj_argmax_take_key(bk, bi, v2, (int)(j + 2 * step));
+        sj_argmax_take_key(bk, bi, v3, (int)(j + 3 * step));
     }
     for (; j < cols; j += step)
-        sj_argmax_take(bv, bi, sj_to_float(xr[j]), (int)j);
+        sj_argmax_take_key(bk, bi, sj_to_float(xr[j]), (int)j);
+    /* a thread without elements holds the identity of sj_argmax_take */
+    bv = bi == 0x7fffffff ? __uint_as_float(0xff800000u) : sj_argmax_value(bk);
     for (int o = 16; o > 0; o >>= 1) {
         const float v = __shfl_xor_sync(0xffffffffu, bv, o);
         const int i = __shfl_xor_sync(0xffffffffu, bi, o);

@@ -58,11 +58,7 @@ __device__ __forceinline__ sj_u64 sj_sample_bits(sj_u64 seed, sj_u64 step, sj_i6
 /* Token j's rank key: larger for a larger logit, then for a smaller index. */
 __device__ __forceinline__ sj_u64 sj_rank_key(float v, sj_i64 j)
 {
-    unsigned b = __float_as_uint(v);
-    if ((b & 0x7fffffffu) == 0)
-        b = 0; /* -0 ties +0 */
-    b ^= (b >> 31) ? 0xffffffffu : 0x80000000u;
-    return ((sj_u64)b << 32) | (unsigned)~(unsigned)j;
+    return ((sj_u64)sj_order_bits(v) << 32) | (unsigned)~(unsigned)j;
 }
 
 /* What the rows' passes share. */
