@@ -63,7 +63,9 @@ struct sj_argmax_part {
 /* Passed by value to every kernel of the module, each using its part;
  * every field 8 bytes, mirrored in src/model/model_decode.c. */
 struct sj_decode_args {
-    const void *x;        /* [batch, DM]: the layer's input (the final norm's for decode_head) */
+    const void *x;        /* [batch, DM]: the layer's input (the final norm's for decode_head); with ids
+                             (layer 0) the embedding table [VOCAB, DM] */
+    const int *ids;       /* [batch] at layer 0: the tokens whose embedding rows are x, else NULL */
     const void *res_in;   /* [batch, DM] residual stream, NULL at layer 0 */
     void *res_out;        /* [batch, DM]: x + res_in, the next layer's residual */
     const float *norm_w;  /* [DM] */
@@ -77,7 +79,7 @@ struct sj_decode_args {
     float *xpart;         /* [xparts, batch, DBLP]: decode_in's blocks' parts of x_proj */
     const void *w_dt;     /* [DI, RANK] dt_proj */
     const float *dt_bias; /* [DI] */
-    const float *A;       /* [DI, NS] */
+    const float *A_log;   /* [DI, NS]: A = -exp(A_log), taken by the mix kernels (no kernel a step for it) */
     const float *Dv;      /* [DI] */
     float *ssm_state;     /* [batch, DI, NS], advanced in place */
     void *y;              /* [batch, DI] */
@@ -90,7 +92,7 @@ struct sj_decode_args {
     float eps;            /* RMSNorm's */
     int xparts;           /* decode_in's blocks that have x rows (the first ones) */
 };
-static_assert(sizeof(sj_decode_args) == 25 * 8, "host mirror in src/model/model_decode.c");
+static_assert(sizeof(sj_decode_args) == 26 * 8, "host mirror in src/model/model_decode.c");
 
 /* The host launches by its copies of these and of MIX_THREADS (src/model/
  * model.h, SJ_DECODE_*), which tests/test_kernel_sizes.c holds equal. */
@@ -229,8 +231,9 @@ template <int NB> __device__ __forceinline__ float dec_pick(const float (&acc)[N
  * before it waits (3809 -> 3990 tokens/s at batch 1, bench/NOTES.md's
  * decode round 4).  A layer's states may be read before the wait because
  * only that layer's kernel writes them, and the previous step's has
- * finished: a step's first kernels (A's refresh, the embedding) are
- * launched plainly, after all that came before. */
+ * finished: a step's first kernel (layer 0's, which reads the embedding
+ * rows of the step's ids) is launched plainly, after all that came
+ * before. */
 
 /* Stages rows b0 .. b0 + nb - 1 of src [batch, K] (T) as floats, by a
  * block of DEC_THREADS, in 16-byte pieces where rows are whole pieces
@@ -392,7 +395,21 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
      * order whatever SEQS. */
     constexpr int NORM_BATCH = NORM_PER < 4 ? NORM_PER : 4;
 #pragma unroll
-    for (int s0 = 0; s0 < BT; s0 += SEQS)
+    for (int s0 = 0; s0 < BT; s0 += SEQS) {
+        /* x's rows: at layer 0 the tokens' rows of the embedding table, an
+         * id outside [0, VOCAB) clamped to the nearest row as the
+         * embedding op does (the host validates ids; a bad one must not
+         * read past the table) */
+        const T *xrow[SEQS];
+#pragma unroll
+        for (int s = 0; s < SEQS; ++s) {
+            sj_i64 row = b0 + s0 + s;
+            if (a.ids && s0 + s < nb) {
+                row = a.ids[row];
+                row = row < 0 ? 0 : row >= VOCAB ? VOCAB - 1 : row;
+            }
+            xrow[s] = (const T *)a.x + row * DM;
+        }
 #pragma unroll
         for (int n0 = 0; n0 < NORM_PER; n0 += NORM_BATCH) {
             T xv[SEQS][NORM_BATCH];
@@ -403,7 +420,7 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
                 for (int n = 0; n < NORM_BATCH; ++n) {
                     const int b = s0 + s, k = threadIdx.x + DEC_THREADS * (n0 + n);
                     if (b < nb && k < DM) {
-                        xv[s][n] = ((const T *)a.x)[(b0 + b) * DM + k];
+                        xv[s][n] = xrow[s][k];
                         if (a.res_in)
                             rv[s][n] = ((const R *)a.res_in)[(b0 + b) * DM + k];
                     }
@@ -422,6 +439,7 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
                     }
                 }
         }
+    }
     /* The residual leaves after every sequence's loads: written as each
      * was summed, its stores kept the next sequence's loads behind them
      * (they may alias), a round trip to memory a sequence.  act holds it
@@ -819,7 +837,7 @@ template <typename T, int S> __device__ __forceinline__ void dec_mix(const sj_de
             wdt[i] = lane + G * i < RANK ? sj_to_float(((const T *)a.w_dt)[d * RANK + lane + G * i]) : 0.0f;
 #pragma unroll
         for (int n = 0; n < PER; ++n)
-            A[n] = a.A[d * NS + lane * PER + n] * SJ_LOG2E;
+            A[n] = sj_neg_exp_exact(a.A_log[d * NS + lane * PER + n]) * SJ_LOG2E;
 #pragma unroll
         for (int s = 0; s < S; ++s) {
             if (s < spb && b0 + s < a.batch)

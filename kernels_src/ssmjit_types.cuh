@@ -180,6 +180,40 @@ __device__ __forceinline__ float sj_exp2_ftz(float x)
 
 __device__ __forceinline__ float sj_silu(float x) { return x * sj_sigmoid(x); }
 
+/* -expf(x) with expf's accuracy (2 ulp, subnormal results kept) under any
+ * compile options: A = -exp(A_log), by model.cu's neg_exp_f32 and by the
+ * decode step's mix kernels (decode.cu), the same bits in both.  With
+ * --use_fast_math NVRTC turns expf into ex2.approx.ftz(x * log2(e)),
+ * whose error grows with |x|, and flushes subnormals (a plain negation
+ * too); these are the steps of the exact expf instead, in PTX so that
+ * neither fast math nor flush-to-zero reaches them: j = round(x log2 e)
+ * clamped to [-126, 126] and built as -2^j in the sign and exponent
+ * fields, r = x log2 e - j with log2 e in two parts, -exp(x) = 2^r *
+ * -2^j. */
+__device__ __forceinline__ float sj_neg_exp_exact(float x)
+{
+    float y;
+    asm("{\n\t"
+        ".reg .f32 t, j, r, e;\n\t"
+        ".reg .b32 b;\n\t"
+        "fma.rn.sat.f32 t, %1, 0f3BBB989D, 0f3F000000;\n\t"
+        "fma.rm.f32 j, t, 0f437C0000, 0f4B400001;\n\t"
+        "add.rn.f32 t, j, 0fCB40007F;\n\t"
+        "neg.f32 t, t;\n\t"
+        "fma.rn.f32 r, %1, 0f3FB8AA3B, t;\n\t"
+        "fma.rn.f32 r, %1, 0f32A57060, r;\n\t"
+        "mov.b32 b, j;\n\t"
+        "shl.b32 b, b, 23;\n\t"
+        "or.b32 b, b, 0x80000000;\n\t"
+        "mov.b32 t, b;\n\t"
+        "ex2.approx.ftz.f32 e, r;\n\t"
+        "mul.rn.f32 %0, e, t;\n\t"
+        "}"
+        : "=f"(y)
+        : "f"(x));
+    return y;
+}
+
 /* Computes the values where they stand: an empty asm that claims to
  * change them, so that the compiler cannot sink their computation into the
  * branches or selections that use them (what sinking cost is said where

@@ -185,9 +185,10 @@ static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype d
 static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, int path, int steps)
 {
     static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "embed", "pick", "norm"};
-    static const int fused_parts[] = {0, 1, 2, 3, 4, 5}, hybrid_parts[] = {6, 0, 1, 2, 3, 4, 5};
+    /* (the embedding, bit 4, is no kernel of these steps: layer 0 reads it) */
+    static const int fused_parts[] = {0, 1, 2, 3, 5}, hybrid_parts[] = {6, 0, 1, 2, 3, 5};
     const int hybrid = path == 2, *parts = hybrid ? hybrid_parts : fused_parts;
-    const int count = hybrid ? 7 : 6;
+    const int count = hybrid ? 6 : 5;
     const int64_t L = b->c.n_layer;
     double whole = 0, without[SJ_DECODE_PARTS];
     ssmjit_status st = sj_model_decode_force(b->m, path);
@@ -201,15 +202,15 @@ static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, i
     if (st != SSMJIT_OK)
         return st;
     const double us = (double)B / whole * 1e6;
-    /* fused: A's refresh, the embedding, three a layer, the head (with
-     * the argmax); hybrid: a layer's norm, in (decode_tcx, or in_proj
-     * and decode_convx), mix and out, the head's norm and product */
+    /* fused: three a layer, the head (with the argmax); hybrid: a layer's
+     * norm, in (decode_tcx, or in_proj and decode_convx), mix and out,
+     * the head's norm and product, the pick */
     if (hybrid)
         printf("model   %s decode step by parts (hybrid, batch %lld, %.1f us; each part's cost is the step's time "
                "less that of a step without it):", what, (long long)B, us);
     else
         printf("model   %s decode step by parts (fused, batch %lld, %lld kernels, %.1f us; each part's cost is the "
-               "step's time less that of a step without it):", what, (long long)B, (long long)(3 * L + 3), us);
+               "step's time less that of a step without it):", what, (long long)B, (long long)(3 * L + 1), us);
     for (int i = 0; i < count; i++) {
         const int p = parts[i];
         const int64_t launches = p <= 2 || p == 6 ? L : 1; /* a layer's parts (bits 0-2, 6), or the step's */

@@ -57,7 +57,7 @@ typedef enum sj_decode_part {
     SJ_DECODE_MIX,  /* a layer's x_proj sums, dt_proj and state update */
     SJ_DECODE_OUT,  /* a layer's out_proj */
     SJ_DECODE_HEAD, /* the final norm and the LM head (and the fused step's argmax) */
-    SJ_DECODE_EMBED,
+    SJ_DECODE_EMBED,      /* the unfused step's; the others' layer 0 reads the rows itself */
     SJ_DECODE_PICK,       /* the next ids: the head's argmax, or the draw */
     SJ_DECODE_LAYER_NORM, /* a hybrid layer's norm, a kernel of its own there */
     SJ_DECODE_PART_COUNT
@@ -284,7 +284,8 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
 /* Whether sj_model_decode_skip leaves `part` out of later steps. */
 int sj_model_decode_skipped(const ssmjit_model *m, sj_decode_part part);
-/* A hybrid step's (SJ_DECODE_HYBRID) layer l, from x (and the residual)
+/* A hybrid step's (SJ_DECODE_HYBRID) layer l, from x (and the residual;
+ * at layer 0 from the rows of the embedding table that ids_dev names)
  * to the next layer's x, five chained kernels at most: decode_norm;
  * decode_tcx (in_proj with the conv step and x_proj's parts), or in_proj
  * (decode_tcin or cuBLAS) and decode_convx; decode_mix; out_proj
@@ -293,7 +294,7 @@ int sj_model_decode_skipped(const ssmjit_model *m, sj_decode_part part);
  * device's shared memory and the operands are 16-byte aligned, unless
  * sj_model_decode_tensor_cores turned them off. */
 ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
-                                           const sj_model_step_ws *ws, int64_t l, void *stream);
+                                           const sj_model_step_ws *ws, int64_t l, const void *ids_dev, void *stream);
 /* Whether later hybrid steps take their products on tensor cores where
  * they can (on, the default) or through cuBLAS (tests, benchmarks).
  * Drops a captured graph. */

@@ -16,7 +16,9 @@
 
 /* Host mirror of struct sj_decode_args in kernels_src/decode.cu. */
 typedef struct sj_decode_args {
-    const void *x, *res_in;
+    const void *x;
+    const int32_t *ids;
+    const void *res_in;
     void *res_out;
     const float *norm_w;
     const void *w_in;
@@ -26,7 +28,7 @@ typedef struct sj_decode_args {
     const void *w_x;
     float *xpart;
     const void *w_dt;
-    const float *dt_bias, *A, *Dv;
+    const float *dt_bias, *A_log, *Dv;
     float *ssm_state;
     void *y;
     const void *w_out;
@@ -38,7 +40,7 @@ typedef struct sj_decode_args {
     float eps;
     int32_t xparts;
 } sj_decode_args;
-_Static_assert(sizeof(sj_decode_args) == 25 * 8, "kernel layout in kernels_src/decode.cu");
+_Static_assert(sizeof(sj_decode_args) == 26 * 8, "kernel layout in kernels_src/decode.cu");
 
 static const char *const parts[SJ_DECODE_KERNELS] = {"in",   "mix",  "out", "head", "convx",
                                                       "norm", "mix1", "tcx", "tcin", "tcout"};
@@ -278,7 +280,12 @@ int sj_model_decode_skipped(const ssmjit_model *m, sj_decode_part part)
 }
 
 /* Each kernel of the chain may start while the one before runs: the
- * kernels wait for it before they touch activations or states. */
+ * kernels wait for it before they touch activations or states.  A
+ * step's first kernel (layer 0's decode_in or decode_norm, the one given
+ * the ids) is launched plainly, after all that came before it, so that
+ * the chain's loads ahead of a wait (weights, a layer's states) never
+ * meet writes of the caller's earlier work (decode.cu says why they may
+ * be read early). */
 static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, unsigned smem, sj_decode_args *a,
                                    void *stream)
 {
@@ -290,8 +297,10 @@ static ssmjit_status launch_kernel(ssmjit_model *m, int kernel, sj_dim3 grid, un
         [SJ_DECODE_MIX1] = SJ_DECODE_MIX_THREADS,       [SJ_DECODE_TCOUT] = SJ_DECODE_TC_THREADS,
     };
     void *args[] = {a};
-    return sj_launch_chained(m->ctx, m->decode[kernel].fn, grid, (sj_dim3){threads[kernel], 1, 1}, smem, stream,
-                             args);
+    const sj_dim3 block = {threads[kernel], 1, 1};
+    if (a->ids && (kernel == SJ_DECODE_IN || kernel == SJ_DECODE_NORM))
+        return sj_launch(m->ctx, m->decode[kernel].fn, grid, block, smem, stream, args);
+    return sj_launch_chained(m->ctx, m->decode[kernel].fn, grid, block, smem, stream, args);
 }
 
 /* A fused step's kernel, unless the benchmark leaves its part out: the
@@ -388,7 +397,7 @@ static ssmjit_status hybrid_in(ssmjit_model *m, int64_t l, sj_decode_args *d, vo
 }
 
 ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_step_args *a,
-                                           const sj_model_step_ws *ws, int64_t l, void *stream)
+                                           const sj_model_step_ws *ws, int64_t l, const void *ids_dev, void *stream)
 {
     const ssmjit_model_config *c = &m->cfg;
     const int64_t B = a->batch, di = c->d_inner;
@@ -397,15 +406,17 @@ ssmjit_status sj_model_decode_hybrid_layer(ssmjit_model *m, const ssmjit_model_s
     SJ_TRY(load(m, HYBRID_KERNELS | 1u << mix_kernel));
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x), *resid = sj_model_ws_at(base, ws->resid),
          *normed = sj_model_ws_at(base, ws->normed), *y = sj_model_ws_at(base, ws->y);
+    /* layer 0 reads its tokens' rows of the embedding table itself */
     sj_decode_args d = {
-        .x = x, .res_in = l ? resid : NULL, .res_out = resid, .norm_w = sj_model_weight(m, l, SJ_L_NORM),
+        .x = l ? x : (const void *)(uintptr_t)m->t[SJ_G_EMBEDDING].data, .ids = l ? NULL : ids_dev,
+        .res_in = l ? resid : NULL, .res_out = resid, .norm_w = sj_model_weight(m, l, SJ_L_NORM),
         .w_in = sj_model_weight(m, l, SJ_L_IN_PROJ), .conv_w = sj_model_weight(m, l, SJ_L_CONV),
         .conv_b = sj_model_weight(m, l, SJ_L_CONV_BIAS), .conv_state = (float *)a->conv_state + l * B * di * c->d_conv,
         .xc = sj_model_ws_at(base, ws->xc),
         .z = sj_model_ws_at(base, ws->dt), /* z [B, di], where the unfused step keeps dt */
         .w_x = sj_model_weight(m, l, SJ_L_X_PROJ), .xpart = sj_model_ws_at(base, ws->xpart),
         .w_dt = sj_model_weight(m, l, SJ_L_DT_PROJ), .dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS),
-        .A = (const float *)(uintptr_t)m->A + l * di * c->d_state, .Dv = sj_model_weight(m, l, SJ_L_D),
+        .A_log = sj_model_weight(m, l, SJ_L_A_LOG), .Dv = sj_model_weight(m, l, SJ_L_D),
         .ssm_state = (float *)a->ssm_state + l * B * di * c->d_state, .y = y, .out = normed, .batch = B,
         .eps = (float)c->norm_eps, .xparts = (int32_t)sj_model_decode_convx_blocks(c),
     };
@@ -432,11 +443,8 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
     sj_dim3 mix;
     const int mix_kernel = sj_model_decode_mix_plan(c, sj_context_props(m->ctx)->sm_count, B, &mix);
     SJ_TRY(load(m, FUSED_KERNELS | 1u << mix_kernel));
-    SJ_TRY(sj_model_refresh_a(m, stream));
     void *base = a->workspace, *x = sj_model_ws_at(base, ws->x);
     void *resid[2] = {sj_model_ws_at(base, ws->resid), sj_model_ws_at(base, ws->resid2)};
-    if (!sj_model_decode_skipped(m, SJ_DECODE_EMBED))
-        SJ_TRY(sj_model_embed(m, NULL, B, (void *)ids_dev, x, stream));
     const sj_dim3 in = matvec_grid(m, 2 * di);
     /* greedy: the head takes the argmax too; a draw is a kernel of its own */
     const int greedy = a->next_ids && !a->sampling && !sj_model_decode_skipped(m, SJ_DECODE_PICK);
@@ -448,6 +456,9 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
         .batch = B, .eps = (float)c->norm_eps, .xparts = (int32_t)sj_model_decode_xparts(m),
     };
     for (int64_t l = 0; l < c->n_layer; l++) {
+        /* layer 0 reads its tokens' rows of the embedding table itself */
+        d.x = l ? x : (const void *)(uintptr_t)m->t[SJ_G_EMBEDDING].data;
+        d.ids = l ? NULL : ids_dev;
         d.res_in = l ? resid[(l - 1) % 2] : NULL;
         d.res_out = resid[l % 2];
         d.norm_w = sj_model_weight(m, l, SJ_L_NORM);
@@ -458,7 +469,7 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
         d.w_x = sj_model_weight(m, l, SJ_L_X_PROJ);
         d.w_dt = sj_model_weight(m, l, SJ_L_DT_PROJ);
         d.dt_bias = sj_model_weight(m, l, SJ_L_DT_BIAS);
-        d.A = (const float *)(uintptr_t)m->A + l * di * n;
+        d.A_log = sj_model_weight(m, l, SJ_L_A_LOG);
         d.Dv = sj_model_weight(m, l, SJ_L_D);
         d.ssm_state = (float *)a->ssm_state + l * B * di * n;
         d.w_out = sj_model_weight(m, l, SJ_L_OUT_PROJ);
@@ -466,6 +477,8 @@ ssmjit_status sj_model_decode_step(ssmjit_model *m, const ssmjit_model_step_args
         SJ_TRY(launch(m, mix_kernel, mix, &d, stream));
         SJ_TRY(launch(m, SJ_DECODE_OUT, matvec_grid(m, c->d_model), &d, stream));
     }
+    d.x = x;
+    d.ids = NULL;
     d.res_in = resid[(c->n_layer - 1) % 2];
     d.norm_w = (const float *)(uintptr_t)m->t[SJ_G_NORM_F].data;
     d.w_in = sj_model_head_weight(m);
