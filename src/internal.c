@@ -23,8 +23,8 @@
 
 _Static_assert(SJ_PROFILE_KINDS == 2, "ssmjit_internal.h documents ms[0] GEMMs and ms[1] scans");
 _Static_assert(SJ_DECODE_PART_COUNT == SJ_DECODE_PARTS && SJ_DECODE_IN == 0 && SJ_DECODE_MIX == 1 &&
-                   SJ_DECODE_OUT == 2 && SJ_DECODE_HEAD == 3 && SJ_DECODE_EMBED == 4 && SJ_DECODE_PICK == 5 &&
-                   SJ_DECODE_LAYER_NORM == 6,
+                   SJ_DECODE_OUT == 2 && SJ_DECODE_HEAD == 3 && SJ_DECODE_PICK == 4 &&
+                   SJ_DECODE_LAYER_NORM == 5,
                "ssmjit_internal.h documents the decode parts' bits");
 _Static_assert(sizeof(CUdeviceptr) >= sizeof(void *), "device pointers travel as void *");
 

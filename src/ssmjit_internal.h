@@ -174,12 +174,10 @@ void sj_model_decode_tensor_cores(ssmjit_model *m, int on);
  * bit: 0 a layer's first kernel (the fused step's norm, in_proj, conv
  * step, x_proj's parts), 1 its x_proj's sums, dt_proj and state update,
  * 2 its out_proj, 3 the head (final norm, LM head, the fused step's
- * argmax), 4 the embedding (a kernel of the unfused step only: the fused
- * and hybrid steps' layer 0 reads the embedding rows itself), 5 the pick
- * of the next ids (the head's argmax, or the draw), 6 a hybrid layer's
- * norm (its own kernel there; the fused step has none to leave out).
- * Drops a captured graph. */
-#define SJ_DECODE_PARTS 7
+ * argmax), 4 the pick of the next ids (the head's argmax, or the draw),
+ * 5 a hybrid layer's norm (its own kernel there; the fused step has none
+ * to leave out).  Drops a captured graph. */
+#define SJ_DECODE_PARTS 6
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
 
 /* Profiling of a model's calls: start records an event pair around each

@@ -184,9 +184,8 @@ static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype d
  * kernels, the overlap of each with the next included. */
 static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, int path, int steps)
 {
-    static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "embed", "pick", "norm"};
-    /* (the embedding, bit 4, is no kernel of these steps: layer 0 reads it) */
-    static const int fused_parts[] = {0, 1, 2, 3, 5}, hybrid_parts[] = {6, 0, 1, 2, 3, 5};
+    static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "pick", "norm"};
+    static const int fused_parts[] = {0, 1, 2, 3, 4}, hybrid_parts[] = {5, 0, 1, 2, 3, 4};
     const int hybrid = path == 2, *parts = hybrid ? hybrid_parts : fused_parts;
     const int count = hybrid ? 6 : 5;
     const int64_t L = b->c.n_layer;
@@ -213,7 +212,7 @@ static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, i
                "step's time less that of a step without it):", what, (long long)B, (long long)(3 * L + 1), us);
     for (int i = 0; i < count; i++) {
         const int p = parts[i];
-        const int64_t launches = p <= 2 || p == 6 ? L : 1; /* a layer's parts (bits 0-2, 6), or the step's */
+        const int64_t launches = p <= 2 || p == 5 ? L : 1; /* a layer's parts (bits 0-2, 5), or the step's */
         const double cost = us - (double)B / without[p] * 1e6;
         printf(" %s %lld x %.2f us = %.1f us%s", names[p], (long long)launches, cost / (double)launches, cost,
                i + 1 < count ? "," : "\n");

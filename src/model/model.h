@@ -51,13 +51,13 @@ typedef struct sj_model_step_key {
 
 /* What a fused or hybrid decode step launches, a layer's kernels first
  * (the first four are also indices of the model's specialised kernels);
- * the benchmark times the step without each (sj_model_decode_skip). */
+ * the benchmark times the step without each (sj_model_decode_skip).  The
+ * embedding is no part: layer 0's first kernel reads its rows. */
 typedef enum sj_decode_part {
     SJ_DECODE_IN,   /* a layer's norm (fused step), in_proj, conv step and x_proj parts */
     SJ_DECODE_MIX,  /* a layer's x_proj sums, dt_proj and state update */
     SJ_DECODE_OUT,  /* a layer's out_proj */
     SJ_DECODE_HEAD, /* the final norm and the LM head (and the fused step's argmax) */
-    SJ_DECODE_EMBED,      /* the unfused step's; the others' layer 0 reads the rows itself */
     SJ_DECODE_PICK,       /* the next ids: the head's argmax, or the draw */
     SJ_DECODE_LAYER_NORM, /* a hybrid layer's norm, a kernel of its own there */
     SJ_DECODE_PART_COUNT
