@@ -396,18 +396,14 @@ __device__ __forceinline__ void dec_stage_norm(float (&act)[dec_batch(DM)][DM], 
     constexpr int NORM_BATCH = NORM_PER < 4 ? NORM_PER : 4;
 #pragma unroll
     for (int s0 = 0; s0 < BT; s0 += SEQS) {
-        /* x's rows: at layer 0 the tokens' rows of the embedding table, an
-         * id outside [0, VOCAB) clamped to the nearest row as the
-         * embedding op does (the host validates ids; a bad one must not
-         * read past the table) */
+        /* x's rows: at layer 0 the tokens' rows of the embedding table
+         * (ids clamped as the embedding op clamps them) */
         const T *xrow[SEQS];
 #pragma unroll
         for (int s = 0; s < SEQS; ++s) {
             sj_i64 row = b0 + s0 + s;
-            if (a.ids && s0 + s < nb) {
-                row = a.ids[row];
-                row = row < 0 ? 0 : row >= VOCAB ? VOCAB - 1 : row;
-            }
+            if (a.ids && s0 + s < nb)
+                row = sj_token_row(a.ids[row], VOCAB);
             xrow[s] = (const T *)a.x + row * DM;
         }
 #pragma unroll

@@ -17,16 +17,14 @@
     M(sj_bf16, bf16, sj_half, f16)         \
     M(sj_bf16, bf16, sj_bf16, bf16)
 
-/* An id outside [0, vocab) is clamped to the nearest row: the host
- * validates ids, and a bad one must not read past the table. */
+/* Ids outside [0, vocab) clamped (sj_token_row). */
 template <typename T, typename O>
 __device__ void embedding_fwd(const int *ids, const T *table, sj_i64 vocab, O *out, sj_i64 so,
                               sj_i64 n, sj_i64 d)
 {
     SJ_ROWS_LOOP(n, d)
     {
-        sj_i64 id = ids[row];
-        id = id < 0 ? 0 : id >= vocab ? vocab - 1 : id;
+        const sj_i64 id = sj_token_row(ids[row], vocab);
         out[row * so + col] = sj_from_float<O>(sj_to_float(table[id * d + col]));
     }
 }

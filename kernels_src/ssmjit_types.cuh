@@ -180,6 +180,15 @@ __device__ __forceinline__ float sj_exp2_ftz(float x)
 
 __device__ __forceinline__ float sj_silu(float x) { return x * sj_sigmoid(x); }
 
+/* Token `id`'s row of an embedding table of `vocab` rows: an id outside
+ * [0, vocab) clamped to the nearest row (the host validates ids; a bad
+ * one must not read past the table).  The embedding op and the decode
+ * step's first kernel, which reads the rows itself. */
+__device__ __forceinline__ sj_i64 sj_token_row(sj_i64 id, sj_i64 vocab)
+{
+    return id < 0 ? 0 : id >= vocab ? vocab - 1 : id;
+}
+
 /* -expf(x) with expf's accuracy (2 ulp, subnormal results kept) under any
  * compile options: A = -exp(A_log), by model.cu's neg_exp_f32 and by the
  * decode step's mix kernels (decode.cu), the same bits in both.  With

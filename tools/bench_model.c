@@ -187,7 +187,8 @@ static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, i
     static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "pick", "norm"};
     static const int fused_parts[] = {0, 1, 2, 3, 4}, hybrid_parts[] = {5, 0, 1, 2, 3, 4};
     const int hybrid = path == 2, *parts = hybrid ? hybrid_parts : fused_parts;
-    const int count = hybrid ? 6 : 5;
+    const int count = hybrid ? (int)(sizeof hybrid_parts / sizeof *hybrid_parts)
+                             : (int)(sizeof fused_parts / sizeof *fused_parts);
     const int64_t L = b->c.n_layer;
     double whole = 0, without[SJ_DECODE_PARTS];
     ssmjit_status st = sj_model_decode_force(b->m, path);
