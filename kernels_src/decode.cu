@@ -129,13 +129,16 @@ template <typename T> __device__ __forceinline__ float dec_round(float v) { retu
  * row (slot()), so that the warp's float4 reads of one plane are 512
  * consecutive bytes, free of bank conflicts (a piece's 8 floats side by
  * side put 4 lanes on each bank). */
-template <typename T, int K> struct dec_row {
+template <typename T, int K, int AHEAD = 1> struct dec_row {
     static constexpr int E = 16 / (int)sizeof(T);
     static constexpr bool VEC = K % E == 0;
     static constexpr int PIECES = VEC ? K / E : K;          /* 16-byte pieces, or elements */
     static constexpr int PER_LANE = (PIECES + 31) / 32;
     static constexpr int HELD = PER_LANE < 8 ? PER_LANE : 8; /* pieces loaded ahead of the products */
-    uint4 held[HELD];
+    /* AHEAD 2: the row after the next one held too (rows a lane holds
+     * whole only), twice the bytes in flight a warp */
+    static_assert(AHEAD == 1 || (AHEAD == 2 && PER_LANE == HELD), "two rows ahead only where a lane holds a row");
+    uint4 held[HELD], ahead[AHEAD > 1 ? HELD : 1];
     const T *row;
 
     /* Where the float4 of piece p's elements 4 h .. 4 h + 3 is staged
@@ -158,19 +161,32 @@ template <typename T, int K> struct dec_row {
         return make_uint4(sj_bits(row[p]), 0u, 0u, 0u);
     }
 
-    __device__ __forceinline__ void load(const T *w, sj_i64 j)
+    /* Row j into held, and with AHEAD 2 row `then` (the warp's next, or
+     * nullptr) into ahead. */
+    __device__ __forceinline__ void load(const T *w, sj_i64 j, const T *then = nullptr)
     {
         row = w + j * K;
         const int lane = threadIdx.x & 31;
 #pragma unroll
         for (int i = 0; i < HELD; ++i)
-            if (lane + 32 * i < PIECES)
+            if (lane + 32 * i < PIECES) {
                 held[i] = fetch(lane + 32 * i);
+                if (AHEAD > 1 && then)
+                    ahead[i] = piece_of(then, lane + 32 * i);
+            }
     }
 
-    /* the first NB of the BT staged sequences */
+    static __device__ __forceinline__ uint4 piece_of(const T *r, int p)
+    {
+        return VEC ? ((const uint4 *)r)[p] : make_uint4(sj_bits(r[p]), 0u, 0u, 0u);
+    }
+
+    /* the first NB of the BT staged sequences; next is the warp's next
+     * row and after (AHEAD 2) the one after it, each nullptr past the
+     * last */
     template <int BT, int NB>
-    __device__ __forceinline__ void dot(const float (&act)[BT][K], float (&acc)[NB], const T *next)
+    __device__ __forceinline__ void dot(const float (&act)[BT][K], float (&acc)[NB], const T *next,
+                                        const T *after = nullptr)
     {
         const int lane = threadIdx.x & 31;
 #pragma unroll
@@ -198,9 +214,16 @@ template <typename T, int K> struct dec_row {
                     for (int b = 0; b < NB; ++b)
                         acc[b] = fmaf(w, act[b][p], acc[b]);
                 }
-                /* the next row's piece into the register just freed */
-                if (i < HELD && next)
-                    held[i] = VEC ? ((const uint4 *)next)[p] : make_uint4(sj_bits(next[p]), 0u, 0u, 0u);
+                /* the next row's piece into the register just freed (from
+                 * ahead, which asks for the row after it, with AHEAD 2) */
+                if (AHEAD > 1) {
+                    if (next)
+                        held[i] = ahead[i];
+                    if (after)
+                        ahead[i] = piece_of(after, p);
+                } else if (i < HELD && next) {
+                    held[i] = piece_of(next, p);
+                }
             }
         }
         if (next)
@@ -294,18 +317,20 @@ __device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, 
  * holds row `first` unless `reload`.  epilogue(j, b0, NB, v) runs in
  * every lane of the warp, v being row j times sequence b0 + lane in lanes
  * below NB. */
-template <int NB, typename T, int K, int BT, typename Epilogue>
-__device__ __forceinline__ void dec_rows(dec_row<T, K> r, const float (&act)[BT][K], const void *w, sj_i64 rows,
-                                         sj_i64 first, sj_i64 b0, bool reload, Epilogue &epilogue)
+template <int NB, typename T, int K, int AHEAD, int BT, typename Epilogue>
+__device__ __forceinline__ void dec_rows(dec_row<T, K, AHEAD> r, const float (&act)[BT][K], const void *w,
+                                         sj_i64 rows, sj_i64 first, sj_i64 b0, bool reload, Epilogue &epilogue)
 {
     const int lane = threadIdx.x & 31;
     const sj_i64 warps = (sj_i64)gridDim.x * DEC_WARPS;
+    /* the warp's row j + k warps, or nullptr past the last */
+    auto later = [&](sj_i64 j, int k) { return j + k * warps < rows ? (const T *)w + (j + k * warps) * K : nullptr; };
     if (reload && first < rows)
-        r.load((const T *)w, first);
+        r.load((const T *)w, first, later(first, 1));
 #pragma unroll 1
     for (sj_i64 j = first; j < rows; j += warps) {
         float acc[NB];
-        r.template dot<BT, NB>(act, acc, j + warps < rows ? (const T *)w + (j + warps) * K : nullptr);
+        r.template dot<BT, NB>(act, acc, later(j, 1), AHEAD > 1 ? later(j, 2) : nullptr);
         epilogue(j, b0, NB, dec_pick(acc, lane));
     }
 }
@@ -330,15 +355,17 @@ struct dec_no_finish {
  * given to epilogue (dec_rows); the products take only the sequences
  * there are (one at batch 1).  finish(b0, nb) runs in the whole block
  * after each pass over the rows. */
-template <typename T, int K, int BT, typename Stage, typename Epilogue, typename Finish = dec_no_finish>
+template <typename T, int K, int BT, int AHEAD = 1, typename Stage, typename Epilogue,
+          typename Finish = dec_no_finish>
 __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 batch, Stage stage, Epilogue epilogue,
                                            Finish finish = Finish())
 {
     __shared__ __align__(16) float act[BT][K];
     const sj_i64 first = (sj_i64)blockIdx.x * DEC_WARPS + (threadIdx.x >> 5);
-    dec_row<T, K> r;
+    const sj_i64 second = first + (sj_i64)gridDim.x * DEC_WARPS;
+    dec_row<T, K, AHEAD> r;
     if (first < rows)
-        r.load((const T *)w, first);
+        r.load((const T *)w, first, second < rows ? (const T *)w + second * K : nullptr);
     sj_chain_enter();
     for (sj_i64 b0 = 0; b0 < batch; b0 += BT) {
         const int nb = (int)(batch - b0 < BT ? batch - b0 : BT);
@@ -613,17 +640,21 @@ template <typename T> __device__ __forceinline__ void decode_out(const sj_decode
 /* The logits, and with next_ids their argmax (in row_argmax.cuh's order,
  * so the same token as the unfused step's): each lane keeps its
  * sequence's best row, each block writes its best to pick, and the last
- * block to finish takes the best of those. */
+ * block to finish takes the best of those.  Where a lane holds a whole
+ * row in four pieces or fewer, two rows ahead: the 130m shape's 1.5 KB
+ * rows, one ahead, left the head at 65% of the copy bandwidth (about 24
+ * rows a warp, each waiting on its round trip), where the 1.4b shape's 4
+ * KB rows reach 92% (bench/NOTES.md's decode round 16). */
 template <typename T> __device__ __forceinline__ void decode_head(const sj_decode_args &a)
 {
-    constexpr int BT = dec_batch(DM);
+    constexpr int BT = dec_batch(DM), AHEAD = dec_row<T, DM>::PER_LANE <= 4 ? 2 : 1;
     __shared__ sj_argmax_part wbest[DEC_WARPS][BT];
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float bv = 0.0f;
     int bi = 0;
     const float *nw = dec_copy_norm(a.norm_w);
-    dec_matvec<T, DM, BT>(
+    dec_matvec<T, DM, BT, AHEAD>(
         a.w_in, VOCAB, a.batch,
         [&](float (&act)[BT][DM], sj_i64 b0, int nb) {
             bv = __uint_as_float(0xff800000u); /* -inf: the first row always wins */
