@@ -644,7 +644,7 @@ template <typename T> __device__ __forceinline__ void decode_out(const sj_decode
  * row in four pieces or fewer, two rows ahead: the 130m shape's 1.5 KB
  * rows, one ahead, left the head at 65% of the copy bandwidth (about 24
  * rows a warp, each waiting on its round trip), where the 1.4b shape's 4
- * KB rows reach 92% (bench/NOTES.md's decode round 16). */
+ * KB rows reach 92% (bench/NOTES.md's decode rounds 12 and 18). */
 template <typename T> __device__ __forceinline__ void decode_head(const sj_decode_args &a)
 {
     constexpr int BT = dec_batch(DM), AHEAD = dec_row<T, DM>::PER_LANE <= 4 ? 2 : 1;
