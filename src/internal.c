@@ -22,10 +22,11 @@
 #include "ops/validate.h"
 
 _Static_assert(SJ_PROFILE_KINDS == 2, "ssmjit_internal.h documents ms[0] GEMMs and ms[1] scans");
-_Static_assert(SJ_DECODE_PART_COUNT == SJ_DECODE_PARTS && SJ_DECODE_IN == 0 && SJ_DECODE_MIX == 1 &&
-                   SJ_DECODE_OUT == 2 && SJ_DECODE_HEAD == 3 && SJ_DECODE_PICK == 4 &&
-                   SJ_DECODE_LAYER_NORM == 5,
-               "ssmjit_internal.h documents the decode parts' bits");
+_Static_assert(SJ_DECODE_PART_COUNT == SJ_DECODE_PARTS && SJ_DECODE_IN == SJ_DECODE_PART_IN &&
+                   SJ_DECODE_MIX == SJ_DECODE_PART_MIX && SJ_DECODE_OUT == SJ_DECODE_PART_OUT &&
+                   SJ_DECODE_HEAD == SJ_DECODE_PART_HEAD && SJ_DECODE_PICK == SJ_DECODE_PART_PICK &&
+                   SJ_DECODE_LAYER_NORM == SJ_DECODE_PART_LAYER_NORM,
+               "ssmjit_internal.h names the decode parts' bits as model.h's sj_decode_part");
 _Static_assert(sizeof(CUdeviceptr) >= sizeof(void *), "device pointers travel as void *");
 
 static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }

@@ -169,14 +169,15 @@ ssmjit_status sj_model_decode_force(ssmjit_model *m, int path);
 void sj_model_decode_tensor_cores(ssmjit_model *m, int on);
 
 /* The benchmark's breakdown of a fused or hybrid decode step: later
- * steps leave out the launches of the parts whose bits are set (their
- * results are then garbage), 0 launching everything.  The parts, bit by
- * bit: 0 a layer's first kernel (the fused step's norm, in_proj, conv
- * step, x_proj's parts), 1 its x_proj's sums, dt_proj and state update,
- * 2 its out_proj, 3 the head (final norm, LM head, the fused step's
- * argmax), 4 the pick of the next ids (the head's argmax, or the draw),
- * 5 a hybrid layer's norm (its own kernel there; the fused step has none
- * to leave out).  Drops a captured graph. */
+ * steps leave out the launches of the parts whose bits (1 << part) are
+ * set (their results are then garbage), 0 launching everything.  Drops
+ * a captured graph.  The parts: */
+#define SJ_DECODE_PART_IN 0   /* a layer's first kernel (the fused step's norm, in_proj, conv step, x_proj's parts) */
+#define SJ_DECODE_PART_MIX 1  /* a layer's x_proj sums, dt_proj and state update */
+#define SJ_DECODE_PART_OUT 2  /* a layer's out_proj */
+#define SJ_DECODE_PART_HEAD 3 /* the final norm, LM head and the fused step's argmax */
+#define SJ_DECODE_PART_PICK 4 /* the next ids: the head's argmax, or the draw */
+#define SJ_DECODE_PART_LAYER_NORM 5 /* a hybrid layer's norm (the fused step has no such kernel) */
 #define SJ_DECODE_PARTS 6
 void sj_model_decode_skip(ssmjit_model *m, unsigned parts);
 

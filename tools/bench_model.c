@@ -184,8 +184,14 @@ static ssmjit_status decode_row(model_bench *b, const char *what, ssmjit_dtype d
  * kernels, the overlap of each with the next included. */
 static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, int path, int steps)
 {
-    static const char *const names[SJ_DECODE_PARTS] = {"in", "mix", "out", "head", "pick", "norm"};
-    static const int fused_parts[] = {0, 1, 2, 3, 4}, hybrid_parts[] = {5, 0, 1, 2, 3, 4};
+    static const char *const names[SJ_DECODE_PARTS] = {
+        [SJ_DECODE_PART_IN] = "in",     [SJ_DECODE_PART_MIX] = "mix",   [SJ_DECODE_PART_OUT] = "out",
+        [SJ_DECODE_PART_HEAD] = "head", [SJ_DECODE_PART_PICK] = "pick", [SJ_DECODE_PART_LAYER_NORM] = "norm",
+    };
+    static const int fused_parts[] = {SJ_DECODE_PART_IN, SJ_DECODE_PART_MIX, SJ_DECODE_PART_OUT,
+                                      SJ_DECODE_PART_HEAD, SJ_DECODE_PART_PICK},
+                     hybrid_parts[] = {SJ_DECODE_PART_LAYER_NORM, SJ_DECODE_PART_IN,   SJ_DECODE_PART_MIX,
+                                       SJ_DECODE_PART_OUT,        SJ_DECODE_PART_HEAD, SJ_DECODE_PART_PICK};
     const int hybrid = path == 2, *parts = hybrid ? hybrid_parts : fused_parts;
     const int count = hybrid ? (int)(sizeof hybrid_parts / sizeof *hybrid_parts)
                              : (int)(sizeof fused_parts / sizeof *fused_parts);
@@ -202,18 +208,16 @@ static ssmjit_status decode_parts(model_bench *b, const char *what, int64_t B, i
     if (st != SSMJIT_OK)
         return st;
     const double us = (double)B / whole * 1e6;
-    /* fused: three a layer, the head (with the argmax); hybrid: a layer's
-     * norm, in (decode_tcx, or in_proj and decode_convx), mix and out,
-     * the head's norm and product, the pick */
-    if (hybrid)
-        printf("model   %s decode step by parts (hybrid, batch %lld, %.1f us; each part's cost is the step's time "
-               "less that of a step without it):", what, (long long)B, us);
-    else
-        printf("model   %s decode step by parts (fused, batch %lld, %lld kernels, %.1f us; each part's cost is the "
-               "step's time less that of a step without it):", what, (long long)B, (long long)(3 * L + 1), us);
+    /* fused: three kernels a layer and the head (with the argmax); the
+     * hybrid step's count depends on its products' path */
+    char kernels[32] = "";
+    if (!hybrid)
+        snprintf(kernels, sizeof kernels, ", %lld kernels", (long long)(3 * L + 1));
+    printf("model   %s decode step by parts (%s, batch %lld%s, %.1f us; each part's cost is the step's time less "
+           "that of a step without it):", what, hybrid ? "hybrid" : "fused", (long long)B, kernels, us);
     for (int i = 0; i < count; i++) {
         const int p = parts[i];
-        const int64_t launches = p <= 2 || p == 5 ? L : 1; /* a layer's parts (bits 0-2, 5), or the step's */
+        const int64_t launches = p == SJ_DECODE_PART_HEAD || p == SJ_DECODE_PART_PICK ? 1 : L; /* else a layer's */
         const double cost = us - (double)B / without[p] * 1e6;
         printf(" %s %lld x %.2f us = %.1f us%s", names[p], (long long)launches, cost / (double)launches, cost,
                i + 1 < count ? "," : "\n");
