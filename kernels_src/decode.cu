@@ -154,12 +154,8 @@ template <typename T, int K, int AHEAD = 1> struct dec_row {
         return piece_slot(k / E, e / 4) + e % 4;
     }
 
-    __device__ __forceinline__ uint4 fetch(int p) const
-    {
-        if (VEC)
-            return ((const uint4 *)row)[p];
-        return make_uint4(sj_bits(row[p]), 0u, 0u, 0u);
-    }
+    /* Piece p of this row. */
+    __device__ __forceinline__ uint4 fetch(int p) const { return piece_of(row, p); }
 
     /* Row j into held, and with AHEAD 2 row `then` (the warp's next, or
      * nullptr) into ahead. */
@@ -176,6 +172,7 @@ template <typename T, int K, int AHEAD = 1> struct dec_row {
             }
     }
 
+    /* Piece p of row r: 16 bytes, or one element in the low bits. */
     static __device__ __forceinline__ uint4 piece_of(const T *r, int p)
     {
         return VEC ? ((const uint4 *)r)[p] : make_uint4(sj_bits(r[p]), 0u, 0u, 0u);
@@ -312,6 +309,12 @@ __device__ __forceinline__ void dec_stage(float (&act)[BT][K], const void *src, 
     }
 }
 
+/* Row r of w [rows, K], or nullptr past the last (a warp's next rows). */
+template <typename T, int K> __device__ __forceinline__ const T *dec_row_at(const void *w, sj_i64 rows, sj_i64 r)
+{
+    return r < rows ? (const T *)w + r * K : nullptr;
+}
+
 /* A warp's rows (first, first + warps, ...) for NB staged sequences from
  * b0, each row's pieces loaded while the one before is multiplied; r
  * holds row `first` unless `reload`.  epilogue(j, b0, NB, v) runs in
@@ -323,8 +326,8 @@ __device__ __forceinline__ void dec_rows(dec_row<T, K, AHEAD> r, const float (&a
 {
     const int lane = threadIdx.x & 31;
     const sj_i64 warps = (sj_i64)gridDim.x * DEC_WARPS;
-    /* the warp's row j + k warps, or nullptr past the last */
-    auto later = [&](sj_i64 j, int k) { return j + k * warps < rows ? (const T *)w + (j + k * warps) * K : nullptr; };
+    /* the warp's row j + k warps */
+    const auto later = [&](sj_i64 j, int k) { return dec_row_at<T, K>(w, rows, j + k * warps); };
     if (reload && first < rows)
         r.load((const T *)w, first, later(first, 1));
 #pragma unroll 1
@@ -365,7 +368,7 @@ __device__ __forceinline__ void dec_matvec(const void *w, sj_i64 rows, sj_i64 ba
     const sj_i64 second = first + (sj_i64)gridDim.x * DEC_WARPS;
     dec_row<T, K, AHEAD> r;
     if (first < rows)
-        r.load((const T *)w, first, second < rows ? (const T *)w + second * K : nullptr);
+        r.load((const T *)w, first, dec_row_at<T, K>(w, rows, second));
     sj_chain_enter();
     for (sj_i64 b0 = 0; b0 < batch; b0 += BT) {
         const int nb = (int)(batch - b0 < BT ? batch - b0 : BT);
