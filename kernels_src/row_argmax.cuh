@@ -65,8 +65,9 @@ __device__ __forceinline__ void sj_argmax_take_key(unsigned &bk, int &bi, float 
 
 /* The first element of xr[0 .. cols) in argmax order, its value in bv (a
  * NaN as the quiet NaN 0x7fffffff, -0 as +0) and column in bi, in every
- * thread of the block (blockDim.x a multiple of 32, cols >= 1).  Every thread must call it; it may be called again at once
- * (for the next row). */
+ * thread of the block (blockDim.x a multiple of 32, cols >= 1).  Every
+ * thread must call it; it may be called again at once (for the next
+ * row). */
 template <typename T> __device__ void sj_row_argmax(const T *xr, sj_i64 cols, float &bv, int &bi)
 {
     __shared__ float warp_v[32];
