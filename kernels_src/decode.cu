@@ -1103,12 +1103,13 @@ template <int K, int N, int PLAN, int SEQ_EXTRA = 0, int EXTRA = 0> struct dec_t
     static constexpr int SMEM = dec_tc_bytes(MT, NT, ROW, SEQ_EXTRA, EXTRA);
     static_assert(!TAKEN || SMEM == TC_PLAN[3 * PLAN + 2], "the host's plan (model_decode.c, tc_plan)");
 
-    /* Column c of row r, rows of `pitch` columns.  A quarter warp reads
-     * 64 bytes of each of two rows; odd rows' 64-byte halves are swapped
-     * (c ^ 4) so that the two share no bank. */
+    /* Column c of row r, rows of `pitch` columns (a multiple of 8).  An
+     * ldmatrix phase reads one column of eight consecutive rows: row r's
+     * eights of columns are swapped by r % 8 (c ^ (r & 7)), so that the
+     * eight lie in eight different 16-byte banks. */
     static __device__ __forceinline__ int slot(int r, int c, int pitch = PITCH)
     {
-        return r * pitch + (c ^ ((r & 1) << 2));
+        return r * pitch + (c ^ (r & 7));
     }
 
     /* Queues the copies of rows [0, rows) of src ([*, ld] T, 16-byte
@@ -1141,6 +1142,58 @@ template <int K, int N, int PLAN, int SEQ_EXTRA = 0, int EXTRA = 0> struct dec_t
     }
 };
 
+/* acc[s][j] += one m-tile of A (16 rows from a_rows) times NT n-tiles of
+ * W (8 rows each from w_rows), over the chunks of 32 k u = first, first +
+ * KSTEP, ... below CHUNKS: mma step s of a chunk takes its k 16 s .. 16 s
+ * + 15.  Both are staged by slot() in rows of PITCH columns.  Each
+ * fragment is one ldmatrix.x4 from an address a lane computes once: a
+ * chunk is 4 columns, so a step of chunks that is a multiple of 8
+ * columns moves every lane's column past slot()'s swap unchanged (with
+ * an odd KSTEP, every other chunk starts from its own address). */
+template <typename T, int PITCH, int CHUNKS, int NT, int KSTEP>
+__device__ __forceinline__ void dec_tc_loop(float (&acc)[2][NT][4], const uint4 *a_rows, const uint4 *w_rows,
+                                            int first)
+{
+    static_assert(PITCH % 8 == 0, "slot()'s swap stays inside a row");
+    constexpr int PAIR = KSTEP % 2 ? 2 : 1; /* chunks whose step is a multiple of 8 columns */
+    const int lane = threadIdx.x & 31, y = lane & 7;
+    const unsigned a_base = (unsigned)__cvta_generic_to_shared(a_rows + (lane & 15) * PITCH);
+    const unsigned w_base = (unsigned)__cvta_generic_to_shared(w_rows + y * PITCH);
+    /* lane l points at row l % 16 of A's tile, columns 4 u + 2 s + l / 16
+     * (the fragment's k 0-7 then 8-15), and at row l % 8 of each of W's
+     * tiles, columns 4 u + l / 8 (mma step 0's pair, then step 1's) */
+    unsigned a_at[PAIR][2], w_at[PAIR];
+#pragma unroll
+    for (int p = 0; p < PAIR; ++p) {
+        const int c = 4 * (first + p * KSTEP);
+#pragma unroll
+        for (int st = 0; st < 2; ++st)
+            a_at[p][st] = a_base + 16 * ((c + 2 * st + (lane >> 4)) ^ y);
+        w_at[p] = w_base + 16 * ((c + (lane >> 3)) ^ y);
+    }
+#pragma unroll 1
+    for (int u0 = first; u0 < CHUNKS; u0 += PAIR * KSTEP) {
+        const unsigned shift = 64 * (u0 - first);
+#pragma unroll
+        for (int p = 0; p < PAIR; ++p) {
+            if (p && u0 + p * KSTEP >= CHUNKS)
+                break;
+            unsigned a[2][4], w[NT][4];
+#pragma unroll
+            for (int st = 0; st < 2; ++st)
+                sj_ldmatrix_x4(a[st], a_at[p][st] + shift);
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+                sj_ldmatrix_x4(w[j], w_at[p] + shift + j * 8 * PITCH * 16);
+#pragma unroll
+            for (int st = 0; st < 2; ++st)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+                    sj_mma_type<T>::mma(acc[st][j], a[st], w[j][2 * st], w[j][2 * st + 1]);
+        }
+    }
+}
+
 /* dec_tc_product's plain epilogue: the product into C [batch, N]. */
 template <typename T, int K, int N, int PLAN> struct dec_tc_store {
     typedef dec_tc<K, N, PLAN> P;
@@ -1172,7 +1225,7 @@ __device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 ba
     extern __shared__ uint4 dec_tc_smem[];
     uint4 *w_rows = dec_tc_smem, *a_rows = dec_tc_smem + P::ROWS * P::PITCH;
     unsigned char *extra = (unsigned char *)dec_tc_smem + P::RBYTES;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int mw = warp % MT, kw = warp / MT, n0 = blockIdx.x * P::ROWS;
     const sj_i64 m0 = (sj_i64)blockIdx.y * 16 * MT;
     P::fill(w_rows, W + (sj_i64)n0 * K, K, P::ROWS, P::NDIM - n0);
@@ -1185,27 +1238,8 @@ __device__ __forceinline__ void dec_tc_product(const T *A, const T *W, sj_i64 ba
     __syncthreads();
     /* a sum for each of a chunk's two mma steps, so that two chains of
      * them run at once */
-    float acc[2][NT][4];
-#pragma unroll
-    for (int s = 0; s < 2; ++s)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-            acc[s][j][0] = acc[s][j][1] = acc[s][j][2] = acc[s][j][3] = 0.0f;
-#pragma unroll 4
-    for (int u = kw; u < P::CHUNKS; u += KW) {
-        uint4 wv[NT];
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-            wv[j] = w_rows[P::slot(j * 8 + g, u * 4 + t)];
-        const uint4 lo = a_rows[P::slot(mw * 16 + g, u * 4 + t)], hi = a_rows[P::slot(mw * 16 + 8 + g, u * 4 + t)];
-#pragma unroll
-        for (int s = 0; s < 2; ++s) {
-            const unsigned frag[4] = {s ? lo.z : lo.x, s ? hi.z : hi.x, s ? lo.w : lo.y, s ? hi.w : hi.y};
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-                sj_mma_type<T>::mma(acc[s][j], frag, s ? wv[j].z : wv[j].x, s ? wv[j].w : wv[j].y);
-        }
-    }
+    float acc[2][NT][4] = {};
+    dec_tc_loop<T, P::PITCH, P::CHUNKS, NT, KW>(acc, a_rows + mw * 16 * P::PITCH, w_rows, kw);
     /* the slices' sums, [KW][MT][NT][32 lanes], where the rows were */
     float4 *sums = (float4 *)dec_tc_smem;
     __syncthreads();
@@ -1304,21 +1338,14 @@ template <typename T> struct dec_tc_convx {
         const uint4 *wx = wx_tile(extra);
         for (int tile = warp; tile < P::MT * (DBL8 / 8); tile += TC_THREADS / 32) {
             const int mi = tile % P::MT, nj = tile / P::MT;
-            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int u = 0; u < 2; ++u) {
-                const uint4 lo = xt[P::slot(mi * 16 + g, u * 4 + t, 8)], hi = xt[P::slot(mi * 16 + 8 + g, u * 4 + t, 8)];
-                const uint4 wv = wx[P::slot(nj * 8 + g, u * 4 + t, 8)];
-                const unsigned f0[4] = {lo.x, hi.x, lo.y, hi.y}, f1[4] = {lo.z, hi.z, lo.w, hi.w};
-                sj_mma_type<T>::mma(acc, f0, wv.x, wv.y);
-                sj_mma_type<T>::mma(acc, f1, wv.z, wv.w);
-            }
+            float acc[2][1][4] = {};
+            dec_tc_loop<T, 8, 2, 1, 1>(acc, xt + mi * 16 * 8, wx + nj * 8 * 8, 0);
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const sj_i64 b = m0 + mi * 16 + g + 8 * (e >> 1);
                 const int r = nj * 8 + 2 * t + (e & 1);
                 if (b < batch && r < DBLP)
-                    a.xpart[((sj_i64)blockIdx.x * a.batch + b) * DBLP + r] = acc[e];
+                    a.xpart[((sj_i64)blockIdx.x * a.batch + b) * DBLP + r] = acc[0][0][e] + acc[1][0][e];
             }
         }
     }
