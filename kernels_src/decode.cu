@@ -1060,8 +1060,8 @@ template <typename T> __device__ __forceinline__ void decode_norm(const sj_decod
  * it, the block's sequences (their whole rows: a few tens of KB, from
  * L2).  A block takes NT 8-row tiles of W and 16 MT sequences; its 8
  * warps are MT m-tiles times KW = 8 / MT slices of k (chunks of 32 k kw,
- * kw + KW, ...), each feeding mma.sync as the skinny GEMMs do (mma.cuh);
- * the slices' sums meet in shared memory, added in slice order, so the
+ * kw + KW, ...), each feeding mma.sync from ldmatrix (dec_tc_loop); the
+ * slices' sums meet in shared memory, added in slice order, so the
  * result is the same every run.  Rows are rounded to the model's dtype
  * once, as cuBLAS's output is.
  *
