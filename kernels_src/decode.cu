@@ -55,11 +55,6 @@ constexpr sj_i64 VOCAB = SJ_DEC_VOCAB;
 constexpr int DBL = RANK + 2 * NS;  /* x_proj's rows: dt_low, B, C */
 constexpr int DBLP = (DBL + 3) & ~3; /* a part's row, in float4s */
 
-struct sj_argmax_part {
-    float v;
-    int i;
-};
-
 /* Passed by value to every kernel of the module, each using its part;
  * every field 8 bytes, mirrored in src/model/model_decode.c. */
 struct sj_decode_args {

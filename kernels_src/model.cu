@@ -64,25 +64,48 @@ __device__ void conv_state_fill(const T *x, sj_i64 sx, float *state, sj_i64 B, s
 
 SJ_FOR_EACH_DTYPE(SJ_CONV_STATE_KERNELS, 0)
 
-/* One block per row, grid-strided over rows; blockDim.x a multiple of 32. */
+/* seg 0: one block a row, grid-strided over rows.  Else (sm_90 on, a
+ * few long rows) a cluster of gridDim.x blocks a row (blockIdx.y), block
+ * s taking the seg columns from s seg (seg a multiple of 8: a 16-byte
+ * aligned row's segments start aligned), the cluster's first block
+ * taking the best of theirs in block order: with one block a row, the
+ * row's 50280 elements in one SM's loads and comparisons left 64 rows
+ * (a decode step's pick) no faster than one (bench/NOTES.md's decode
+ * round 16).  blockDim.x a multiple of 32. */
 template <typename T>
-__device__ void argmax_rows(const T *x, sj_i64 sx, int *out, sj_i64 rows, sj_i64 cols)
+__device__ void argmax_rows(const T *x, sj_i64 sx, int *out, sj_i64 rows, sj_i64 cols, sj_i64 seg)
 {
-    for (sj_i64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        float v;
-        int i;
-        sj_row_argmax(x + row * sx, cols, v, i);
-        if (threadIdx.x == 0)
-            out[row] = i;
+    float v;
+    int i;
+    if (seg == 0) {
+        for (sj_i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+            sj_row_argmax(x + row * sx, cols, v, i);
+            if (threadIdx.x == 0)
+                out[row] = i;
+        }
+        return;
     }
+    const sj_i64 row = blockIdx.y, c0 = blockIdx.x * seg;
+    sj_row_argmax(x + row * sx + c0, cols - c0 < seg ? cols - c0 : seg, v, i);
+    __shared__ sj_argmax_part best;
+    if (threadIdx.x == 0)
+        best = sj_argmax_part{v, i == 0x7fffffff ? i : i + (int)c0};
+    sj_cluster_sync();
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        for (unsigned s = 1; s < gridDim.x; ++s)
+            sj_argmax_take(best.v, best.i, __uint_as_float(sj_cluster_load(&best.v, s)),
+                           (int)sj_cluster_load(&best.i, s));
+        out[row] = best.i;
+    }
+    sj_cluster_sync(); /* every block's best stays until the first block has read it */
 }
 
 #define SJ_ARGMAX_KERNELS(T, sfx, unused)                                                        \
     SJ_KERNEL(argmax_rows_##sfx)(                                                                \
     extern "C" __global__ void argmax_rows_##sfx(const T *x, sj_i64 sx, int *out, sj_i64 rows,   \
-                                                 sj_i64 cols)                                    \
+                                                 sj_i64 cols, sj_i64 seg)                        \
     {                                                                                            \
-        argmax_rows<T>(x, sx, out, rows, cols);                                                  \
+        argmax_rows<T>(x, sx, out, rows, cols, seg);                                             \
     })
 
 SJ_FOR_EACH_DTYPE(SJ_ARGMAX_KERNELS, 0)

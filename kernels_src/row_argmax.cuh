@@ -31,6 +31,36 @@ __device__ __forceinline__ void sj_argmax_take(float &bv, int &bi, float v, int 
     }
 }
 
+/* A best so far: value and index. */
+struct sj_argmax_part {
+    float v;
+    int i;
+};
+
+/* A thread-block cluster's barrier (sm_90 on): every thread of every
+ * block of the cluster arrives, and shared-memory writes before it are
+ * seen by sj_cluster_load after it.  Before sm_90 (no clusters) nothing. */
+__device__ __forceinline__ void sj_cluster_sync()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+/* The 4 bytes at p's place in the shared memory of the cluster's block
+ * `rank` (sm_90 on; the caller launches clusters only there). */
+__device__ __forceinline__ unsigned sj_cluster_load(const void *p, unsigned rank)
+{
+    unsigned bits = 0;
+#if __CUDA_ARCH__ >= 900
+    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(bits) : "r"(remote) : "memory");
+#endif
+    return bits;
+}
+
 /* v's order-preserving unsigned form, -0 tying +0: larger for a larger
  * number (NaN's place is the caller's). */
 __device__ __forceinline__ unsigned sj_order_bits(float v)
@@ -65,7 +95,8 @@ __device__ __forceinline__ void sj_argmax_take_key(unsigned &bk, int &bi, float 
 
 /* The first element of xr[0 .. cols) in argmax order, its value in bv (a
  * NaN as the quiet NaN 0x7fffffff, -0 as +0) and column in bi, in every
- * thread of the block (blockDim.x a multiple of 32, cols >= 1).  Every
+ * thread of the block (blockDim.x a multiple of 32; cols 0 gives -inf and
+ * 0x7fffffff, which every element beats in sj_argmax_take).  Every
  * thread must call it; it may be called again at once (for the next
  * row). */
 template <typename T> __device__ void sj_row_argmax(const T *xr, sj_i64 cols, float &bv, int &bi)

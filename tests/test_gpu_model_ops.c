@@ -433,6 +433,13 @@ static void test_argmax(void **state)
          * with a few elements past its last whole 16-byte piece; the
          * others do not */
         check_argmax(ctx, dtypes[a], 12, 4099, 0);
+        /* sm_90 on, a cluster of blocks a row (sj_argmax_segment): 7, 2, 3
+         * and 8 of them, the last one's segment short; each kind's
+         * repeated maximum, NaNs and zeros land in different blocks */
+        check_argmax(ctx, dtypes[a], 1, 50280, 0);
+        check_argmax(ctx, dtypes[a], 3, 16384, 1);
+        check_argmax(ctx, dtypes[a], 5, 16385, 0);
+        check_argmax(ctx, dtypes[a], 4, 200003, 1);
     }
     check_argmax(ctx, SSMJIT_F16, 70000, 7, 1);
     ssmjit_context_destroy(ctx);

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "context.h"
 #include "kernel.h"
+#include "ops_model.h"
 #include "scan_internal.h"
 #include "st_util.h"
 
@@ -96,10 +97,21 @@ static CUresult launch_kernel(CUfunction fn, unsigned gx, unsigned gy, unsigned 
     return CUDA_SUCCESS;
 }
 
+/* The last launch in clusters: its cluster's and its grid's sizes. */
+static unsigned cluster_dim[3], cluster_grid[3];
+
+/* 'c' chained, 'k' in clusters */
 static CUresult launch_kernel_ex(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra)
 {
     (void)fn, (void)params, (void)extra;
     assert_int_equal(config->numAttrs, 1);
+    if (config->attrs[0].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+        const CUlaunchAttributeValue *v = &config->attrs[0].value;
+        cluster_dim[0] = v->clusterDim.x, cluster_dim[1] = v->clusterDim.y, cluster_dim[2] = v->clusterDim.z;
+        cluster_grid[0] = config->gridDimX, cluster_grid[1] = config->gridDimY, cluster_grid[2] = config->gridDimZ;
+        record_launch('k', config->hStream);
+        return CUDA_SUCCESS;
+    }
     assert_int_equal(config->attrs[0].id, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
     assert_int_equal(config->attrs[0].value.programmaticStreamSerializationAllowed, 1);
     record_launch('c', config->hStream);
@@ -221,9 +233,80 @@ static void test_scan_chain(void **state)
     assert_string_equal(scan_launches(9, 0), "pppp");
 }
 
+/* Clusters go through cuLaunchKernelEx with their size, sm_90 on with
+ * a driver that has it; elsewhere, and for a size the device cannot
+ * take or the grid does not divide, an error and no launch. */
+static void test_cluster_launch(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = stand_in_context();
+    sj_driver old = stand_in;
+    old.LaunchKernelEx = NULL;
+    memset(launched, 0, sizeof launched);
+    nlaunched = 0;
+    const sj_dim3 grid = {14, 5, 1}, block = {256, 1, 1};
+    ctx->props.cc_major = 9;
+    assert_true(sj_launch_sm90(ctx));
+    assert_int_equal(sj_launch_cluster(ctx, NULL, grid, block, 7, the_stream, NULL), SSMJIT_OK);
+    assert_string_equal(launched, "k");
+    assert_int_equal(cluster_dim[0], 7), assert_int_equal(cluster_dim[1], 1), assert_int_equal(cluster_dim[2], 1);
+    assert_int_equal(cluster_grid[0], 14), assert_int_equal(cluster_grid[1], 5), assert_int_equal(cluster_grid[2], 1);
+    su_assert_error(sj_launch_cluster(ctx, NULL, grid, block, 0, the_stream, NULL), SSMJIT_ERR_INTERNAL,
+                    "a cluster of 0 blocks for a grid 14 wide", NULL);
+    su_assert_error(sj_launch_cluster(ctx, NULL, (sj_dim3){18, 1, 1}, block, 9, the_stream, NULL),
+                    SSMJIT_ERR_INTERNAL, "a cluster of 9 blocks", NULL);
+    su_assert_error(sj_launch_cluster(ctx, NULL, grid, block, 4, the_stream, NULL), SSMJIT_ERR_INTERNAL,
+                    "a cluster of 4 blocks for a grid 14 wide", NULL);
+    ctx->props.cc_major = 8, ctx->props.cc_minor = 6;
+    assert_false(sj_launch_sm90(ctx));
+    su_assert_error(sj_launch_cluster(ctx, NULL, grid, block, 7, the_stream, NULL), SSMJIT_ERR_UNSUPPORTED,
+                    "thread-block clusters need sm_90", "this device is sm_86");
+    ctx->props.cc_major = 9, ctx->drv = &old;
+    assert_false(sj_launch_sm90(ctx));
+    su_assert_error(sj_launch_cluster(ctx, NULL, grid, block, 7, the_stream, NULL), SSMJIT_ERR_UNSUPPORTED,
+                    "a driver with cuLaunchKernelEx", NULL);
+    assert_string_equal(launched, "k");
+    free(ctx);
+}
+
+/* sj_argmax_rows's rule: one block a row unless clusters can be launched,
+ * the rows are under two an SM and a row at least 16384 long; else 2 to
+ * 8 blocks a row, each some columns, a multiple of 8 of them (segments
+ * of a 16-byte aligned row start aligned), at most 8192 but where 8
+ * blocks would take more, and no fewer blocks than that allows. */
+static void test_argmax_segment(void **state)
+{
+    (void)state;
+    ssmjit_context *ctx = stand_in_context();
+    ctx->props.cc_major = 9, ctx->props.sm_count = 132;
+    assert_int_equal(sj_argmax_segment(ctx, 64, 50280), 7184); /* 7 blocks: a decode step's pick */
+    assert_int_equal(sj_argmax_segment(ctx, 263, 50280), 7184);
+    assert_int_equal(sj_argmax_segment(ctx, 264, 50280), 0);
+    assert_int_equal(sj_argmax_segment(ctx, 1, 16383), 0);
+    assert_int_equal(sj_argmax_segment(ctx, 1, 16384), 8192);
+    assert_int_equal(sj_argmax_segment(ctx, 1, 16385), 5464); /* 3 blocks */
+    assert_int_equal(sj_argmax_segment(ctx, 1, 200000), 25000); /* 8 blocks */
+    for (int64_t cols = 16384; cols < 300000; cols += 997) {
+        const int64_t seg = sj_argmax_segment(ctx, 1, cols), segs = (cols + seg - 1) / seg;
+        assert_true(seg % 8 == 0);
+        assert_true(segs >= 2 && segs <= 8);
+        assert_true((segs - 1) * seg < cols); /* every block some columns */
+        assert_true(seg <= 8192 || segs == 8);
+        assert_true((segs - 1) * 8192 < cols); /* no more blocks than needed */
+    }
+    ctx->props.cc_major = 8;
+    assert_int_equal(sj_argmax_segment(ctx, 1, 50280), 0);
+    sj_driver old = stand_in;
+    old.LaunchKernelEx = NULL;
+    ctx->props.cc_major = 9, ctx->drv = &old;
+    assert_int_equal(sj_argmax_segment(ctx, 1, 50280), 0);
+    free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_captures), cmocka_unit_test(test_failures),
-                                       cmocka_unit_test(test_scan_chain)};
+                                       cmocka_unit_test(test_scan_chain), cmocka_unit_test(test_cluster_launch),
+                                       cmocka_unit_test(test_argmax_segment)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

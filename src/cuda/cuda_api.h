@@ -50,6 +50,9 @@ typedef int CUlaunchAttributeID;
 typedef union CUlaunchAttributeValue_union {
     char pad[64];
     int programmaticStreamSerializationAllowed;
+    struct {
+        unsigned int x, y, z;
+    } clusterDim;
 } CUlaunchAttributeValue;
 typedef struct CUlaunchAttribute_st {
     CUlaunchAttributeID id;
@@ -64,6 +67,7 @@ typedef struct CUlaunchConfig_st {
     CUlaunchAttribute *attrs;
     unsigned int numAttrs;
 } CUlaunchConfig;
+#define CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 4
 #define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 
 typedef struct _nvrtcProgram *nvrtcProgram;

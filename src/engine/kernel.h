@@ -97,6 +97,17 @@ void sj_special_unload(ssmjit_context *ctx, sj_special_kernel *k, size_t n);
 ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
                                 unsigned smem_bytes, void *stream, void **args);
 
+/* Whether cuLaunchKernelEx's sm_90 attributes work (chained launches,
+ * clusters): sm_90 on, with a driver that has it (CUDA 12.0 on). */
+int sj_launch_sm90(const ssmjit_context *ctx);
+
+/* sj_launch in clusters of cluster_x blocks along x (grid.x a multiple of
+ * it, at most 8): the blocks of a cluster run at once and may read each
+ * other's shared memory.  Only where sj_launch_sm90(ctx);
+ * elsewhere SSMJIT_ERR_UNSUPPORTED. */
+ssmjit_status sj_launch_cluster(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, unsigned cluster_x,
+                                void *stream, void **args);
+
 /* What enqueue(arg, stream) puts on stream, recorded (stream is in
  * capture meanwhile: nothing runs) and instantiated into *exec, which the
  * caller destroys; *exec is NULL on failure.  Makes ctx current itself. */

@@ -25,21 +25,27 @@ static ssmjit_status opt_in_smem(ssmjit_context *ctx, CUfunction fn, unsigned sm
     return SJ_CU(ctx->drv, FuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem_bytes);
 }
 
-/* Both launches: the chained one through cuLaunchKernelEx with the
- * programmatic-serialization attribute, the plain one through
- * cuLaunchKernel (every driver has it). */
+/* The launches: chained (cluster_x 0) or in clusters through
+ * cuLaunchKernelEx with the programmatic-serialization or the cluster
+ * attribute, the plain one through cuLaunchKernel (every driver has it). */
 static ssmjit_status launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, unsigned smem_bytes,
-                            void *stream, void **args, bool chained)
+                            void *stream, void **args, bool chained, unsigned cluster_x)
 {
     SJ_TRY(check_smem(ctx, smem_bytes));
     int pushed;
     SJ_TRY(sj_context_enter(ctx, &pushed));
     ssmjit_status st = opt_in_smem(ctx, fn, smem_bytes);
-    if (st == SSMJIT_OK && chained) {
+    if (st == SSMJIT_OK && (chained || cluster_x)) {
         CUlaunchAttribute attr;
         memset(&attr, 0, sizeof attr);
-        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr.value.programmaticStreamSerializationAllowed = 1;
+        if (cluster_x) {
+            attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attr.value.clusterDim.x = cluster_x;
+            attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+        } else {
+            attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attr.value.programmaticStreamSerializationAllowed = 1;
+        }
         CUlaunchConfig config = {grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                  smem_bytes, (CUstream)stream, &attr, 1};
         st = SJ_CU(ctx->drv, LaunchKernelEx, &config, fn, args, NULL);
@@ -54,14 +60,30 @@ static ssmjit_status launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj
 ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
                         unsigned smem_bytes, void *stream, void **args)
 {
-    return launch(ctx, fn, grid, block, smem_bytes, stream, args, false);
+    return launch(ctx, fn, grid, block, smem_bytes, stream, args, false, 0);
+}
+
+int sj_launch_sm90(const ssmjit_context *ctx)
+{
+    return ctx->props.cc_major >= 9 && ctx->drv->LaunchKernelEx;
 }
 
 ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
                                 unsigned smem_bytes, void *stream, void **args)
 {
-    const bool chained = ctx->props.cc_major >= 9 && ctx->drv->LaunchKernelEx;
-    return launch(ctx, fn, grid, block, smem_bytes, stream, args, chained);
+    return launch(ctx, fn, grid, block, smem_bytes, stream, args, sj_launch_sm90(ctx), 0);
+}
+
+ssmjit_status sj_launch_cluster(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, unsigned cluster_x,
+                                void *stream, void **args)
+{
+    if (!sj_launch_sm90(ctx))
+        return sj_error(SSMJIT_ERR_UNSUPPORTED, "thread-block clusters need sm_90 or later and a driver with "
+                                                "cuLaunchKernelEx; this device is sm_%d%d",
+                        ctx->props.cc_major, ctx->props.cc_minor);
+    if (cluster_x == 0 || cluster_x > 8 || grid.x % cluster_x)
+        return sj_error(SSMJIT_ERR_INTERNAL, "a cluster of %u blocks for a grid %u wide", cluster_x, grid.x);
+    return launch(ctx, fn, grid, block, 0, stream, args, false, cluster_x);
 }
 
 ssmjit_status sj_graph_capture(ssmjit_context *ctx, void *stream, sj_enqueue_fn enqueue, void *arg,

@@ -15,6 +15,10 @@
 #define ROWS_PER_GRID 65535u   /* grid.y of the row loops, grid.x of the row kernels; they loop */
 #define ROW_THREADS 256u       /* a row kernel's block (cross-entropy) */
 #define ARGMAX_THREADS 1024u   /* argmax's block: a lone row (batch-1 decoding) fills an SM */
+#define ARGMAX_SEG_THREADS 256u /* a block of a row's cluster */
+#define ARGMAX_SEG_COLS 8192    /* columns a block of a row's cluster takes, at most, where 8 blocks reach:
+                                 * its threads' four 16-byte loads each of a 16-bit row */
+#define ARGMAX_SEGS_MAX 8       /* blocks a row's cluster, at most: the portable cluster size */
 
 static unsigned grid_of(int64_t blocks)
 {
@@ -237,9 +241,26 @@ ssmjit_status sj_argmax_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t ro
         return SSMJIT_OK;
     CUfunction fn;
     SJ_TRY(get_kernel(ctx, SJ_ROLE_FORWARD, &fn, "argmax_rows_%s", sj_dtype_suffix(dtype)));
-    void *args[] = {&x.data, &x.stride, &out, &rows, &cols};
-    sj_dim3 grid = {grid_of(rows), 1, 1}, block = {ARGMAX_THREADS, 1, 1};
-    return sj_launch(ctx, fn, grid, block, 0, stream, args);
+    const int64_t seg = sj_argmax_segment(ctx, rows, cols);
+    void *args[] = {&x.data, &x.stride, &out, &rows, &cols, (void *)&seg};
+    if (seg == 0) {
+        sj_dim3 grid = {grid_of(rows), 1, 1}, block = {ARGMAX_THREADS, 1, 1};
+        return sj_launch(ctx, fn, grid, block, 0, stream, args);
+    }
+    const unsigned segs = (unsigned)((cols + seg - 1) / seg);
+    sj_dim3 grid = {segs, (unsigned)rows, 1}, block = {ARGMAX_SEG_THREADS, 1, 1};
+    return sj_launch_cluster(ctx, fn, grid, block, segs, stream, args);
+}
+
+int64_t sj_argmax_segment(const ssmjit_context *ctx, int64_t rows, int64_t cols)
+{
+    const sj_device_props *p = sj_context_props(ctx);
+    if (!sj_launch_sm90(ctx) || rows >= 2 * (int64_t)p->sm_count || cols < 2 * ARGMAX_SEG_COLS)
+        return 0;
+    int64_t segs = (cols + ARGMAX_SEG_COLS - 1) / ARGMAX_SEG_COLS;
+    if (segs > ARGMAX_SEGS_MAX)
+        segs = ARGMAX_SEGS_MAX;
+    return ((cols + segs - 1) / segs + 7) / 8 * 8;
 }
 
 /* A one-dimensional f32 kernel over n elements, grid-strided; the caller

@@ -77,6 +77,14 @@ ssmjit_status sj_cross_entropy(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t 
 ssmjit_status sj_argmax_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t rows, int64_t cols,
                              ssmjit_matrix x, int32_t *out, void *stream);
 
+/* The columns each block of sj_argmax_rows takes: 0 for one block a
+ * whole row; else a multiple of 8, at most 8192 unless 8 blocks would
+ * take more, with every block of a row's cluster (ceil(cols / it), 2 to
+ * 8 of them) some.  Clusters where they can be launched
+ * (sj_launch_sm90), the rows are under two an SM and cols at least
+ * 16384. */
+int64_t sj_argmax_segment(const ssmjit_context *ctx, int64_t rows, int64_t cols);
+
 /* y = -exp(x) elementwise over n f32 values (A from A_log), with expf's
  * accuracy whatever the fast-math setting.  y may be x. */
 ssmjit_status sj_neg_exp_f32(ssmjit_context *ctx, int64_t n, const float *x, float *y, void *stream);
