@@ -1,4 +1,3 @@
-#include <stdbool.h>
 #include <string.h>
 
 #include "context.h"
@@ -25,29 +24,19 @@ static ssmjit_status opt_in_smem(ssmjit_context *ctx, CUfunction fn, unsigned sm
     return SJ_CU(ctx->drv, FuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem_bytes);
 }
 
-/* The launches: chained (cluster_x 0) or in clusters through
- * cuLaunchKernelEx with the programmatic-serialization or the cluster
- * attribute, the plain one through cuLaunchKernel (every driver has it). */
+/* The launches: with a launch attribute (a chained launch, a cluster)
+ * through cuLaunchKernelEx, without one through cuLaunchKernel (every
+ * driver has it). */
 static ssmjit_status launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, unsigned smem_bytes,
-                            void *stream, void **args, bool chained, unsigned cluster_x)
+                            void *stream, void **args, CUlaunchAttribute *attr)
 {
     SJ_TRY(check_smem(ctx, smem_bytes));
     int pushed;
     SJ_TRY(sj_context_enter(ctx, &pushed));
     ssmjit_status st = opt_in_smem(ctx, fn, smem_bytes);
-    if (st == SSMJIT_OK && (chained || cluster_x)) {
-        CUlaunchAttribute attr;
-        memset(&attr, 0, sizeof attr);
-        if (cluster_x) {
-            attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attr.value.clusterDim.x = cluster_x;
-            attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-        } else {
-            attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attr.value.programmaticStreamSerializationAllowed = 1;
-        }
+    if (st == SSMJIT_OK && attr) {
         CUlaunchConfig config = {grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                 smem_bytes, (CUstream)stream, &attr, 1};
+                                 smem_bytes, (CUstream)stream, attr, 1};
         st = SJ_CU(ctx->drv, LaunchKernelEx, &config, fn, args, NULL);
     } else if (st == SSMJIT_OK) {
         st = SJ_CU(ctx->drv, LaunchKernel, fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
@@ -60,7 +49,7 @@ static ssmjit_status launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj
 ssmjit_status sj_launch(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
                         unsigned smem_bytes, void *stream, void **args)
 {
-    return launch(ctx, fn, grid, block, smem_bytes, stream, args, false, 0);
+    return launch(ctx, fn, grid, block, smem_bytes, stream, args, NULL);
 }
 
 int sj_launch_sm90(const ssmjit_context *ctx)
@@ -71,7 +60,13 @@ int sj_launch_sm90(const ssmjit_context *ctx)
 ssmjit_status sj_launch_chained(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block,
                                 unsigned smem_bytes, void *stream, void **args)
 {
-    return launch(ctx, fn, grid, block, smem_bytes, stream, args, sj_launch_sm90(ctx), 0);
+    if (!sj_launch_sm90(ctx))
+        return launch(ctx, fn, grid, block, smem_bytes, stream, args, NULL);
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    return launch(ctx, fn, grid, block, smem_bytes, stream, args, &attr);
 }
 
 ssmjit_status sj_launch_cluster(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid, sj_dim3 block, unsigned cluster_x,
@@ -83,7 +78,12 @@ ssmjit_status sj_launch_cluster(ssmjit_context *ctx, CUfunction fn, sj_dim3 grid
                         ctx->props.cc_major, ctx->props.cc_minor);
     if (cluster_x == 0 || cluster_x > 8 || grid.x % cluster_x)
         return sj_error(SSMJIT_ERR_INTERNAL, "a cluster of %u blocks for a grid %u wide", cluster_x, grid.x);
-    return launch(ctx, fn, grid, block, 0, stream, args, false, cluster_x);
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster_x;
+    attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+    return launch(ctx, fn, grid, block, 0, stream, args, &attr);
 }
 
 ssmjit_status sj_graph_capture(ssmjit_context *ctx, void *stream, sj_enqueue_fn enqueue, void *arg,
