@@ -419,21 +419,34 @@ static void check_argmax(ssmjit_context *ctx, ssmjit_dtype dt, size_t rows, size
     gu_free(dout);
 }
 
+struct argmax_case {
+    size_t rows, cols;
+    int strided;
+};
+
+/* Each case in each dtype. */
+static void check_argmax_cases(const struct argmax_case *cases, size_t n)
+{
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
+    tu_seed();
+    for (size_t a = 0; a < 3; ++a)
+        for (size_t i = 0; i < n; ++i)
+            check_argmax(ctx, dtypes[a], cases[i].rows, cases[i].cols, cases[i].strided);
+    ssmjit_context_destroy(ctx);
+}
+
 static void test_argmax(void **state)
 {
     (void)state;
-    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    tu_seed();
-    for (size_t a = 0; a < 3; ++a) {
-        check_argmax(ctx, dtypes[a], 1, 1, 0);
-        check_argmax(ctx, dtypes[a], 7, 11, 1);
-        check_argmax(ctx, dtypes[a], 40, 50280, 0);
-        check_argmax(ctx, dtypes[a], 9, 1000, 1);
+    static const struct argmax_case cases[] = {
+        {1, 1, 0}, {7, 11, 1}, {40, 50280, 0}, {9, 1000, 1},
         /* every 8th row (16-bit) or 4th (f32) starts 16-byte aligned,
          * with a few elements past its last whole 16-byte piece; the
          * others do not */
-        check_argmax(ctx, dtypes[a], 12, 4099, 0);
-    }
+        {12, 4099, 0},
+    };
+    check_argmax_cases(cases, sizeof cases / sizeof *cases);
+    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
     check_argmax(ctx, SSMJIT_F16, 70000, 7, 1);
     ssmjit_context_destroy(ctx);
 }
@@ -445,15 +458,8 @@ static void test_argmax(void **state)
 static void test_argmax_clusters(void **state)
 {
     (void)state;
-    ssmjit_context *ctx = gu_context(SSMJIT_FAST_MATH_OFF);
-    tu_seed();
-    for (size_t a = 0; a < 3; ++a) {
-        check_argmax(ctx, dtypes[a], 1, 50280, 0);
-        check_argmax(ctx, dtypes[a], 3, 16384, 1);
-        check_argmax(ctx, dtypes[a], 5, 16385, 0);
-        check_argmax(ctx, dtypes[a], 4, 200003, 1);
-    }
-    ssmjit_context_destroy(ctx);
+    static const struct argmax_case cases[] = {{1, 50280, 0}, {3, 16384, 1}, {5, 16385, 0}, {4, 200003, 1}};
+    check_argmax_cases(cases, sizeof cases / sizeof *cases);
 }
 
 /* ------------------------------------------------------------------------ */
