@@ -247,7 +247,7 @@ ssmjit_status sj_argmax_rows(ssmjit_context *ctx, ssmjit_dtype dtype, int64_t ro
         sj_dim3 grid = {grid_of(rows), 1, 1}, block = {ARGMAX_THREADS, 1, 1};
         return sj_launch(ctx, fn, grid, block, 0, stream, args);
     }
-    const unsigned segs = (unsigned)((cols + seg - 1) / seg);
+    const unsigned segs = (unsigned)sj_ceil_div(cols, seg);
     sj_dim3 grid = {segs, (unsigned)rows, 1}, block = {ARGMAX_SEG_THREADS, 1, 1};
     return sj_launch_cluster(ctx, fn, grid, block, segs, stream, args);
 }
@@ -257,10 +257,8 @@ int64_t sj_argmax_segment(const ssmjit_context *ctx, int64_t rows, int64_t cols)
     const sj_device_props *p = sj_context_props(ctx);
     if (!sj_launch_sm90(ctx) || rows >= 2 * (int64_t)p->sm_count || cols < 2 * ARGMAX_SEG_COLS)
         return 0;
-    int64_t segs = (cols + ARGMAX_SEG_COLS - 1) / ARGMAX_SEG_COLS;
-    if (segs > ARGMAX_SEGS_MAX)
-        segs = ARGMAX_SEGS_MAX;
-    return ((cols + segs - 1) / segs + 7) / 8 * 8;
+    const int64_t segs = sj_min64(sj_ceil_div(cols, ARGMAX_SEG_COLS), ARGMAX_SEGS_MAX);
+    return sj_ceil_div(sj_ceil_div(cols, segs), 8) * 8;
 }
 
 /* A one-dimensional f32 kernel over n elements, grid-strided; the caller
