@@ -348,7 +348,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             const int2 ti = lane < TS ? sj_token_info(p, b, c * TS + lane) : make_int2(0, SJ_TOK_VALID);
             if (lane < TS)
                 sg.info[lane] = ti;
-            const bool all = __all_sync(0xffffffffu, ti.y == SJ_TOK_VALID);
+            /* a segment may start at the chunk's first token and end at
+             * its last: the plain path sets both around its tokens */
+            const int edge = (lane == 0 ? SJ_TOK_START : 0) | (lane == TS - 1 ? SJ_TOK_END : 0);
+            const bool all = __all_sync(0xffffffffu, (ti.y & ~edge) == SJ_TOK_VALID);
             if (lane == 0)
                 plain_flag[c & 1] = all;
         }
@@ -382,9 +385,19 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             dAc[k] = 0.0f;
         dDc = dbc = 0.0f;
 
+        /* Segment seg's gradient before its first token, into dinit. */
+        auto leave_start = [&](int seg) {
+            if (p.dinit && dok) {
+#pragma unroll
+                for (int k = 0; k < NS; ++k)
+                    if (n0 + k < N)
+                        p.dinit[((sj_i64)seg * D + d) * N + n0 + k] = gc[k];
+            }
+        };
         /* The chunk's work, instantiated twice (the lambda is inlined at
-         * both calls): for chunks without a segment boundary or the end of
-         * L (all but the first and last without cu_seqlens), N <= 16 and
+         * both calls): for chunks without a segment boundary between two
+         * of their tokens or the end of L inside them (every chunk of a
+         * row without cu_seqlens, but a last one cut short), N <= 16 and
          * blocks that CM_PLAIN allows every token check folds away, so no
          * per-token loads of initial or final states, no accumulator over
          * launches and no branches remain in the unrolled loops, and the
@@ -446,12 +459,8 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                     dAc[k] = fmaf(q, pv.x, dAc[k]);
                     o.sqa = fmaf(q, A2[k], o.sqa);
                 }
-                if ((ti.y & SJ_TOK_START) && p.dinit && dok) {
-#pragma unroll
-                    for (int k = 0; k < NS; ++k)
-                        if (n0 + k < N)
-                            p.dinit[((sj_i64)ti.x * D + d) * N + n0 + k] = gc[k];
-                }
+                if (ti.y & SJ_TOK_START)
+                    leave_start(ti.x);
             };
             /* dB, dC over the warp's 8 channels: lane (c, g) then holds
              * value c of lane group g, summed. */
@@ -581,10 +590,34 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
                 }
             }
         };
-        if (chunk_plain)
+        if (chunk_plain) {
+            /* A plain chunk may end a segment at its last token and start
+             * one at its first (commit's rule): the gradient entering at
+             * the end and the state the first token starts from are set
+             * before its tokens, dinit stored after them, as the general
+             * path does at those tokens.  A split's segments start and end
+             * at chunk boundaries: at 1 x 512 x 1536 (8 segments of 64
+             * tokens) half the chunks, and in the forward's profile the
+             * general path cost such a chunk up to 3.9 times a plain one
+             * (bench/NOTES.md, "Scan shapes, round 15"). */
+            const int2 last = info[TS - 1];
+            if (last.y & SJ_TOK_END) {
+#pragma unroll
+                for (int k = 0; k < NS; ++k)
+                    gc[k] = state_at(p.dfinal, last.x, k);
+            }
+            if (info[0].y & SJ_TOK_START) {
+#pragma unroll
+                for (int k = 0; k < NS; ++k)
+                    h0[k] = state_at(p.init, info[0].x, k);
+            }
             run_chunk(true);
-        else
+            /* read again, not held across the chunk's registers */
+            if (info[0].y & SJ_TOK_START)
+                leave_start(info[0].x);
+        } else {
             run_chunk(false);
+        }
 
         if (c > 0)
             commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF, h0);
