@@ -415,7 +415,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         st_bc.issue(cnt_bc, [&](int k) { return load_bc(c, k); });
     };
     /* Returns false where this thread found a token of chunk c that is not
-     * plain (a segment's first or last, or past L), for the
+     * plain (a segment's first or last but the row's, or past L), for the
      * __syncthreads_and that ends the staging. */
     auto commit = [&](sj_i64 c, float *buf) {
         auto keep = [](const sj_fwd_raw &r) { return r; };
@@ -450,26 +450,58 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             return true;
         const int2 ti = sj_token_info(p, b, c * TS + tid);
         ((int2 *)(buf + 2 * TS * Npad + 3 * TS * RS))[tid] = ti;
-        return ti.y == SJ_TOK_VALID;
+        /* The row's first token may start a segment and its last end one:
+         * the state enters before the chunk loop and leaves after it. */
+        const int edge = (c == 0 && tid == 0 ? SJ_TOK_START : 0) | (c == nch - 1 && tid == TS - 1 ? SJ_TOK_END : 0);
+        return (ti.y & ~edge) == SJ_TOK_VALID;
     };
 
     /* Chunk c's stage buffer.  With one, other threads may still read
      * chunk c's when a thread commits chunk c + 1: a barrier comes first. */
     const int second = p.buffers > 1 ? lay.buf : 0;
     auto stage = [&](sj_i64 c) { return smem + (int)(c & 1) * second; };
+    auto chunk_info = [&](sj_i64 c) { return (const int2 *)(stage(c) + 2 * TS * Npad + 3 * TS * RS); };
     issue(0);
-    /* Chunks without a segment boundary or the end of L (all of them but
-     * the last, without cu_seqlens) run unrolled and branch-free, so that
-     * the exponentials of later tokens overlap the recurrence. */
+    /* Chunks without a segment boundary between two of their tokens or
+     * the end of L inside them (every chunk without cu_seqlens, but a last
+     * one cut short) run unrolled and branch-free, so that the
+     * exponentials of later tokens overlap the recurrence. */
     bool plain = __syncthreads_and(commit(0, stage(0)));
     sj_chain_wait(); /* before the states entering (init) and any output */
+
+    /* Segment seg's entering state (its initial state or 0), and its
+     * final state out. */
+    auto enter = [&](int seg) {
+#pragma unroll
+        for (int k = 0; k < NS; ++k)
+            h[k] = p.init && dok && n0 + k < N ? p.init[((sj_i64)seg * p.D + d) * N + n0 + k] : 0.0f;
+    };
+    auto leave = [&](int seg) {
+        if (p.final_state && dok) {
+#pragma unroll
+            for (int k = 0; k < NS; ++k)
+                if (n0 + k < N)
+                    p.final_state[((sj_i64)seg * p.D + d) * N + n0 + k] = h[k];
+        }
+    };
+    /* Without cu_seqlens a row's segment starts at its first token and
+     * ends at its last, and a split's segments are the rows of its view:
+     * its first and last chunks took the token loop, a quarter of the
+     * 8-state second pass's chunks at 1 x 2048 x 1536 and half the
+     * 4-state one's at 1 x 512, a chunk 1.5 and 3.9 times a plain one
+     * (bench/NOTES.md, "Scan shapes, round 15").  They stay plain, the
+     * state entering here and leaving after the loop: entered and left
+     * inside the plain path, ptxas scheduled its recurrence up to 33%
+     * slower (round 16). */
+    if (plain && (chunk_info(0)[0].y & SJ_TOK_START))
+        enter(chunk_info(0)[0].x);
 
     const float Dg = GATED && g == 0 ? sDv[dl] : 0.0f;
     for (sj_i64 c = 0; c < nch; ++c) {
         float *buf = stage(c), *yp = ypart + (int)(c & 1) * (GATED && second ? TS * PS : 0);
         const float *sB = buf, *sC = buf + TS * Npad, *su = sC + TS * Npad, *sdt = su + TS * RS,
                     *sgz = sdt + TS * RS;
-        const int2 *info = (const int2 *)(sgz + TS * RS);
+        const int2 *info = chunk_info(c);
         if (c + 1 < nch)
             issue(c + 1);
 
@@ -524,20 +556,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                 const int2 ti = info[i];
                 if (!(ti.y & SJ_TOK_VALID))
                     break;
-                if (ti.y & SJ_TOK_START) {
-#pragma unroll
-                    for (int k = 0; k < NS; ++k)
-                        h[k] = p.init && dok && n0 + k < N ? p.init[((sj_i64)ti.x * p.D + d) * N + n0 + k] : 0.0f;
-                }
+                if (ti.y & SJ_TOK_START)
+                    enter(ti.x);
                 const float part = step(i);
                 if (OUT)
                     yp[i * PS + tid] = part;
-                if ((ti.y & SJ_TOK_END) && p.final_state && dok) {
-#pragma unroll
-                    for (int k = 0; k < NS; ++k)
-                        if (n0 + k < N)
-                            p.final_state[((sj_i64)ti.x * p.D + d) * N + n0 + k] = h[k];
-                }
+                if (ti.y & SJ_TOK_END)
+                    leave(ti.x);
             }
         }
 
@@ -617,10 +642,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         }
         if (!second)
             __syncthreads();
-        plain = __syncthreads_and(c + 1 < nch ? commit(c + 1, stage(c + 1)) : true);
+        /* past the last chunk, plain stays its flag */
+        plain = __syncthreads_and(c + 1 < nch ? commit(c + 1, stage(c + 1)) : plain);
         if (late)
             output();
     }
+    if (plain && (chunk_info(nch - 1)[TS - 1].y & SJ_TOK_END))
+        leave(chunk_info(nch - 1)[TS - 1].x);
 }
 
 /* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads
