@@ -56,6 +56,14 @@ static_assert(sizeof(sj_scan_params) == 47 * 8, "host mirror in src/ops/scan_int
 
 enum { SJ_TOK_VALID = 1, SJ_TOK_START = 2, SJ_TOK_END = 4 };
 
+/* v, its load complete here.  A state loaded just before an unrolled
+ * chunk and first used inside it made ptxas wait there, at every chunk,
+ * on the scoreboard that load shares with the next chunk's staged loads,
+ * which are then in flight (bench/NOTES.md, "Scan shapes, round 16": a
+ * third of the unsplit forward's time).  The multiply by 1 is exact but
+ * for a denormal, which the chunk's flushing fmas would flush anyway. */
+__device__ __forceinline__ float sj_settled(float v) { return __fmul_rn(v, 1.0f); }
+
 /* Segment and flags of token t of batch row b.  With cu_seqlens the segment
  * is the last s with cu[s] <= t (empty segments never own a token). */
 __device__ __forceinline__ int2 sj_token_info(const sj_scan_params &p, sj_i64 b, sj_i64 t)
@@ -474,7 +482,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     auto enter = [&](int seg) {
 #pragma unroll
         for (int k = 0; k < NS; ++k)
-            h[k] = p.init && dok && n0 + k < N ? p.init[((sj_i64)seg * p.D + d) * N + n0 + k] : 0.0f;
+            h[k] = sj_settled(p.init && dok && n0 + k < N ? p.init[((sj_i64)seg * p.D + d) * N + n0 + k] : 0.0f);
     };
     auto leave = [&](int seg) {
         if (p.final_state && dok) {
