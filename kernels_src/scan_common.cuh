@@ -498,9 +498,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * 8-state second pass's chunks at 1 x 2048 x 1536 and half the
      * 4-state one's at 1 x 512, a chunk 1.5 and 3.9 times a plain one
      * (bench/NOTES.md, "Scan shapes, round 15").  They stay plain, the
-     * state entering here and leaving after the loop: entered and left
-     * inside the plain path, ptxas scheduled its recurrence up to 33%
-     * slower (round 16). */
+     * state entering here (settled: sj_settled) and leaving after the
+     * loop, outside the chunk's code. */
     if (plain && (chunk_info(0)[0].y & SJ_TOK_START))
         enter(chunk_info(0)[0].x);
 
