@@ -422,6 +422,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         st_td.issue(cnt_td, [&](int k) { return load_td(c, k); });
         st_bc.issue(cnt_bc, [&](int k) { return load_bc(c, k); });
     };
+    /* A stage buffer's tokens' segments and flags, after its B, C, u, dt
+     * and gate. */
+    auto info_in = [&](float *buf) { return (int2 *)(buf + 2 * TS * Npad + 3 * TS * RS); };
     /* Returns false where this thread found a token of chunk c that is not
      * plain (a segment's first or last but the row's, or past L), for the
      * __syncthreads_and that ends the staging. */
@@ -457,7 +460,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         if (tid >= TS)
             return true;
         const int2 ti = sj_token_info(p, b, c * TS + tid);
-        ((int2 *)(buf + 2 * TS * Npad + 3 * TS * RS))[tid] = ti;
+        info_in(buf)[tid] = ti;
         /* The row's first token may start a segment and its last end one:
          * the state enters before the chunk loop and leaves after it. */
         const int edge = (c == 0 && tid == 0 ? SJ_TOK_START : 0) | (c == nch - 1 && tid == TS - 1 ? SJ_TOK_END : 0);
@@ -468,7 +471,6 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * chunk c's when a thread commits chunk c + 1: a barrier comes first. */
     const int second = p.buffers > 1 ? lay.buf : 0;
     auto stage = [&](sj_i64 c) { return smem + (int)(c & 1) * second; };
-    auto chunk_info = [&](sj_i64 c) { return (const int2 *)(stage(c) + 2 * TS * Npad + 3 * TS * RS); };
     issue(0);
     /* Chunks without a segment boundary between two of their tokens or
      * the end of L inside them (every chunk without cu_seqlens, but a last
@@ -500,15 +502,15 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * (bench/NOTES.md, "Scan shapes, round 15").  They stay plain, the
      * state entering here (settled: sj_settled) and leaving after the
      * loop, outside the chunk's code. */
-    if (plain && (chunk_info(0)[0].y & SJ_TOK_START))
-        enter(chunk_info(0)[0].x);
+    if (plain && (info_in(stage(0))[0].y & SJ_TOK_START))
+        enter(info_in(stage(0))[0].x);
 
     const float Dg = GATED && g == 0 ? sDv[dl] : 0.0f;
     for (sj_i64 c = 0; c < nch; ++c) {
         float *buf = stage(c), *yp = ypart + (int)(c & 1) * (GATED && second ? TS * PS : 0);
         const float *sB = buf, *sC = buf + TS * Npad, *su = sC + TS * Npad, *sdt = su + TS * RS,
                     *sgz = sdt + TS * RS;
-        const int2 *info = chunk_info(c);
+        const int2 *info = info_in(buf);
         if (c + 1 < nch)
             issue(c + 1);
 
@@ -654,8 +656,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
         if (late)
             output();
     }
-    if (plain && (chunk_info(nch - 1)[TS - 1].y & SJ_TOK_END))
-        leave(chunk_info(nch - 1)[TS - 1].x);
+    if (plain && (info_in(stage(nch - 1))[TS - 1].y & SJ_TOK_END))
+        leave(info_in(stage(nch - 1))[TS - 1].x);
 }
 
 /* Kernel names: <prefix>_ns<NS>_<dtype>; blocks of at most MAXT threads
