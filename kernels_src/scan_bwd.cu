@@ -298,8 +298,11 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
         }
     };
     /* Converts chunk c's copies (waited for and published by a barrier
-     * before) into buf; h0 gets the chunk's starting state. */
-    auto commit = [&](sj_i64 c, float *buf, float *h0) {
+     * before) into buf; h0 gets the chunk's starting state.  last: c is
+     * the row's last chunk (told, not compared with nch: the comparison
+     * kept nch live through the loop, and ptxas spilled 248 / 364 bytes,
+     * bench/NOTES.md "Scan shapes, round 17"). */
+    auto commit = [&](sj_i64 c, float *buf, float *h0, bool last) {
         const sj_bwd_stage sg(buf);
         const bool full = (c + 1) * TS <= L && d0 + BD <= D; /* no element to zero */
         /* Four adjacent elements of one token a thread, each tensor's in
@@ -348,9 +351,10 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             const int2 ti = lane < TS ? sj_token_info(p, b, c * TS + lane) : make_int2(0, SJ_TOK_VALID);
             if (lane < TS)
                 sg.info[lane] = ti;
-            /* a segment may start at the chunk's first token and end at
-             * its last: the plain path sets both around its tokens */
-            const int edge = (lane == 0 ? SJ_TOK_START : 0) | (lane == TS - 1 ? SJ_TOK_END : 0);
+            /* The row's first token may start a segment and its last end
+             * one: the gradient enters before the chunk loop and dinit
+             * leaves after it (the forward's rule). */
+            const int edge = (c == 0 && lane == 0 ? SJ_TOK_START : 0) | (last && lane == TS - 1 ? SJ_TOK_END : 0);
             const bool all = __all_sync(0xffffffffu, (ti.y & ~edge) == SJ_TOK_VALID);
             if (lane == 0)
                 plain_flag[c & 1] = all;
@@ -361,39 +365,53 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
     };
 
     const float Dd = sDv[ch];
+    /* Chunk c's stage buffer; whether it runs plain (run_chunk). */
+    auto stage = [&](sj_i64 c) { return smem + (int)(c & 1) * SJ_BWD_BUF; };
+    auto runs_plain = [&](sj_i64 c) { return p.NB == 1 && plain_flag[c & 1] && (copy_mode & CM_PLAIN); };
+    /* Segment seg's gradient before its first token, into dinit. */
+    auto leave_start = [&](int seg) {
+        if (p.dinit && dok) {
+#pragma unroll
+            for (int k = 0; k < NS; ++k)
+                if (n0 + k < N)
+                    p.dinit[((sj_i64)seg * D + d) * N + n0 + k] = gc[k];
+        }
+    };
 
     float h0[NS];
     if (nch > 0) {
         issue(nch - 1, false);
         sj_copy_wait();
         __syncthreads();
-        commit(nch - 1, smem + ((nch - 1) & 1) * SJ_BWD_BUF, h0);
+        commit(nch - 1, stage(nch - 1), h0, true);
         __syncthreads();
+        /* Without cu_seqlens a row's segment ends at its last token and
+         * starts at its first, and a split's segments are the rows of its
+         * view: those two chunks stay plain, the gradient entering here
+         * and dinit leaving after the loop, outside the chunk's code (in
+         * it, every plain chunk read and branched on its edge tokens).
+         * Settled (sj_settled) like the forward's entering state. */
+        const int2 end = sj_bwd_stage(stage(nch - 1)).info[TS - 1];
+        if (runs_plain(nch - 1) && (end.y & SJ_TOK_END)) {
+#pragma unroll
+            for (int k = 0; k < NS; ++k)
+                gc[k] = sj_settled(state_at(p.dfinal, end.x, k));
+        }
     }
 
     for (sj_i64 c = nch - 1; c >= 0; --c) {
-        const sj_bwd_stage sg(smem + (c & 1) * SJ_BWD_BUF);
+        const sj_bwd_stage sg(stage(c));
         float4 *const sP = sg.P;
         const float *sS = sg.S, *sB = sg.B, *sC = sg.C;
         const int2 *info = sg.info;
         /* read before the copies issue */
-        const bool chunk_plain = p.NB == 1 && plain_flag[c & 1] && (copy_mode & CM_PLAIN);
+        const bool chunk_plain = runs_plain(c);
         if (c > 0)
             issue(c - 1, true);
 #pragma unroll
         for (int k = 0; k < NS; ++k)
             dAc[k] = 0.0f;
         dDc = dbc = 0.0f;
-
-        /* Segment seg's gradient before its first token, into dinit. */
-        auto leave_start = [&](int seg) {
-            if (p.dinit && dok) {
-#pragma unroll
-                for (int k = 0; k < NS; ++k)
-                    if (n0 + k < N)
-                        p.dinit[((sj_i64)seg * D + d) * N + n0 + k] = gc[k];
-            }
-        };
         /* The chunk's work, instantiated twice (the lambda is inlined at
          * both calls): for chunks without a segment boundary between two
          * of their tokens or the end of L inside them (every chunk of a
@@ -591,42 +609,31 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             }
         };
         if (chunk_plain) {
-            /* A plain chunk may end a segment at its last token and start
-             * one at its first (commit's rule): the gradient entering at
-             * the end and the state the first token starts from are set
-             * before its tokens, dinit stored after them, as the general
-             * path does at those tokens.  A split's segments start and end
-             * at chunk boundaries: at 1 x 512 x 1536 (8 segments of 64
-             * tokens) half the chunks, and in the forward's profile the
-             * general path cost such a chunk up to 3.9 times a plain one
-             * (bench/NOTES.md, "Scan shapes, round 15"). */
-            const int2 last = info[TS - 1];
-            if (last.y & SJ_TOK_END) {
+            /* the row's first chunk, plain, may start a segment at its
+             * first token (commit's rule) */
+            if (c == 0 && (info[0].y & SJ_TOK_START)) {
 #pragma unroll
                 for (int k = 0; k < NS; ++k)
-                    gc[k] = state_at(p.dfinal, last.x, k);
-            }
-            if (info[0].y & SJ_TOK_START) {
-#pragma unroll
-                for (int k = 0; k < NS; ++k)
-                    h0[k] = state_at(p.init, info[0].x, k);
+                    h0[k] = sj_settled(state_at(p.init, info[0].x, k));
             }
             run_chunk(true);
-            /* read again, not held across the chunk's registers */
-            if (info[0].y & SJ_TOK_START)
-                leave_start(info[0].x);
         } else {
             run_chunk(false);
         }
 
         if (c > 0)
-            commit(c - 1, smem + ((c - 1) & 1) * SJ_BWD_BUF, h0);
+            commit(c - 1, stage(c - 1), h0, false);
 #pragma unroll
         for (int k = 0; k < NS; ++k)
             osum[k * SJ_BWD_THREADS + tid] += dAc[k];
         osum[NS * SJ_BWD_THREADS + tid] += dDc;
         osum[(NS + 1) * SJ_BWD_THREADS + tid] += dbc;
         __syncthreads();
+    }
+    if (nch > 0) {
+        const int2 start = sj_bwd_stage(stage(0)).info[0];
+        if (runs_plain(0) && (start.y & SJ_TOK_START))
+            leave_start(start.x);
     }
 
 #pragma unroll
