@@ -102,7 +102,7 @@ static void test_paths(void **state)
         const char *path;
     } cases[] = {
         {{1, 2048, 1536}, SSMJIT_F32, BENCH_SCAN_FWD, "split 16"},
-        {{1, 2048, 1536}, SSMJIT_BF16, BENCH_SCAN_BWD, "split 8"},
+        {{1, 2048, 1536}, SSMJIT_BF16, BENCH_SCAN_BWD, "split 32"},
         {{1, 128, 1536}, SSMJIT_BF16, BENCH_SCAN_FWD, "tp"},
         {{1, 128, 1536}, SSMJIT_BF16, BENCH_SCAN_FWD_CKPT, "tp"},
         {{1, 128, 1536}, SSMJIT_F32, BENCH_SCAN_BWD, "split 8"},

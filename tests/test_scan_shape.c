@@ -209,7 +209,7 @@ static void check_splits(ssmjit_context *ctx, const split_want *w, size_t n)
  * more rows keep the GPU busy (8 x 2048 x 1536, 4 x 8192 x 2048), nor
  * where the token-parallel forward runs first (1 x 128 x 1536), nor on a
  * GPU of one SM,
- * nor in segments shorter than 64 tokens (256 in the backward, but for
+ * nor in segments shorter than 32 tokens (64 in the backward, but for
  * whole segments of at least a chunk whose blocks all run at once, as at
  * 1 x 128 x 1536) or (several rows) uneven ones; a forced split wherever
  * it can be made. */
@@ -237,30 +237,29 @@ static void test_split_choices(void **state)
             const ssmjit_dtype dtype = k < 3 ? SSMJIT_F32 : SSMJIT_BF16;
             const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, shapes[i].D, 16, call > 0, bwd);
             const int64_t Ls = S > 1 ? (call ? L / S / 16 * 16 : L / S) : L;
-            /* the backward's segments under 256 tokens: at least a chunk,
+            /* the backward's segments under 64 tokens: at least a chunk,
              * whole, their blocks (64 channels each) two an SM at most */
             const int short_ok = S * Ls == L && Ls >= 16 && B * S * ((shapes[i].D + 63) / 64) <= 264;
             if ((S > 1) != (bwd ? shapes[i].bwd_split : shapes[i].split) || S < 1 || S > 64 ||
-                (S > 1 && Ls < (bwd ? 256 : 64) && !(bwd && short_ok)) || (S > 1 && B > 1 && S * Ls != L))
+                (S > 1 && Ls < (bwd ? 64 : 32) && !(bwd && short_ok)) || (S > 1 && B > 1 && S * Ls != L))
                 fail_msg("B=%lld L=%lld D=%lld %s, %s: %lld segments", (long long)B, (long long)L,
                          (long long)shapes[i].D, dtype == SSMJIT_F32 ? "f32" : "bf16", calls[call], (long long)S);
         }
     /* one model of the split serves both dtypes (1 x 2048 x 5120 in 16
-     * segments: f32 0.178 ms against 0.199 unsplit, bf16 0.173 against
-     * 0.193); they differ where the token-parallel forward can run, which
-     * runs first in f32 up to 256 tokens a row (512 at 768 channels or
-     * fewer) and in bf16 up to 512 (1024 at 1536 or fewer), a split above
-     * (one H100, tests/data/scan_split_h100.txt: 1 x 512 x 1536 f32 in 8
-     * segments 0.0285 ms against 0.0304, bf16 0.0228 against 0.0280 in 8;
-     * 1 x 1024 x 1536 bf16 0.0378 against 0.0397 in 16; 1 x 2048 x 1536
-     * bf16 in 16 segments 0.0630 against 0.0676) */
+     * segments: f32 0.168 ms against 0.193 unsplit, bf16 0.168 against
+     * 0.191); they differ where the token-parallel forward can run, which
+     * runs first in f32 up to 256 tokens a row and in bf16 up to 512, a
+     * split above (one H100, tests/data/scan_split_h100.txt: 1 x 512 x
+     * 1536 f32 in 8 segments 0.0252 ms against 0.0304, bf16 0.0226 against
+     * 0.0249 in 8; 1 x 1024 x 1536 bf16 in 8 segments 0.0371 against
+     * 0.0378; 1 x 512 x 768 f32 in 16 segments 0.0200 against 0.0211) */
     static const split_want by_dtype[] = {
         {0, SSMJIT_F32, 1, 2048, 5120, 0, 0, 16}, {0, SSMJIT_BF16, 1, 2048, 5120, 0, 0, 16},
         {0, SSMJIT_F32, 2, 4096, 2560, 0, 0, 16}, {0, SSMJIT_BF16, 2, 4096, 2560, 0, 0, 16},
         {0, SSMJIT_F32, 1, 2048, 1536, 0, 0, 16}, {0, SSMJIT_BF16, 1, 2048, 1536, 0, 0, 16},
-        {0, SSMJIT_F32, 1, 1024, 1536, 0, 0, 8},  {0, SSMJIT_BF16, 1, 1024, 1536, 0, 0, 1},
+        {0, SSMJIT_F32, 1, 1024, 1536, 0, 0, 8},  {0, SSMJIT_BF16, 1, 1024, 1536, 0, 0, 8},
         {0, SSMJIT_F32, 1, 512, 1536, 0, 0, 8},   {0, SSMJIT_BF16, 1, 512, 1536, 0, 0, 1},
-        {0, SSMJIT_F32, 1, 512, 768, 0, 0, 1},    {0, SSMJIT_F32, 1, 256, 1536, 0, 0, 1},
+        {0, SSMJIT_F32, 1, 512, 768, 0, 0, 16},   {0, SSMJIT_F32, 1, 256, 1536, 0, 0, 1},
     };
     check_splits(ctx, by_dtype, sizeof by_dtype / sizeof *by_dtype);
     ctx->props.sm_count = 1;
@@ -291,8 +290,8 @@ static const struct {
 } memo_shapes[] = {
     {SSMJIT_F32, 1, 16384, 1536, 0, 0}, {SSMJIT_F32, 1, 2048, 1536, 0, 0},  {SSMJIT_F32, 8, 2048, 4096, 0, 0},
     {SSMJIT_F32, 1, 2048, 1536, 1, 0},  {SSMJIT_F32, 1, 16384, 1536, 0, 1}, {SSMJIT_F32, 1, 2048, 1536, 0, 1},
-    {SSMJIT_F32, 1, 512, 1536, 0, 1},   {SSMJIT_F32, 1, 16384, 768, 1, 1},  {SSMJIT_F32, 1, 1024, 1536, 0, 0},
-    {SSMJIT_BF16, 1, 1024, 1536, 0, 0},
+    {SSMJIT_F32, 1, 512, 1536, 0, 1},   {SSMJIT_F32, 1, 16384, 768, 1, 1},  {SSMJIT_F32, 1, 512, 1536, 0, 0},
+    {SSMJIT_BF16, 1, 512, 1536, 0, 0},
 };
 #define MEMO_SHAPES (sizeof memo_shapes / sizeof *memo_shapes)
 
@@ -371,8 +370,8 @@ static void grid_b_point(int i, int64_t *B, int64_t *L, int64_t *D)
  * with packed sequences and forced: the token-parallel kernel exactly
  * where the rule (sj_scan_fwd_token_parallel) says, where the token-serial
  * grid leaves SMs without a block and its own blocks fit four an SM;
- * unsplit in f32 up to 256 tokens a row (512 where the rows hold at most
- * 768 channels), in bf16 up to 512 (1024 where at most 1536); and no point left unsplit to a token-serial grid that leaves
+ * unsplit in f32 up to 256 tokens a row, in bf16 up to 512; and no
+ * point left unsplit to a token-serial grid that leaves
  * half the SMs without a block, the slow path of one sequence (with or
  * without a checkpoint). */
 static void test_forward_paths(void **state)
@@ -394,10 +393,9 @@ static void test_forward_paths(void **state)
             const int ck = v & 1;
             const ssmjit_dtype dtype = v & 2 ? SSMJIT_BF16 : SSMJIT_F32;
             const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, D, 16, ck, 0);
-            /* the token-parallel kernel first up to 256 tokens a row (f32;
-             * 512 at B D <= 768) or 512 (16-bit; 1024 at B D <= 1536), a
-             * split or it above */
-            const int tp_first = dtype == SSMJIT_F32 ? L <= (B * D <= 768 ? 512 : 256) : L <= (B * D <= 1536 ? 1024 : 512);
+            /* the token-parallel kernel first up to 256 tokens a row (f32)
+             * or 512 (16-bit), a split or it above */
+            const int tp_first = L <= (dtype == SSMJIT_F32 ? 256 : 512);
             if (parallel ? tp_first && S != 1 : 2 * blocks < ctx->props.sm_count && S < 2)
                 fail_msg("B=%lld L=%lld D=%lld %s%s: token-parallel %d, %lld segments, %lld blocks of "
                          "%d channels",
@@ -429,10 +427,10 @@ static void test_forward_paths(void **state)
 
 /* The backward's split at every point of grid B on an H200: within its
  * bounds (at most 64 segments, each at least a chunk of 16 tokens, under
- * 256 only whole and with the split's blocks at most two an SM), and no
+ * 64 only whole and with the split's blocks at most two an SM), and no
  * sequence of 128 tokens or more left unsplit on a grid that fills under
- * a quarter of the SMs (one sequence of 512 at D = 1536 ran 0.192 ms
- * unsplit, 0.094 in 8 segments; of 128, 0.070 and 0.047). */
+ * a quarter of the SMs (one sequence of 512 at D = 1536 ran 0.175 ms
+ * unsplit, 0.061 in 8 segments; of 128, 0.052 and 0.032). */
 static void test_backward_paths(void **state)
 {
     (void)state;
@@ -445,7 +443,7 @@ static void test_backward_paths(void **state)
         const int64_t blocks = B * ((D + 63) / 64);
         const int64_t S = sj_scan_split_segments(ctx, dtype, B, L, D, 16, 1, 1), Ls_ = L / S / 16 * 16;
         const int bounded = S >= 1 && S <= 64 &&
-                            (S == 1 || (Ls_ >= 256 && (B == 1 || S * Ls_ == L)) ||
+                            (S == 1 || (Ls_ >= 64 && (B == 1 || S * Ls_ == L)) ||
                              (Ls_ >= 16 && S * Ls_ == L && S * blocks <= 2 * ctx->props.sm_count));
         if (!bounded || (S == 1 && L >= 128 && 4 * blocks < ctx->props.sm_count))
             fail_msg("B=%lld L=%lld D=%lld %s: backward in %lld segments of %lld tokens, %lld blocks a "
@@ -463,9 +461,10 @@ static void test_backward_paths(void **state)
  * are those h200() models; 304 points of B 1-8, L 128-16384, D
  * 768-5120, f32 and bf16, forward and backward, each split S = 1 .. 32
  * or 64): at each point the rule's choice, split or not, was timed, and
- * ran within 6% of the fastest timed (at worst 4.2% in the forward, 5.5%
- * in the backward, at two bf16 points the model's 16 segments against 8,
- * when fitted; bench/NOTES.md, "Scan shapes, round 13").  A change to the
+ * ran within 6% of the fastest timed (at worst 4.6% in the forward, 2 x
+ * 8192 x 768 f32 in the model's 64 segments against 16, and 5.9% in the
+ * backward, 8 x 16384 x 1536 f32 unsplit against 32 segments, when
+ * fitted; bench/NOTES.md, "Scan shapes, round 17").  A change to the
  * model that strays further from the measurements fails here. */
 static void test_split_against_timings(void **state)
 {

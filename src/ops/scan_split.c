@@ -24,18 +24,19 @@ void sj_scan_force_split(int segments)
 int sj_scan_forced_split(void) { return atomic_load_explicit(&forced_split, memory_order_relaxed); }
 
 #define SPLIT_MAX 64        /* segments a row */
-/* A segment's least tokens, unless forced: the forward's 64, the
- * backward's 256, or one chunk where its segments are whole and their
+/* A segment's least tokens, unless forced: the forward's 32, the
+ * backward's 64, or one chunk where its segments are whole and their
  * blocks all run at once (bwd_min_tokens).  Below, their launches' and
- * blocks' fixed costs weigh on short segments more than the model says
- * (bench/NOTES.md: the backward at 1 x 2048 x 1536 in segments of 64
- * tokens ran f32 0.426 ms, of 256 0.385, before the first pass was
- * light). */
-#define SPLIT_MIN_TOKENS 64
-#define SPLIT_MIN_TOKENS_BWD 256
+ * blocks' fixed costs weigh on short segments more than the model says.
+ * Since a row's edge chunks run plain (bench/NOTES.md, "Scan shapes,
+ * rounds 16 and 17") short segments pay: 1 x 512 x 768 f32 forward in
+ * 16 segments of 32 tokens ran 0.0200 ms against 0.0215 in 8, and 1 x
+ * 512 x 5120 backward in 8 of 64 0.146 against 0.184 unsplit (when the
+ * least was 256). */
+#define SPLIT_MIN_TOKENS 32
+#define SPLIT_MIN_TOKENS_BWD 64
 #define SPLIT_MIN_TOKENS_BWD_ONE_WAVE SJ_SCAN_CHUNK
-/* A split must beat the unsplit op's modelled time by a tenth (the
- * model's choices ran within 4.7% of the fastest measured). */
+/* A split must beat the unsplit op's modelled time by a tenth. */
 #define SPLIT_GAIN 0.9
 
 /* Segments of Ls = L / S tokens, rounded down to whole chunks where the
@@ -159,14 +160,14 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * every power-of-two split from 2 to 32 or 64 segments timed at 76
  * shapes, each direction in f32 and bf16 (B 1 to 8, L 128 to 16384, D
  * 768 to 5120; tests/data/scan_split_h100.txt, bench/NOTES.md's "Scan
- * shapes, round 13"), where the choice, with token_parallel_first's rule,
- * ran within 4.2% of the fastest variant in the forward and 5.5% in the
- * backward (two bf16 points at B D = 5120, L = 4096, in 16 segments
- * where 8 ran faster).  One factor serves both dtypes: the 16-bit splits
- * ran slower against the unsplit op than f32's until their first pass
- * stopped waiting on its loads every chunk (round 11), and a larger
- * 16-bit factor, fitted before, now took the unsplit op where a split
- * ran up to 24% faster.  Only powers of two are taken: the model was not
+ * shapes, round 17"), where the choice, with token_parallel_first's rule,
+ * ran within 4.6% of the fastest variant in the forward and 5.9% in the
+ * backward (8 x 16384 x 1536 unsplit, where 32 segments ran faster), on
+ * average within 0.2% and 0.4%.  One factor serves both directions and
+ * both dtypes: the 16-bit splits ran slower against the unsplit op than
+ * f32's until their first pass stopped waiting on its loads every chunk
+ * (round 11), and a larger 16-bit factor, fitted before, now took the
+ * unsplit op where a split ran up to 24% faster.  Only powers of two are taken: the model was not
  * fitted to the others, and they leave tails.  The split must beat the
  * unsplit op's modelled time, but where it would stand in for the
  * token-parallel forward (over_tp), whose time the model does not know,
@@ -174,9 +175,9 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd, int over_tp)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
-    const double factor = 1.2, fixed = bwd ? 10000.0 : 0.0,
-                 first_pass = (bwd ? 1.0 : 0.75) * (double)sh->B * (double)sh->L * (double)sh->D / sms,
-                 per_state_row = (bwd ? 100.0 : 60.0) * (double)sh->B * (double)sh->D / sms;
+    const double factor = 1.1, fixed = bwd ? 10000.0 : 2500.0,
+                 first_pass = (bwd ? 1.0 : 1.25) * (double)sh->B * (double)sh->L * (double)sh->D / sms,
+                 per_state_row = (bwd ? 100.0 : 45.0) * (double)sh->B * (double)sh->D / sms;
     double (*cycles)(const sj_device_props *, const sj_scan_extents *, int64_t, int64_t) = bwd ? bwd_cycles : fwd_cycles;
     double cost[SPLIT_MAX + 1], least = -1;
     for (int64_t S = 2; S <= SPLIT_MAX; S++) {
@@ -255,24 +256,21 @@ static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split
 
 /* Whether the forward over sh's rows runs the token-parallel kernel
  * where it can (sj_scan_fwd_token_parallel) rather than a split: in f32
- * up to 256 tokens a row, or 512 where the rows hold at most 768
- * channels (B D); in 16-bit types up to 512, or 1024 where they hold at
- * most 1536.  Its time grows with L, a chunk after another, while the
- * split's passes spread B L D over the SMs; its f32 runs more slowly
- * than its 16-bit form against the split (B and C twice the bytes to
- * stage).  Fitted, after the split's kernels were chained (bench/NOTES.md,
- * "Scan shapes, round 13"), to its time at every point of 1 and 2 rows
- * of 128 to 16384 tokens and 768 to 2048 channels where it can run,
- * against every split (tests/data/scan_split_h100.txt and that round's
- * run 3): where this takes it, it ran 0.50 to 0.96 of the fastest
- * split's time, but 1.03 at 1 x 1024 x 768 bf16; where not, 1.06 to
- * 2.47 (1 x 512 x 1536 f32: 0.0304 ms against 0.0285 in 8 segments; 1 x
- * 2048 x 1536 bf16: 0.0676 against 0.0630 in 16).  Where no split can
- * be made, it runs all the same. */
+ * up to 256 tokens a row, in 16-bit types up to 512.  Its time grows
+ * with L, a chunk after another, while the split's passes spread B L D
+ * over the SMs; its f32 runs more slowly than its 16-bit form against
+ * the split (B and C twice the bytes to stage).  Fitted, after a row's
+ * edge chunks ran plain (bench/NOTES.md, "Scan shapes, round 17"), to
+ * its time at every point of 1 and 2 rows of 128 to 16384 tokens and 768
+ * to 2048 channels where it can run, against every split
+ * (tests/data/scan_split_h100.txt): where this takes it, it ran 0.55 to
+ * 0.94 of the fastest split's time; where not, 1.02 to 2.55 (1 x 1024 x
+ * 1536 bf16: 0.0378 ms against 0.0371 in 8 segments; 1 x 512 x 768 f32:
+ * 0.0211 against 0.0200 in 16).  Where no split can be made, it runs all
+ * the same. */
 static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
 {
-    const int64_t channels = sh->B * sh->D;
-    return dtype == SSMJIT_F32 ? sh->L <= (channels <= 768 ? 512 : 256) : sh->L <= (channels <= 1536 ? 1024 : 512);
+    return sh->L <= (dtype == SSMJIT_F32 ? 256 : 512);
 }
 
 /* The split of the forward (bwd = 0) or backward of sh in dtype that the
