@@ -136,11 +136,11 @@ static double bwd_cycles(const sj_device_props *pr, const sj_scan_extents *sh, i
 
 /* The backward's least tokens a segment for S segments a row: one chunk
  * where the split's blocks all run at once (two an SM) and the segments
- * cover the rows (no tail), else 256.  One sequence of 128 to 1024 tokens
- * at D = 768 to 2048 ran fastest so (1 x 128 x 1536: 0.070 ms unsplit,
- * 0.047 in 8 segments of one chunk; 1 x 512 x 768: 0.069 in 8 segments,
- * 0.065 in 16; bench/NOTES.md); more blocks than two an SM, or a tail
- * run on its own, measured slower there. */
+ * cover the rows (no tail), else SPLIT_MIN_TOKENS_BWD.  One sequence of
+ * 128 to 1024 tokens at D = 768 to 2048 ran fastest so (1 x 128 x 1536
+ * f32: 0.0524 ms unsplit, 0.0317 in 8 segments of one chunk;
+ * tests/data/scan_split_h100.txt); more blocks than two an SM, or a
+ * tail run on its own, measured slower there (bench/NOTES.md). */
 static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *sh, int64_t S)
 {
     const int64_t sms = pr->sm_count > 0 ? pr->sm_count : 1;
@@ -167,11 +167,12 @@ static int64_t bwd_min_tokens(const sj_device_props *pr, const sj_scan_extents *
  * both dtypes: the 16-bit splits ran slower against the unsplit op than
  * f32's until their first pass stopped waiting on its loads every chunk
  * (round 11), and a larger 16-bit factor, fitted before, now took the
- * unsplit op where a split ran up to 24% faster.  Only powers of two are taken: the model was not
- * fitted to the others, and they leave tails.  The split must beat the
- * unsplit op's modelled time, but where it would stand in for the
- * token-parallel forward (over_tp), whose time the model does not know,
- * and which the fastest split there outran (token_parallel_first). */
+ * unsplit op where a split ran up to 24% faster.  Only powers of two are
+ * taken: the model was not fitted to the others, and they leave tails.
+ * The split must beat the unsplit op's modelled time, but where it would
+ * stand in for the token-parallel forward (over_tp), whose time the
+ * model does not know, and which the fastest split there outran
+ * (token_parallel_first). */
 static int64_t fastest_segments(const sj_device_props *pr, const sj_scan_extents *sh, int whole, int bwd, int over_tp)
 {
     const double sms = pr->sm_count > 0 ? pr->sm_count : 1;
