@@ -142,9 +142,10 @@ static void test_model_units(void **state)
  * token-parallel kernel (its load waited for the token-serial ones,
  * bench/NOTES.md); one long prompt, whose split's segments are rows of
  * the token-serial kernels, those too, both token-parallel forms and the
- * split's kernels; a training step of 60 tokens the split's kernels,
- * since its backward can split (the forward's segments take 32 tokens
- * at least, the backward's 16). */
+ * split's kernels; a training step of 100 tokens the split's kernels,
+ * since its backward can split.  A prompt of up to 256 tokens that the
+ * token-parallel kernel takes never splits (in any dtype), though its
+ * segments could be as short as 32 tokens. */
 static void test_model_units_on_a_device(void **state)
 {
     (void)state;
@@ -166,10 +167,16 @@ static void test_model_units_on_a_device(void **state)
     assert_true(sj_scan_fwd_kernels_for(ctx, 1536, 256, 0, 0, 0).states & (1u << 16));
 
     o.max_batch = 1;
-    o.max_tokens = 60;
+    o.max_tokens = 100;
     memset(v, 0, sizeof *v);
     assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
     assert_non_null(strstr(v->names, ",conv_update_t4_bf16,scan_fwd_tp4_bf16,state_update_bf16,"));
+    assert_null(strstr(v->names, "scan_split"));
+    o.max_tokens = 256;
+    memset(v, 0, sizeof *v);
+    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    assert_non_null(strstr(v->names, "scan_fwd_tp8_bf16"));
+    assert_null(strstr(v->names, "scan_fwd_ns"));
     assert_null(strstr(v->names, "scan_split"));
     o.max_tokens = 2048;
     memset(v, 0, sizeof *v);
@@ -177,13 +184,13 @@ static void test_model_units_on_a_device(void **state)
     assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
                                      "scan_split_carry"));
     o.prepare = SSMJIT_MODEL_PREPARE_TRAINING;
-    o.max_tokens = 60;
+    o.max_tokens = 100;
     memset(v, 0, sizeof *v);
     assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
     assert_non_null(strstr(v->names, ",scan_fwd_tp4_bf16,scan_split_ends_bf16,"));
     assert_null(strstr(v->names, "scan_fwd_ns"));
     assert_null(strstr(v->names, "scan_fwd_tp8"));
-    /* at 64 sequences of 60 tokens the grid fills the GPU: token-serial */
+    /* at 64 sequences of 100 tokens the grid fills the GPU: token-serial */
     o.prepare = SSMJIT_MODEL_PREPARE_INFERENCE;
     o.max_batch = 64;
     memset(v, 0, sizeof *v);

@@ -36,6 +36,10 @@ int sj_scan_forced_split(void) { return atomic_load_explicit(&forced_split, memo
 #define SPLIT_MIN_TOKENS 32
 #define SPLIT_MIN_TOKENS_BWD 64
 #define SPLIT_MIN_TOKENS_BWD_ONE_WAVE SJ_SCAN_CHUNK
+/* Rows the token-parallel forward may take run it, not a split, up to
+ * these tokens a row (token_parallel_first). */
+#define TP_FIRST_TOKENS_F32 256
+#define TP_FIRST_TOKENS_16BIT 512
 /* A split must beat the unsplit op's modelled time by a tenth. */
 #define SPLIT_GAIN 0.9
 
@@ -85,10 +89,18 @@ int64_t sj_scan_split_most(int64_t L, int backward)
 sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L,
                                             int backward)
 {
-    const int64_t tokens = L > 0 ? L : INT64_MAX, segments = sj_scan_split_most(tokens, 0),
-                  batch = B > 0 && B < SJ_SCAN_MAX_BATCH ? B : SJ_SCAN_MAX_BATCH,
+    const int64_t tokens = L > 0 ? L : INT64_MAX, batch = B > 0 && B < SJ_SCAN_MAX_BATCH ? B : SJ_SCAN_MAX_BATCH;
+    /* The forward splits no rows that the token-parallel kernel takes, in
+     * any dtype, up to TP_FIRST_TOKENS_F32 tokens; where it takes the
+     * batch it takes fewer rows too.  Queued for short prompts, the
+     * token-serial and split kernels were compiled at a model's load and
+     * never run. */
+    const sj_scan_extents all = {.B = batch, .L = tokens, .D = D, .N = N};
+    const int fwd_split = sj_scan_split_most(tokens, 0) > 1 &&
+                          (tokens > TP_FIRST_TOKENS_F32 || !sj_scan_fwd_token_parallel(ctx, &all, 0));
+    const int64_t segments = fwd_split ? sj_scan_split_most(tokens, 0) : 1,
                   rows = batch <= SJ_SCAN_MAX_BATCH / segments ? batch * segments : SJ_SCAN_MAX_BATCH;
-    sj_scan_fwd_kernels k = {0, 0, sj_scan_split_most(tokens, backward) > 1};
+    sj_scan_fwd_kernels k = {0, 0, backward ? sj_scan_split_most(tokens, 1) > 1 : fwd_split};
     /* Every count of rows up to 512, then steps of an eighth, and the
      * most: a model's load runs this (each count costs a shape search,
      * about 0.5 us).  Below the tokens a split needs, a batch the
@@ -271,7 +283,7 @@ static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split
  * the same. */
 static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
 {
-    return sh->L <= (dtype == SSMJIT_F32 ? 256 : 512);
+    return sh->L <= (dtype == SSMJIT_F32 ? TP_FIRST_TOKENS_F32 : TP_FIRST_TOKENS_16BIT);
 }
 
 /* The split of the forward (bwd = 0) or backward of sh in dtype that the
