@@ -34,6 +34,14 @@ static void visit(size_t u, void *arg)
     strncat(v->names, sj_units[u].kernel, sizeof v->names - strlen(v->names) - 1);
 }
 
+/* The units a model of c with options o queues on ctx (NULL: any
+ * device), by name into v. */
+static void model_units(const ssmjit_context *ctx, const ssmjit_model_config *c, const ssmjit_model_options *o, visits *v)
+{
+    memset(v, 0, sizeof *v);
+    assert_int_equal(sj_model_units(ctx, c, o, visit, v), SSMJIT_OK);
+}
+
 static void test_every_unit_once(void **state)
 {
     (void)state;
@@ -99,17 +107,16 @@ static void test_model_units(void **state)
                                training = prepare_opts(SSMJIT_MODEL_PREPARE_TRAINING),
                                none = prepare_opts(SSMJIT_MODEL_PREPARE_NONE);
     visits *v = calloc(1, sizeof *v);
-    assert_int_equal(sj_model_units(NULL, &c, &inference, visit, v), SSMJIT_OK);
+    model_units(NULL, &c, &inference, v);
     assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_f32,rmsnorm_fwd_stream_bf16_f32,conv_fwd_t4_v4_bf16,"
                                   "conv_fwd_t8_v1_bf16,conv_update_t4_bf16,scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,"
                                   "scan_fwd_ns16_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
                                   "scan_split_carry,state_update_bf16,embedding_fwd_bf16_f32,argmax_rows_bf16,conv_state_fill_bf16,neg_exp_f32,"
                                   "gemm_skinny_m16_bf16_bf16");
     /* a bf16 residual stream and a wide conv */
-    memset(v, 0, sizeof *v);
     c.residual_in_fp32 = 0;
     c.d_conv = 6;
-    assert_int_equal(sj_model_units(NULL, &c, &training, visit, v), SSMJIT_OK);
+    model_units(NULL, &c, &training, v);
     assert_string_equal(v->names, "rmsnorm_fwd_cached_bf16_bf16,rmsnorm_fwd_stream_bf16_bf16,"
                                   "rmsnorm_bwd_cached_bf16_bf16,rmsnorm_bwd_stream_bf16_bf16,rmsnorm_dweight,"
                                   "conv_fwd_t8_v4_bf16,conv_fwd_t8_v1_bf16,conv_bwd_t8_v2_bf16,conv_bwd_t8_v1_bf16,"
@@ -121,15 +128,13 @@ static void test_model_units(void **state)
                                   "embedding_fwd_bf16_bf16,argmax_rows_bf16,conv_state_fill_bf16,neg_exp_f32,"
                                   "embedding_bwd_bf16,cross_entropy_bf16,cross_entropy_sum,mul_f32,"
                                   "gemm_skinny_m16_bf16_bf16");
-    memset(v, 0, sizeof *v);
-    assert_int_equal(sj_model_units(NULL, &c, &none, visit, v), SSMJIT_OK);
+    model_units(NULL, &c, &none, v);
     assert_string_equal(v->names, "");
     /* no projection of this shape is in the skinny GEMMs' table */
-    memset(v, 0, sizeof *v);
     c.d_model = 512;
     c.d_inner = 1024;
     c.dt_rank = 32;
-    assert_int_equal(sj_model_units(NULL, &c, &inference, visit, v), SSMJIT_OK);
+    model_units(NULL, &c, &inference, v);
     assert_null(strstr(v->names, "gemm_skinny"));
     assert_non_null(strstr(v->names, "state_update_bf16"));
     free(v);
@@ -159,7 +164,7 @@ static void test_model_units_on_a_device(void **state)
     assert_true(any.split);
     ssmjit_model_options o = prepare_opts(SSMJIT_MODEL_PREPARE_INFERENCE);
     visits *v = calloc(1, sizeof *v);
-    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
                                      "scan_split_carry"));
     assert_null(strstr(v->names, "ns16"));
@@ -168,33 +173,28 @@ static void test_model_units_on_a_device(void **state)
 
     o.max_batch = 1;
     o.max_tokens = 100;
-    memset(v, 0, sizeof *v);
-    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, ",conv_update_t4_bf16,scan_fwd_tp4_bf16,state_update_bf16,"));
     assert_null(strstr(v->names, "scan_split"));
     o.max_tokens = 256;
-    memset(v, 0, sizeof *v);
-    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, "scan_fwd_tp8_bf16"));
     assert_null(strstr(v->names, "scan_fwd_ns"));
     assert_null(strstr(v->names, "scan_split"));
     o.max_tokens = 2048;
-    memset(v, 0, sizeof *v);
-    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
                                      "scan_split_carry"));
     o.prepare = SSMJIT_MODEL_PREPARE_TRAINING;
     o.max_tokens = 100;
-    memset(v, 0, sizeof *v);
-    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, ",scan_fwd_tp4_bf16,scan_split_ends_bf16,"));
     assert_null(strstr(v->names, "scan_fwd_ns"));
     assert_null(strstr(v->names, "scan_fwd_tp8"));
     /* at 64 sequences of 100 tokens the grid fills the GPU: token-serial */
     o.prepare = SSMJIT_MODEL_PREPARE_INFERENCE;
     o.max_batch = 64;
-    memset(v, 0, sizeof *v);
-    assert_int_equal(sj_model_units(ctx, &c, &o, visit, v), SSMJIT_OK);
+    model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, "scan_fwd_ns"));
     free(v);
     ssmjit_context_destroy(ctx);
