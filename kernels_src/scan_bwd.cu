@@ -351,11 +351,9 @@ template <typename T> __device__ __forceinline__ void sj_scan_bwd(const sj_scan_
             const int2 ti = lane < TS ? sj_token_info(p, b, c * TS + lane) : make_int2(0, SJ_TOK_VALID);
             if (lane < TS)
                 sg.info[lane] = ti;
-            /* The row's first token may start a segment and its last end
-             * one: the gradient enters before the chunk loop and dinit
-             * leaves after it (the forward's rule). */
-            const int edge = (c == 0 && lane == 0 ? SJ_TOK_START : 0) | (last && lane == TS - 1 ? SJ_TOK_END : 0);
-            const bool all = __all_sync(0xffffffffu, (ti.y & ~edge) == SJ_TOK_VALID);
+            /* (the gradient enters before the chunk loop, dinit leaves
+             * after it) */
+            const bool all = __all_sync(0xffffffffu, sj_plain_token(ti, lane, c == 0, last));
             if (lane == 0)
                 plain_flag[c & 1] = all;
         }

@@ -56,6 +56,18 @@ static_assert(sizeof(sj_scan_params) == 47 * 8, "host mirror in src/ops/scan_int
 
 enum { SJ_TOK_VALID = 1, SJ_TOK_START = 2, SJ_TOK_END = 4 };
 
+/* Whether token i of a chunk, with info ti, lets the chunk run plain: a
+ * valid token inside its segment, or the row's first token starting one
+ * (in the row's first chunk) or its last ending one (in its last chunk),
+ * whose state enters before the chunk loop and leaves after it, in both
+ * directions. */
+__device__ __forceinline__ bool sj_plain_token(int2 ti, int i, bool row_first_chunk, bool row_last_chunk)
+{
+    const int edge = (row_first_chunk && i == 0 ? SJ_TOK_START : 0) |
+                     (row_last_chunk && i == SJ_SCAN_CHUNK - 1 ? SJ_TOK_END : 0);
+    return (ti.y & ~edge) == SJ_TOK_VALID;
+}
+
 /* v, its load complete here.  A state loaded just before an unrolled
  * chunk and first used inside it made ptxas wait there, at every chunk,
  * on the scoreboard that load shares with the next chunk's staged loads,
@@ -461,10 +473,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
             return true;
         const int2 ti = sj_token_info(p, b, c * TS + tid);
         info_in(buf)[tid] = ti;
-        /* The row's first token may start a segment and its last end one:
-         * the state enters before the chunk loop and leaves after it. */
-        const int edge = (c == 0 && tid == 0 ? SJ_TOK_START : 0) | (c == nch - 1 && tid == TS - 1 ? SJ_TOK_END : 0);
-        return (ti.y & ~edge) == SJ_TOK_VALID;
+        return sj_plain_token(ti, tid, c == 0, c == nch - 1);
     };
 
     /* Chunk c's stage buffer.  With one, other threads may still read

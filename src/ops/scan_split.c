@@ -96,9 +96,9 @@ sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, int64_t D
      * token-serial and split kernels were compiled at a model's load and
      * never run. */
     const sj_scan_extents all = {.B = batch, .L = tokens, .D = D, .N = N};
-    const int fwd_split = sj_scan_split_most(tokens, 0) > 1 &&
-                          (tokens > TP_FIRST_TOKENS_F32 || !sj_scan_fwd_token_parallel(ctx, &all, 0));
-    const int64_t segments = fwd_split ? sj_scan_split_most(tokens, 0) : 1,
+    const int64_t most = sj_scan_split_most(tokens, 0);
+    const int fwd_split = most > 1 && (tokens > TP_FIRST_TOKENS_F32 || !sj_scan_fwd_token_parallel(ctx, &all, 0));
+    const int64_t segments = fwd_split ? most : 1,
                   rows = batch <= SJ_SCAN_MAX_BATCH / segments ? batch * segments : SJ_SCAN_MAX_BATCH;
     sj_scan_fwd_kernels k = {0, 0, backward ? sj_scan_split_most(tokens, 1) > 1 : fwd_split};
     /* Every count of rows up to 512, then steps of an eighth, and the
@@ -107,11 +107,7 @@ sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, int64_t D
      * token-parallel kernel takes runs no token-serial one, and only its
      * 4-token form (its 8-token form takes more than 128 tokens). */
     for (int64_t r = 1; r <= rows; r = r == rows ? rows + 1 : r < 512 ? r + 1 : sj_min64(r + r / 8, rows)) {
-        sj_scan_extents sh = {0};
-        sh.B = r;
-        sh.L = tokens;
-        sh.D = D;
-        sh.N = N;
+        const sj_scan_extents sh = {.B = r, .L = tokens, .D = D, .N = N};
         const int tp = r <= batch && sj_scan_fwd_token_parallel(ctx, &sh, 0);
         if (tp)
             k.tp_tokens |= 1u << 4 | 1u << sj_scan_fwd_tp_tokens(ctx, &sh);
