@@ -148,9 +148,9 @@ static void test_model_units(void **state)
  * bench/NOTES.md); one long prompt, whose split's segments are rows of
  * the token-serial kernels, those too, both token-parallel forms and the
  * split's kernels; a training step of 100 tokens the split's kernels,
- * since its backward can split.  A prompt of up to 256 tokens that the
- * token-parallel kernel takes never splits (in any dtype), though its
- * segments could be as short as 32 tokens. */
+ * since its backward can split.  A prompt that the token-parallel kernel
+ * takes never splits up to 512 tokens in 16-bit types and 256 in f32,
+ * though its segments could be as short as 32 tokens. */
 static void test_model_units_on_a_device(void **state)
 {
     (void)state;
@@ -158,7 +158,7 @@ static void test_model_units_on_a_device(void **state)
     ssmjit_model_config c = {.struct_size = sizeof c, .d_model = 768, .d_inner = 1536, .d_state = 16, .d_conv = 4, .dt_rank = 48,
                              .n_layer = 24, .vocab_size = 50280, .norm_eps = 1e-5, .tie_embeddings = 1,
                              .residual_in_fp32 = 1};
-    const sj_scan_fwd_kernels any = sj_scan_fwd_kernels_for(ctx, 1536, 16, 0, 0, 0);
+    const sj_scan_fwd_kernels any = sj_scan_fwd_kernels_for(ctx, SSMJIT_BF16, 1536, 16, 0, 0, 0);
     assert_int_equal(any.states, (1u << 4) | (1u << 8));
     assert_int_equal(any.tp_tokens, (1u << 4) | (1u << 8));
     assert_true(any.split);
@@ -169,7 +169,7 @@ static void test_model_units_on_a_device(void **state)
                                      "scan_split_carry"));
     assert_null(strstr(v->names, "ns16"));
     /* many states: 16 a thread */
-    assert_true(sj_scan_fwd_kernels_for(ctx, 1536, 256, 0, 0, 0).states & (1u << 16));
+    assert_true(sj_scan_fwd_kernels_for(ctx, SSMJIT_BF16, 1536, 256, 0, 0, 0).states & (1u << 16));
 
     o.max_batch = 1;
     o.max_tokens = 100;
@@ -181,6 +181,17 @@ static void test_model_units_on_a_device(void **state)
     assert_non_null(strstr(v->names, "scan_fwd_tp8_bf16"));
     assert_null(strstr(v->names, "scan_fwd_ns"));
     assert_null(strstr(v->names, "scan_split"));
+    o.max_tokens = 512;
+    model_units(ctx, &c, &o, v);
+    assert_non_null(strstr(v->names, "scan_fwd_tp8_bf16"));
+    assert_null(strstr(v->names, "scan_fwd_ns"));
+    assert_null(strstr(v->names, "scan_split"));
+    o.dtype = SSMJIT_F32;
+    model_units(ctx, &c, &o, v);
+    assert_non_null(strstr(v->names, "scan_fwd_tp8_f32"));
+    assert_non_null(strstr(v->names, "scan_fwd_ns4_f32"));
+    assert_non_null(strstr(v->names, "scan_split_ends_f32"));
+    o.dtype = SSMJIT_BF16;
     o.max_tokens = 2048;
     model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, "scan_fwd_ns4_bf16,scan_fwd_ns8_bf16,scan_fwd_tp4_bf16,scan_fwd_tp8_bf16,scan_split_ends_bf16,"
@@ -240,19 +251,22 @@ static void test_kernels_cover_the_calls(void **state)
 {
     (void)state;
     ssmjit_context *ctx = gu_stand_in_context();
-    static const int64_t Bs[] = {1, 2, 3, 4, 8, 16, 64}, Ls[] = {1, 63, 64, 65, 127, 128, 129, 512, 2048, 16384},
+    static const int64_t Bs[] = {1, 2, 3, 4, 8, 16, 64},
+                         Ls[] = {1, 63, 64, 65, 127, 128, 129, 256, 257, 512, 513, 2048, 16384},
                          Ds[] = {200, 768, 1536, 2048, 4096, 5120};
     const int nb = (int)(sizeof Bs / sizeof *Bs), nl = (int)(sizeof Ls / sizeof *Ls);
     int checked = 0;
     for (size_t d = 0; d < sizeof Ds / sizeof *Ds; d++)
         for (int bh = 0; bh < nb; bh++)
             for (int lh = 0; lh < nl; lh++) {
-                const sj_scan_fwd_kernels k = sj_scan_fwd_kernels_for(ctx, Ds[d], 16, Bs[bh], Ls[lh], 0);
-                for (int b = 0; b <= bh; b++)
-                    for (int l = 0; l <= lh; l++)
-                        for (int v = 0; v < 4; v++, checked++)
-                            check_call_covered(ctx, Bs[b], Ls[l], Ds[d], v & 2 ? SSMJIT_BF16 : SSMJIT_F32, v & 1, &k,
-                                               Bs[bh], Ls[lh]);
+                for (int t = 0; t < 2; t++) {
+                    const ssmjit_dtype dtype = t ? SSMJIT_BF16 : SSMJIT_F32;
+                    const sj_scan_fwd_kernels k = sj_scan_fwd_kernels_for(ctx, dtype, Ds[d], 16, Bs[bh], Ls[lh], 0);
+                    for (int b = 0; b <= bh; b++)
+                        for (int l = 0; l <= lh; l++)
+                            for (int ck = 0; ck < 2; ck++, checked++)
+                                check_call_covered(ctx, Bs[b], Ls[l], Ds[d], dtype, ck, &k, Bs[bh], Ls[lh]);
+                }
             }
     print_message("%d calls covered\n", checked);
     assert_int_equal(sj_scan_split_most(63, 0), 1);

@@ -91,7 +91,7 @@ static unsigned model_ops(const ssmjit_context *ctx, const ssmjit_model_config *
     const sj_scan_fwd_kernels any = {~0u, ~0u, 1};
     *k = (model_kernels){cfg->d_conv <= 4 ? 4 : 8,
                          sj_dtype_suffix(cfg->residual_in_fp32 ? SSMJIT_F32 : opts->dtype),
-                         ctx ? sj_scan_fwd_kernels_for(ctx, cfg->d_inner, cfg->d_state, opts->max_batch,
+                         ctx ? sj_scan_fwd_kernels_for(ctx, opts->dtype, cfg->d_inner, cfg->d_state, opts->max_batch,
                                                        opts->max_tokens, what == SSMJIT_MODEL_PREPARE_TRAINING)
                              : any,
                          0};

@@ -74,7 +74,7 @@ typedef struct sj_scan_fwd_shape {
 sj_scan_fwd_shape sj_scan_fwd_shape_for(const ssmjit_context *ctx, int64_t B, int64_t D, int64_t N);
 
 /* The forward's kernels that calls of at most B rows of at most L tokens
- * (0: any) take on ctx's device for D channels and N states: the
+ * (0: any) in dtype take on ctx's device for D channels and N states: the
  * token-serial kernels' states a thread (bit ns: 4, 8, 16), over every
  * count of their rows (a split's segments are rows of theirs) up to 512
  * and steps of an eighth beyond, the token-parallel kernels' tokens a
@@ -88,8 +88,8 @@ typedef struct sj_scan_fwd_kernels {
     int split;
 } sj_scan_fwd_kernels;
 
-sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L,
-                                            int backward);
+sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, ssmjit_dtype dtype, int64_t D, int64_t N,
+                                            int64_t B, int64_t L, int backward);
 
 /* Dynamic shared memory, in bytes, of a forward block of that shape. */
 unsigned sj_scan_fwd_smem_bytes(const sj_scan_fwd_shape *f);

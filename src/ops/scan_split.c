@@ -86,18 +86,37 @@ int64_t sj_scan_split_most(int64_t L, int backward)
     return S;
 }
 
-sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, int64_t D, int64_t N, int64_t B, int64_t L,
-                                            int backward)
+/* Whether the forward over sh's rows runs the token-parallel kernel
+ * where it can (sj_scan_fwd_token_parallel) rather than a split: in f32
+ * up to 256 tokens a row, in 16-bit types up to 512.  Its time grows
+ * with L, a chunk after another, while the split's passes spread B L D
+ * over the SMs; its f32 runs more slowly than its 16-bit form against
+ * the split (B and C twice the bytes to stage).  Fitted, after a row's
+ * edge chunks ran plain (bench/NOTES.md, "Scan shapes, round 17"), to
+ * its time at every point of 1 and 2 rows of 128 to 16384 tokens and 768
+ * to 2048 channels where it can run, against every split
+ * (tests/data/scan_split_h100.txt): where this takes it, it ran 0.55 to
+ * 0.94 of the fastest split's time; where not, 1.02 to 2.55 (1 x 1024 x
+ * 1536 bf16: 0.0378 ms against 0.0371 in 8 segments; 1 x 512 x 768 f32:
+ * 0.0211 against 0.0200 in 16).  Where no split can be made, it runs all
+ * the same. */
+static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
+{
+    return sh->L <= (dtype == SSMJIT_F32 ? TP_FIRST_TOKENS_F32 : TP_FIRST_TOKENS_16BIT);
+}
+
+sj_scan_fwd_kernels sj_scan_fwd_kernels_for(const ssmjit_context *ctx, ssmjit_dtype dtype, int64_t D, int64_t N,
+                                            int64_t B, int64_t L, int backward)
 {
     const int64_t tokens = L > 0 ? L : INT64_MAX, batch = B > 0 && B < SJ_SCAN_MAX_BATCH ? B : SJ_SCAN_MAX_BATCH;
-    /* The forward splits no rows that the token-parallel kernel takes, in
-     * any dtype, up to TP_FIRST_TOKENS_F32 tokens; where it takes the
-     * batch it takes fewer rows too.  Queued for short prompts, the
-     * token-serial and split kernels were compiled at a model's load and
-     * never run. */
+    /* The forward splits no rows that the token-parallel kernel takes
+     * first (token_parallel_first); where it takes the batch it takes
+     * fewer rows too.  Queued for short prompts, the token-serial and
+     * split kernels were compiled at a model's load and never run. */
     const sj_scan_extents all = {.B = batch, .L = tokens, .D = D, .N = N};
     const int64_t most = sj_scan_split_most(tokens, 0);
-    const int fwd_split = most > 1 && (tokens > TP_FIRST_TOKENS_F32 || !sj_scan_fwd_token_parallel(ctx, &all, 0));
+    const int fwd_split =
+        most > 1 && !(token_parallel_first(&all, dtype) && sj_scan_fwd_token_parallel(ctx, &all, 0));
     const int64_t segments = fwd_split ? most : 1,
                   rows = batch <= SJ_SCAN_MAX_BATCH / segments ? batch * segments : SJ_SCAN_MAX_BATCH;
     sj_scan_fwd_kernels k = {0, 0, backward ? sj_scan_split_most(tokens, 1) > 1 : fwd_split};
@@ -263,24 +282,6 @@ static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, int
 /* No split of sh's rows. */
 static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split){1, sh->L, 0, {0}, 0}; }
 
-/* Whether the forward over sh's rows runs the token-parallel kernel
- * where it can (sj_scan_fwd_token_parallel) rather than a split: in f32
- * up to 256 tokens a row, in 16-bit types up to 512.  Its time grows
- * with L, a chunk after another, while the split's passes spread B L D
- * over the SMs; its f32 runs more slowly than its 16-bit form against
- * the split (B and C twice the bytes to stage).  Fitted, after a row's
- * edge chunks ran plain (bench/NOTES.md, "Scan shapes, round 17"), to
- * its time at every point of 1 and 2 rows of 128 to 16384 tokens and 768
- * to 2048 channels where it can run, against every split
- * (tests/data/scan_split_h100.txt): where this takes it, it ran 0.55 to
- * 0.94 of the fastest split's time; where not, 1.02 to 2.55 (1 x 1024 x
- * 1536 bf16: 0.0378 ms against 0.0371 in 8 segments; 1 x 512 x 768 f32:
- * 0.0211 against 0.0200 in 16).  Where no split can be made, it runs all
- * the same. */
-static int token_parallel_first(const sj_scan_extents *sh, ssmjit_dtype dtype)
-{
-    return sh->L <= (dtype == SSMJIT_F32 ? TP_FIRST_TOKENS_F32 : TP_FIRST_TOKENS_16BIT);
-}
 
 /* The split of the forward (bwd = 0) or backward of sh in dtype that the
  * model times fastest, or none; whole: segments of whole chunks (a
