@@ -1,7 +1,8 @@
 /* The host side of `ssmjit bench --sweep` (tools/bench_util.c, linked in
  * here): its shapes (grid A in the issue's order; grid B after it, each
  * point once), the scan's byte floor, how many input sets a timing
- * rotates over, and which shapes --only picks. */
+ * rotates over, which shapes --only picks, and the strides of a model's
+ * layout (--scan-layout model). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -162,6 +163,25 @@ static void test_only(void **state)
     assert_int_equal(none, 0);
 }
 
+/* The strides a model hands the scan (bench_scan_layout_of): B and C
+ * columns dt_rank and dt_rank + N of x_proj's output (mamba-130m: 48 and
+ * 64 of 80), z the second half of in_proj's; by default each tensor its
+ * own, from column 0. */
+static void test_layout(void **state)
+{
+    (void)state;
+    const bench_scan_layout own = bench_scan_layout_of(0, 1536, 16), m130 = bench_scan_layout_of(1, 1536, 16),
+                            m1b4 = bench_scan_layout_of(1, 4096, 16), odd = bench_scan_layout_of(1, 200, 4);
+    assert_true(own.bc_width == 16 && own.b_col == 0 && own.c_col == 0 && own.z_width == 1536 && own.z_col == 0);
+    assert_true(m130.bc_width == 80 && m130.b_col == 48 && m130.c_col == 64 && m130.z_width == 3072 &&
+                m130.z_col == 1536);
+    /* mamba-1.4b: d_model 2048, dt_rank 128 */
+    assert_true(m1b4.bc_width == 160 && m1b4.b_col == 128 && m1b4.c_col == 144 && m1b4.z_width == 8192 &&
+                m1b4.z_col == 4096);
+    /* d_model 100: dt_rank ceil(100 / 16) = 7 */
+    assert_true(odd.bc_width == 15 && odd.b_col == 7 && odd.c_col == 11 && odd.z_width == 400 && odd.z_col == 200);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -171,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_floor_bytes),
         cmocka_unit_test(test_rotations),
         cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,6 +81,19 @@ typedef enum bench_scan_dir { BENCH_SCAN_FWD, BENCH_SCAN_FWD_CKPT, BENCH_SCAN_BW
  * D, delta_bias and their gradients ([D, N] and [D]) are left out. */
 double bench_scan_floor_bytes(bench_scan_shape s, int64_t n, size_t es, bench_scan_dir dir, size_t ckpt);
 
+/* Where the sweep's scan reads B, C and z and the backward writes dB, dC
+ * and dz, in elements: by default each its own tensor, [B, L, N] or
+ * [B, L, D] (rows n or d wide, from column 0); in a mamba model's layout
+ * (`model`), as its layers hand them over, B and C are columns R and R +
+ * N of x_proj's output [B, L, R + 2N], with R = ceil(D / 32) (the dt rank
+ * of a model whose d_inner D is twice its d_model: 48 at D = 1536), and z
+ * the second half of in_proj's [B, L, 2D]. */
+typedef struct bench_scan_layout {
+    int64_t bc_width, b_col, c_col, z_width, z_col;
+} bench_scan_layout;
+
+bench_scan_layout bench_scan_layout_of(int model, int64_t d, int64_t n);
+
 /* The path the library takes for call `dir` at shape s with N = n in
  * dtype on ctx's device, the forward given the split's workspace: "split
  * S" (S segments a row), "tp" (the token-parallel forward) or "unsplit"

@@ -22,6 +22,7 @@ typedef struct {
     void *split; /* the scan forward's split workspace (scratch: one for all rotations) */
     size_t split_bytes;
     int sets;
+    int model_layout; /* the scan's B, C and z as a model lays them out (bench_scan_layout_of) */
 } state;
 
 static void teardown(void *p)
@@ -73,7 +74,7 @@ static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0, 0}; }
 /* The reference shape B=8, L=2048, D=4096 (quick: 1, 512, 1536). */
 static state big_shape(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t n)
 {
-    return (state){ctx, dt, quick ? 1 : 8, quick ? 512 : 2048, quick ? 1536 : 4096, n, 0, {{0}}, 0, NULL, 0, 0};
+    return (state){ctx, dt, quick ? 1 : 8, quick ? 512 : 2048, quick ? 1536 : 4096, n, 0, {{0}}, 0, NULL, 0, 0, 0};
 }
 
 /* ---- elementwise over [B*L, D] ------------------------------------------ */
@@ -252,16 +253,23 @@ static ssmjit_selective_scan_desc scan_desc(const state *s, int checkpoint)
     return d;
 }
 
-static ssmjit_selective_scan_inputs scan_inputs(void *const *b)
+/* Columns col.. of p's rows, `width` elements of s's dtype each. */
+static ssmjit_matrix columns(const state *s, void *p, int64_t width, int64_t col)
 {
+    return (ssmjit_matrix){(char *)p + (size_t)col * ssmjit_dtype_size(s->dtype), width, 0};
+}
+
+static ssmjit_selective_scan_inputs scan_inputs(const state *s, void *const *b)
+{
+    const bench_scan_layout lay = bench_scan_layout_of(s->model_layout, s->d, s->n);
     ssmjit_selective_scan_inputs in = {0};
     in.u = mat(b[0]);
     in.delta = mat(b[1]);
     in.A = b[2];
-    in.B = mat(b[3]);
-    in.C = mat(b[4]);
+    in.B = columns(s, b[3], lay.bc_width, lay.b_col);
+    in.C = columns(s, b[4], lay.bc_width, lay.c_col);
     in.D = b[5];
-    in.z = mat(b[6]);
+    in.z = columns(s, b[6], lay.z_width, lay.z_col);
     in.delta_bias = b[7];
     return in;
 }
@@ -271,7 +279,7 @@ static ssmjit_selective_scan_fwd_args scan_fwd_args(const state *s, const ssmjit
                                                     void *const *b)
 {
     ssmjit_selective_scan_fwd_args a = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_fwd_args);
-    a.in = scan_inputs(b);
+    a.in = scan_inputs(s, b);
     a.y = mat(b[8]);
     a.checkpoint = desc->checkpoint ? b[9] : NULL;
     a.workspace = s->split;
@@ -335,7 +343,9 @@ static ssmjit_status split_bytes(ssmjit_context *ctx, ssmjit_selective_scan_desc
 static ssmjit_status scan_state(state s, size_t es, int bwd, unsigned which, int rot, size_t limit,
                                 size_t *set_bytes, bench_instance *out)
 {
-    size_t act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * s.n) * es;
+    const bench_scan_layout lay = bench_scan_layout_of(s.model_layout, s.d, s.n);
+    size_t act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * lay.bc_width) * es,
+           z = (size_t)(s.b * s.l * lay.z_width) * es;
     size_t dn = (size_t)(s.d * s.n) * 4, dv = (size_t)s.d * 4, ckpt = 0;
     const ssmjit_selective_scan_desc desc = scan_desc(&s, bwd != 2);
     ssmjit_status st = ssmjit_selective_scan_checkpoint_size(s.ctx, &desc, &ckpt);
@@ -345,7 +355,7 @@ static ssmjit_status scan_state(state s, size_t es, int bwd, unsigned which, int
         st = split_bytes(s.ctx, desc, which, &s.split_bytes);
     if (st != SSMJIT_OK)
         return st;
-    const size_t sizes[] = {act, act, dn, bc, bc, dv, act, dv, act, ckpt, act, act, act, dn, bc, bc, dv, act, dv, s.ws};
+    const size_t sizes[] = {act, act, dn, bc, bc, dv, z, dv, act, ckpt, act, act, act, dn, bc, bc, dv, z, dv, s.ws};
     const int count = bwd ? 20 : 10;
     *set_bytes = s.split_bytes;
     for (int i = 0; i < count; i++)
@@ -480,16 +490,17 @@ static ssmjit_status scan_bwd(state *s, int r, int rebuild, void *stream)
     void **b = s->bufs[r];
     const ssmjit_selective_scan_desc desc = scan_desc(s, !rebuild);
     ssmjit_selective_scan_bwd_args g = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
-    g.in = scan_inputs(b);
+    const bench_scan_layout lay = bench_scan_layout_of(s->model_layout, s->d, s->n);
+    g.in = scan_inputs(s, b);
     g.checkpoint = rebuild ? NULL : b[9];
     g.dy = mat(b[10]);
     g.du = mat(b[11]);
     g.ddelta = mat(b[12]);
     g.dA = b[13];
-    g.dB = mat(b[14]);
-    g.dC = mat(b[15]);
+    g.dB = columns(s, b[14], lay.bc_width, lay.b_col);
+    g.dC = columns(s, b[15], lay.bc_width, lay.c_col);
     g.dD = b[16];
-    g.dz = mat(b[17]);
+    g.dz = columns(s, b[17], lay.z_width, lay.z_col);
     g.ddelta_bias = b[18];
     g.workspace = b[19];
     g.workspace_bytes = s->ws;
@@ -502,10 +513,10 @@ static ssmjit_status run_scan_bwd_rebuilt(void *p, int r, void *stream) { return
 
 /* ---- the sweep's scan: every dtype on one allocation -------------------- */
 
-ssmjit_status bench_scan_sweep_setup(ssmjit_context *ctx, bench_scan_shape shape, int rotations, size_t limit,
-                                     bench_instance *out, size_t *set_bytes, size_t *checkpoint_bytes)
+ssmjit_status bench_scan_sweep_setup(ssmjit_context *ctx, bench_scan_shape shape, int model_layout, int rotations,
+                                     size_t limit, bench_instance *out, size_t *set_bytes, size_t *checkpoint_bytes)
 {
-    const state s = {ctx, SSMJIT_F32, shape.b, shape.l, shape.d, BENCH_SWEEP_N, 0, {{0}}, 0, NULL, 0, 0};
+    const state s = {ctx, SSMJIT_F32, shape.b, shape.l, shape.d, BENCH_SWEEP_N, 0, {{0}}, 0, NULL, 0, 0, model_layout};
     const ssmjit_selective_scan_desc desc = scan_desc(&s, 1);
     ssmjit_status st = ssmjit_selective_scan_checkpoint_size(ctx, &desc, checkpoint_bytes);
     out->state = NULL;
@@ -534,7 +545,7 @@ void bench_scan_sweep_free(void *state)
 static ssmjit_status setup_decode_dim(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t dim,
                                       bench_instance *out)
 {
-    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0, NULL, 0, 0};
+    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0, NULL, 0, 0, 0};
     size_t es = ssmjit_dtype_size(dt), row = (size_t)(s.b * s.d) * es, bn = (size_t)(s.b * s.n) * es;
     size_t st_bytes = (size_t)(s.b * s.d * s.n) * 4;
     /* x dt A B C D z dt_bias state out */

@@ -45,7 +45,8 @@ extern const bench_case bench_cases[];
 #define BENCH_SWEEP_N 16
 
 /* The scan at shape with N = BENCH_SWEEP_N, z, D, delta_bias and softplus (the
- * model's options), for every dtype from one allocation: `rotations` sets
+ * model's options; with model_layout, B, C and z as a model lays them
+ * out, bench_scan_layout_of), for every dtype from one allocation: `rotations` sets
  * (1..BENCH_SWEEP_SETS) of the backward's buffers (which hold the
  * forward's) sized for f32, A filled; the split workspace the forward is
  * given and the backward's full workspace, each as large as the library
@@ -54,8 +55,8 @@ extern const bench_case bench_cases[];
  * where that passes `limit`, nothing is allocated (out->state NULL).
  * *checkpoint_bytes: the checkpoint's.  out->bytes is 0 and out->shape
  * says the shape; teardown with bench_scan_sweep_free. */
-ssmjit_status bench_scan_sweep_setup(ssmjit_context *ctx, bench_scan_shape shape, int rotations, size_t limit,
-                                     bench_instance *out, size_t *set_bytes, size_t *checkpoint_bytes);
+ssmjit_status bench_scan_sweep_setup(ssmjit_context *ctx, bench_scan_shape shape, int model_layout, int rotations,
+                                     size_t limit, bench_instance *out, size_t *set_bytes, size_t *checkpoint_bytes);
 
 /* Makes the calls on such a state take dtype, and writes each set's
  * checkpoint with the forward in it for the backward (on the legacy

@@ -165,8 +165,8 @@ static void sweep_explain(const char *gpu, const char *which, int shapes)
 /* Times the three calls at shape sh in each dtype on one allocation,
  * printing each row and adding it to rows[(*n)++], or counts the shape in
  * *skipped; CLI_OK, or the code of the failure that ended the shape. */
-static int sweep_shape(ssmjit_context *ctx, bench_scan_shape sh, void *stream, double copy, sweep_row *rows,
-                       int *n, int *skipped)
+static int sweep_shape(ssmjit_context *ctx, bench_scan_shape sh, int model_layout, void *stream, double copy,
+                       sweep_row *rows, int *n, int *skipped)
 {
     char name[80], label[96];
     bench_scan_shape_name(sh, name, sizeof name);
@@ -175,7 +175,7 @@ static int sweep_shape(ssmjit_context *ctx, bench_scan_shape sh, void *stream, d
     const int sets = bench_rotations(bench_scan_floor_bytes(sh, BENCH_SWEEP_N, 2, BENCH_SCAN_FWD, 0), BENCH_SWEEP_SETS);
     bench_instance in = {0};
     size_t set_bytes = 0, ckpt = 0;
-    ssmjit_status st = bench_scan_sweep_setup(ctx, sh, sets, SWEEP_LIMIT, &in, &set_bytes, &ckpt);
+    ssmjit_status st = bench_scan_sweep_setup(ctx, sh, model_layout, sets, SWEEP_LIMIT, &in, &set_bytes, &ckpt);
     if (st == SSMJIT_OK && !in.state) {
         printf("%6lld %6lld %5lld skipped: one set of buffers takes %.1f GiB\n", (long long)sh.b, (long long)sh.l,
                (long long)sh.d, (double)set_bytes / (1 << 30));
@@ -230,7 +230,7 @@ static void sweep_table(const char *gpu, double copy, const sweep_row *rows, int
                BENCH_ROTATE_BYTES / (1 << 20));
 }
 
-int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_scan_shape *shape)
+int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_scan_shape *shape, int model_layout)
 {
     const int count = shape ? 1 : bench_sweep_shapes(full, NULL, 0);
     bench_scan_shape *shapes = malloc((size_t)count * sizeof *shapes);
@@ -260,11 +260,15 @@ int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_sca
     else if (full)
         snprintf(which, sizeof which, "grid A, then grid B less grid A's");
     sweep_explain(gpu, which, count);
+    if (model_layout)
+        printf("B and C, dB and dC: columns of an x_proj output (%lld elements a token at D = 1536),\n"
+               "z and dz: the second half of an in_proj output (2 D a token), as a model lays them out.\n\n",
+               (long long)bench_scan_layout_of(1, 1536, BENCH_SWEEP_N).bc_width);
     const double t0 = cli_now();
     for (int i = 0; i < count; i++) {
         if (!bench_sweep_wanted(shapes[i], only))
             continue;
-        int r = sweep_shape(ctx, shapes[i], stream, copy, rows, &n, &skipped);
+        int r = sweep_shape(ctx, shapes[i], model_layout, stream, copy, rows, &n, &skipped);
         if (r != CLI_OK)
             rc = r;
     }

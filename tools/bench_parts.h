@@ -16,8 +16,10 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only);
  * measured copy bandwidth, ending in a markdown table; only the shapes
  * whose "B=1 L=512 D=1536" contains `only` where it is not NULL (a
  * profiler's run of one shape); or, where `shape` is not NULL, that shape
- * alone; a CLI exit code. */
-int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_scan_shape *shape);
+ * alone; with model_layout, B, C and z (and their gradients) strided as a
+ * model's layers hand them over (bench.h's bench_scan_layout_of); a CLI
+ * exit code. */
+int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_scan_shape *shape, int model_layout);
 
 /* Times a mamba-130m-shaped model with random weights (bench_model.c):
  * prefill, decode at batch 1 to 64 (and an f32 and a 1.4b-shaped model's),

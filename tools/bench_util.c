@@ -123,6 +123,12 @@ double bench_scan_floor_bytes(bench_scan_shape s, int64_t n, size_t es, bench_sc
     }
 }
 
+bench_scan_layout bench_scan_layout_of(int model, int64_t d, int64_t n)
+{
+    const int64_t rank = (d + 31) / 32;
+    return model ? (bench_scan_layout){rank + 2 * n, rank, rank + n, 2 * d, d} : (bench_scan_layout){n, 0, 0, d, 0};
+}
+
 typedef struct copy_state {
     ssmjit_context *ctx;
     void *src[2], *dst[2];

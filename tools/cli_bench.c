@@ -14,7 +14,7 @@
 static const char help[] =
     "usage: ssmjit bench [--engine] [--ops] [--model [decode]] [--gemm] [--cold] [--cache]\n"
     "                    [--sweep [full]] [--shape BxLxD] [--quick] [--only TEXT]\n"
-    "                    [--scan-fwd serial|parallel] [--scan-split S]\n"
+    "                    [--scan-fwd serial|parallel] [--scan-split S] [--scan-layout model]\n"
     "Times, on GPU 0 (default: every part):\n"
     "  --engine  warm starts in fresh processes (the first op call, a model's\n"
     "            kernels, every kernel; cuModuleLoadData against cuLibraryLoadData),\n"
@@ -59,7 +59,10 @@ static const char help[] =
     "            of the library's rule: to compare the two (bench/NOTES.md)\n"
     "  --scan-split S  with --sweep, the scan's split over L forced: 1 never,\n"
     "            S >= 2 into S segments a row wherever it can be made, to\n"
-    "            compare splits\n";
+    "            compare splits\n"
+    "  --scan-layout model  the sweep (implied) with the scan's B and C (and dB, dC)\n"
+    "            as columns of an x_proj output and z (and dz) as the second half\n"
+    "            of an in_proj output, strided as a model's layers hand them over\n";
 
 /* Warm starts, each measured in a fresh process (a child of this one), from
  * a created context:
@@ -273,6 +276,7 @@ int cli_bench(int argc, char **argv)
 {
     int engine = 0, ops = 0, model = 0, gemm = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
     int decode_only = 0, big_only = 0, sweep_full = 0; /* --model decode, --model 1.4b, --sweep full */
+    int model_layout = 0;                              /* --scan-layout model */
     const char *only = NULL;
     bench_scan_shape shape = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
@@ -310,6 +314,8 @@ int cli_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--scan-split") && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
                  atoi(argv[i + 1]) <= 64)
             sj_scan_force_split(atoi(argv[++i]));
+        else if (!strcmp(argv[i], "--scan-layout") && i + 1 < argc && !strcmp(argv[i + 1], "model"))
+            model_layout = 1, i++;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && parse_shape(argv[i + 1], &shape))
@@ -322,7 +328,7 @@ int cli_bench(int argc, char **argv)
     }
     if (only && !sweep)
         ops = 1;
-    if (shape.b && !sweep)
+    if ((shape.b || model_layout) && !sweep)
         sweep = 1;
     int rc = cache ? bench_cache() : CLI_OK;
     if (rc != CLI_OK || (cache && !engine && !ops && !model && !gemm && !cold && !sweep))
@@ -346,7 +352,7 @@ int cli_bench(int argc, char **argv)
     if (rc == CLI_OK && cold)
         rc = bench_cold(ctx);
     if (rc == CLI_OK && sweep)
-        rc = bench_sweep(ctx, sweep_full, only, shape.b ? &shape : NULL);
+        rc = bench_sweep(ctx, sweep_full, only, shape.b ? &shape : NULL, model_layout);
     ssmjit_context_destroy(ctx);
     return rc;
 }
