@@ -282,7 +282,6 @@ static int64_t memo_segments(ssmjit_context *ctx, const sj_scan_extents *sh, int
 /* No split of sh's rows. */
 static sj_scan_split no_split(const sj_scan_extents *sh) { return (sj_scan_split){1, sh->L, 0, {0}, 0}; }
 
-
 /* The split of the forward (bwd = 0) or backward of sh in dtype that the
  * model times fastest, or none; whole: segments of whole chunks (a
  * checkpoint is read or written through the view). */
