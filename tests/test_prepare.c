@@ -176,16 +176,13 @@ static void test_model_units_on_a_device(void **state)
     model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, ",conv_update_t4_bf16,scan_fwd_tp4_bf16,state_update_bf16,"));
     assert_null(strstr(v->names, "scan_split"));
-    o.max_tokens = 256;
-    model_units(ctx, &c, &o, v);
-    assert_non_null(strstr(v->names, "scan_fwd_tp8_bf16"));
-    assert_null(strstr(v->names, "scan_fwd_ns"));
-    assert_null(strstr(v->names, "scan_split"));
+    for (o.max_tokens = 256; o.max_tokens <= 512; o.max_tokens *= 2) {
+        model_units(ctx, &c, &o, v);
+        assert_non_null(strstr(v->names, "scan_fwd_tp8_bf16"));
+        assert_null(strstr(v->names, "scan_fwd_ns"));
+        assert_null(strstr(v->names, "scan_split"));
+    }
     o.max_tokens = 512;
-    model_units(ctx, &c, &o, v);
-    assert_non_null(strstr(v->names, "scan_fwd_tp8_bf16"));
-    assert_null(strstr(v->names, "scan_fwd_ns"));
-    assert_null(strstr(v->names, "scan_split"));
     o.dtype = SSMJIT_F32;
     model_units(ctx, &c, &o, v);
     assert_non_null(strstr(v->names, "scan_fwd_tp8_f32"));

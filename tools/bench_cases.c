@@ -22,7 +22,7 @@ typedef struct {
     void *split; /* the scan forward's split workspace (scratch: one for all rotations) */
     size_t split_bytes;
     int sets;
-    int model_layout; /* the scan's B, C and z as a model lays them out (bench_scan_layout_of) */
+    bench_scan_layout lay; /* where a scan's B, C and z lie (scan_state) */
 } state;
 
 static void teardown(void *p)
@@ -74,7 +74,7 @@ static ssmjit_matrix mat(void *p) { return (ssmjit_matrix){p, 0, 0}; }
 /* The reference shape B=8, L=2048, D=4096 (quick: 1, 512, 1536). */
 static state big_shape(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t n)
 {
-    return (state){ctx, dt, quick ? 1 : 8, quick ? 512 : 2048, quick ? 1536 : 4096, n, 0, {{0}}, 0, NULL, 0, 0, 0};
+    return (state){ctx, dt, quick ? 1 : 8, quick ? 512 : 2048, quick ? 1536 : 4096, n, 0, {{0}}, 0, NULL, 0, 0, {0}};
 }
 
 /* ---- elementwise over [B*L, D] ------------------------------------------ */
@@ -261,7 +261,7 @@ static ssmjit_matrix columns(const state *s, void *p, int64_t width, int64_t col
 
 static ssmjit_selective_scan_inputs scan_inputs(const state *s, void *const *b)
 {
-    const bench_scan_layout lay = bench_scan_layout_of(s->model_layout, s->d, s->n);
+    const bench_scan_layout lay = s->lay;
     ssmjit_selective_scan_inputs in = {0};
     in.u = mat(b[0]);
     in.delta = mat(b[1]);
@@ -340,10 +340,10 @@ static ssmjit_status split_bytes(ssmjit_context *ctx, ssmjit_selective_scan_desc
  * picks), its workspaces with room for the choices of `which`, A filled.
  * *set_bytes: one set's bytes and the split workspace's; where they pass
  * `limit` nothing is allocated (out->state NULL). */
-static ssmjit_status scan_state(state s, size_t es, int bwd, unsigned which, int rot, size_t limit,
+static ssmjit_status scan_state(state s, size_t es, int bwd, int model_layout, unsigned which, int rot, size_t limit,
                                 size_t *set_bytes, bench_instance *out)
 {
-    const bench_scan_layout lay = bench_scan_layout_of(s.model_layout, s.d, s.n);
+    const bench_scan_layout lay = s.lay = bench_scan_layout_of(model_layout, s.d, s.n);
     size_t act = (size_t)(s.b * s.l * s.d) * es, bc = (size_t)(s.b * s.l * lay.bc_width) * es,
            z = (size_t)(s.b * s.l * lay.z_width) * es;
     size_t dn = (size_t)(s.d * s.n) * 4, dv = (size_t)s.d * 4, ckpt = 0;
@@ -409,7 +409,7 @@ static ssmjit_status setup_scan(ssmjit_context *ctx, ssmjit_dtype dt, int quick,
     out->bytes = bench_scan_floor_bytes((bench_scan_shape){s.b, s.l, s.d}, s.n, es,
                                         bwd ? BENCH_SCAN_BWD : BENCH_SCAN_FWD, 0);
     /* the workspaces have room for the variants' forced splits too */
-    ssmjit_status st = scan_state(s, es, bwd, WS_FORCED, 0, SIZE_MAX, &set_bytes, out);
+    ssmjit_status st = scan_state(s, es, bwd, 0, WS_FORCED, 0, SIZE_MAX, &set_bytes, out);
     if (st == SSMJIT_OK && bwd)
         st = write_checkpoints(out->state);
     return st;
@@ -490,7 +490,7 @@ static ssmjit_status scan_bwd(state *s, int r, int rebuild, void *stream)
     void **b = s->bufs[r];
     const ssmjit_selective_scan_desc desc = scan_desc(s, !rebuild);
     ssmjit_selective_scan_bwd_args g = SSMJIT_STRUCT_INIT(ssmjit_selective_scan_bwd_args);
-    const bench_scan_layout lay = bench_scan_layout_of(s->model_layout, s->d, s->n);
+    const bench_scan_layout lay = s->lay;
     g.in = scan_inputs(s, b);
     g.checkpoint = rebuild ? NULL : b[9];
     g.dy = mat(b[10]);
@@ -516,13 +516,13 @@ static ssmjit_status run_scan_bwd_rebuilt(void *p, int r, void *stream) { return
 ssmjit_status bench_scan_sweep_setup(ssmjit_context *ctx, bench_scan_shape shape, int model_layout, int rotations,
                                      size_t limit, bench_instance *out, size_t *set_bytes, size_t *checkpoint_bytes)
 {
-    const state s = {ctx, SSMJIT_F32, shape.b, shape.l, shape.d, BENCH_SWEEP_N, 0, {{0}}, 0, NULL, 0, 0, model_layout};
+    const state s = {ctx, SSMJIT_F32, shape.b, shape.l, shape.d, BENCH_SWEEP_N, 0, {{0}}, 0, NULL, 0, 0, {0}};
     const ssmjit_selective_scan_desc desc = scan_desc(&s, 1);
     ssmjit_status st = ssmjit_selective_scan_checkpoint_size(ctx, &desc, checkpoint_bytes);
     out->state = NULL;
     out->bytes = 0;
     /* f32 is the largest element; the workspaces as any dtype asks */
-    return st == SSMJIT_OK ? scan_state(s, 4, 1, WS_ALL_DTYPES, rotations, limit, set_bytes, out) : st;
+    return st == SSMJIT_OK ? scan_state(s, 4, 1, model_layout, WS_ALL_DTYPES, rotations, limit, set_bytes, out) : st;
 }
 
 ssmjit_status bench_scan_sweep_dtype(void *p, ssmjit_dtype dtype)
@@ -545,7 +545,7 @@ void bench_scan_sweep_free(void *state)
 static ssmjit_status setup_decode_dim(ssmjit_context *ctx, ssmjit_dtype dt, int quick, int64_t dim,
                                       bench_instance *out)
 {
-    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0, NULL, 0, 0, 0};
+    state s = {ctx, dt, quick ? 8 : 64, 1, dim, 16, 0, {{0}}, 0, NULL, 0, 0, {0}};
     size_t es = ssmjit_dtype_size(dt), row = (size_t)(s.b * s.d) * es, bn = (size_t)(s.b * s.n) * es;
     size_t st_bytes = (size_t)(s.b * s.d * s.n) * 4;
     /* x dt A B C D z dt_bias state out */

@@ -260,12 +260,13 @@ int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_sca
     else if (full)
         snprintf(which, sizeof which, "grid A, then grid B less grid A's");
     sweep_explain(gpu, which, count);
-    if (model_layout)
+    if (model_layout) {
+        const bench_scan_layout at1536 = bench_scan_layout_of(1, 1536, BENCH_SWEEP_N);
         printf("as a model lays them out: B and C (dB, dC) columns R and R + N of an x_proj output\n"
                "of R + 2N a token, R = D / 32 rounded up (at D = 1536: %lld of %lld); z (dz) the second\n"
                "half of an in_proj output of 2 D a token.\n\n",
-               (long long)bench_scan_layout_of(1, 1536, BENCH_SWEEP_N).b_col,
-               (long long)bench_scan_layout_of(1, 1536, BENCH_SWEEP_N).bc_width);
+               (long long)at1536.b_col, (long long)at1536.bc_width);
+    }
     const double t0 = cli_now();
     for (int i = 0; i < count; i++) {
         if (!bench_sweep_wanted(shapes[i], only))
