@@ -336,8 +336,9 @@ static ssmjit_status bench_train(model_bench *b, int64_t B, int64_t L)
     return st;
 }
 
-int bench_model(ssmjit_context *ctx, int quick, int decode_only, int big_only)
+int bench_model(ssmjit_context *ctx, int quick, bench_model_rows rows)
 {
+    const int decode_only = rows == BENCH_MODEL_DECODE || rows == BENCH_MODEL_BIG;
     model_bench b = {.ctx = ctx};
     b.c = bench_130m;
     const int64_t B = quick ? 2 : 8, L = quick ? 256 : 2048;
@@ -350,8 +351,8 @@ int bench_model(ssmjit_context *ctx, int quick, int decode_only, int big_only)
         st = sj_stream_create(ctx, &b.stream);
     if (st == SSMJIT_OK && !decode_only)
         st = bench_prefill(&b, B, L);
-    if (st == SSMJIT_OK)
-        st = bench_decode(&b, quick, big_only);
+    if (st == SSMJIT_OK && rows != BENCH_MODEL_TRAIN)
+        st = bench_decode(&b, quick, rows == BENCH_MODEL_BIG);
     if (st == SSMJIT_OK && !decode_only)
         st = bench_train(&b, B, L);
     sj_stream_destroy(ctx, b.stream);

@@ -21,11 +21,18 @@ int bench_ops(ssmjit_context *ctx, int quick, const char *only);
  * exit code. */
 int bench_sweep(ssmjit_context *ctx, int full, const char *only, const bench_scan_shape *shape, int model_layout);
 
+/* Which rows of bench --model run. */
+typedef enum bench_model_rows {
+    BENCH_MODEL_ALL,    /* prefill, every decode row, the training step */
+    BENCH_MODEL_DECODE, /* --model decode: the decode rows alone */
+    BENCH_MODEL_BIG,    /* --model 1.4b: the 1.4b shape's decode rows alone */
+    BENCH_MODEL_TRAIN   /* --model train: prefill and the training step, no decode */
+} bench_model_rows;
+
 /* Times a mamba-130m-shaped model with random weights (bench_model.c):
  * prefill, decode at batch 1 to 64 (and an f32 and a 1.4b-shaped model's),
- * a training step; with decode_only the decode rows alone, and with
- * big_only too the 1.4b shape's alone. */
-int bench_model(ssmjit_context *ctx, int quick, int decode_only, int big_only);
+ * a training step, or the part `rows` names. */
+int bench_model(ssmjit_context *ctx, int quick, bench_model_rows rows);
 
 /* bench --gemm (bench_gemm.c): a Linear layer's product through cuBLAS
  * and the skinny kernels at the model shapes' projections. */

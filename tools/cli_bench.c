@@ -12,7 +12,7 @@
 #include "ssmjit_internal.h"
 
 static const char help[] =
-    "usage: ssmjit bench [--engine] [--ops] [--model [decode]] [--gemm] [--cold] [--cache]\n"
+    "usage: ssmjit bench [--engine] [--ops] [--model [decode|1.4b|train]] [--gemm] [--cold] [--cache]\n"
     "                    [--sweep [full]] [--shape BxLxD] [--quick] [--only TEXT]\n"
     "                    [--scan-fwd serial|parallel] [--scan-split S] [--scan-layout model]\n"
     "Times, on GPU 0 (default: every part):\n"
@@ -30,6 +30,7 @@ static const char help[] =
     "            training step on 8 x 2048 tokens\n"
     "  --model decode  its decode rows alone\n"
     "  --model 1.4b    the 1.4b shape's decode rows alone, its step by parts\n"
+    "  --model train   prefill and the training step alone, no decode\n"
     "  --gemm    a Linear layer's product C [m, n] = A [m, k] W [n, k]^T at the\n"
     "            projections of the 130m and 1.4b shapes, m 1, 8, 64 and 256,\n"
     "            through cuBLAS and through the skinny kernels, each call timed\n"
@@ -275,7 +276,8 @@ static int parse_shape(const char *text, bench_scan_shape *s)
 int cli_bench(int argc, char **argv)
 {
     int engine = 0, ops = 0, model = 0, gemm = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
-    int decode_only = 0, big_only = 0, sweep_full = 0; /* --model decode, --model 1.4b, --sweep full */
+    int sweep_full = 0; /* --sweep full */
+    bench_model_rows model_rows = BENCH_MODEL_ALL;
     int model_layout = 0;                              /* --scan-layout model */
     const char *only = NULL;
     bench_scan_shape shape = {0, 0, 0};
@@ -300,9 +302,11 @@ int cli_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--model")) {
             model = 1;
             if (i + 1 < argc && !strcmp(argv[i + 1], "decode"))
-                decode_only = 1, i++;
+                model_rows = BENCH_MODEL_DECODE, i++;
             else if (i + 1 < argc && !strcmp(argv[i + 1], "1.4b"))
-                decode_only = big_only = 1, i++;
+                model_rows = BENCH_MODEL_BIG, i++;
+            else if (i + 1 < argc && !strcmp(argv[i + 1], "train"))
+                model_rows = BENCH_MODEL_TRAIN, i++;
         }
         else if (!strcmp(argv[i], "--gemm"))
             gemm = 1;
@@ -346,7 +350,7 @@ int cli_bench(int argc, char **argv)
     if (rc == CLI_OK && ops)
         rc = bench_ops(ctx, quick, sweep ? NULL : only);
     if (rc == CLI_OK && model)
-        rc = bench_model(ctx, quick, decode_only, big_only);
+        rc = bench_model(ctx, quick, model_rows);
     if (rc == CLI_OK && gemm)
         rc = bench_gemm(ctx, quick);
     if (rc == CLI_OK && cold)
