@@ -69,6 +69,12 @@ static void test_help_and_usage_errors(void **state)
     assert_int_equal(cli("bench --scan-split 0"), 2);
     assert_int_equal(cli("bench --scan-split 65"), 2);
     assert_int_equal(cli("bench --scan-split x"), 2);
+    assert_int_equal(cli("bench --scan-shape"), 2);
+    assert_int_equal(cli("bench --scan-shape 4"), 2);
+    assert_int_equal(cli("bench --scan-shape 2,32"), 2);
+    assert_int_equal(cli("bench --scan-shape 4,48"), 2);
+    assert_int_equal(cli("bench --scan-shape 4,32,1"), 2);
+    assert_int_equal(cli("bench --model train --bogus"), 2);
     assert_int_equal(cli("bench --shape"), 2);
     assert_int_equal(cli("bench --shape 2x4096"), 2);
     assert_int_equal(cli("bench --shape 2x4096x0"), 2);

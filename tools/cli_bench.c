@@ -14,7 +14,8 @@
 static const char help[] =
     "usage: ssmjit bench [--engine] [--ops] [--model [decode|1.4b|train]] [--gemm] [--cold] [--cache]\n"
     "                    [--sweep [full]] [--shape BxLxD] [--quick] [--only TEXT]\n"
-    "                    [--scan-fwd serial|parallel] [--scan-split S] [--scan-layout model]\n"
+    "                    [--scan-fwd serial|parallel] [--scan-split S] [--scan-shape NS,BD]\n"
+    "                    [--scan-layout model]\n"
     "Times, on GPU 0 (default: every part):\n"
     "  --engine  warm starts in fresh processes (the first op call, a model's\n"
     "            kernels, every kernel; cuModuleLoadData against cuLibraryLoadData),\n"
@@ -61,6 +62,10 @@ static const char help[] =
     "  --scan-split S  with --sweep, the scan's split over L forced: 1 never,\n"
     "            S >= 2 into S segments a row wherever it can be made, to\n"
     "            compare splits\n"
+    "  --scan-shape NS,BD  the token-serial forward (and a split's second\n"
+    "            pass) with NS states a thread (4, 8, 16) and BD channels a\n"
+    "            block (16-128), where that shape fits, instead of the\n"
+    "            library's model of its fastest shape\n"
     "  --scan-layout model  the sweep (implied) with the scan's B and C (and dB, dC)\n"
     "            as columns of an x_proj output and z (and dz) as the second half\n"
     "            of an in_proj output, strided as a model's layers hand them over\n";
@@ -273,6 +278,18 @@ static int parse_shape(const char *text, bench_scan_shape *s)
     return 1;
 }
 
+/* --scan-shape NS,BD: forces the token-serial forward's shape; false
+ * unless NS is 4, 8 or 16 and BD 16, 32, 64 or 128. */
+static int parse_scan_shape(const char *s)
+{
+    int ns, bd, end = 0;
+    if (sscanf(s, "%d,%d%n", &ns, &bd, &end) != 2 || s[end] || (ns != 4 && ns != 8 && ns != 16) ||
+        (bd != 16 && bd != 32 && bd != 64 && bd != 128))
+        return 0;
+    sj_scan_force_shape(ns, bd, 0);
+    return 1;
+}
+
 int cli_bench(int argc, char **argv)
 {
     int engine = 0, ops = 0, model = 0, gemm = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
@@ -318,6 +335,8 @@ int cli_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--scan-split") && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
                  atoi(argv[i + 1]) <= 64)
             sj_scan_force_split(atoi(argv[++i]));
+        else if (!strcmp(argv[i], "--scan-shape") && i + 1 < argc && parse_scan_shape(argv[i + 1]))
+            i++;
         else if (!strcmp(argv[i], "--scan-layout") && i + 1 < argc && !strcmp(argv[i + 1], "model"))
             model_layout = 1, i++;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
