@@ -65,7 +65,9 @@ static const char help[] =
     "  --scan-shape NS,BD  the token-serial forward (and a split's second\n"
     "            pass) with NS states a thread (4, 8, 16) and BD channels a\n"
     "            block (16-128), where that shape fits, instead of the\n"
-    "            library's model of its fastest shape\n"
+    "            library's model of its fastest shape (with --scan-fwd serial\n"
+    "            where the token-parallel kernel could take the rows: its\n"
+    "            choice follows the forced width)\n"
     "  --scan-layout model  the sweep (implied) with the scan's B and C (and dB, dC)\n"
     "            as columns of an x_proj output and z (and dz) as the second half\n"
     "            of an in_proj output, strided as a model's layers hand them over\n";
@@ -295,7 +297,7 @@ int cli_bench(int argc, char **argv)
     int engine = 0, ops = 0, model = 0, gemm = 0, quick = 0, cold = 0, cache = 0, sweep = 0;
     int sweep_full = 0; /* --sweep full */
     bench_model_rows model_rows = BENCH_MODEL_ALL;
-    int model_layout = 0;                              /* --scan-layout model */
+    int model_layout = 0; /* --scan-layout model */
     const char *only = NULL;
     bench_scan_shape shape = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
