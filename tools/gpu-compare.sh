@@ -26,19 +26,18 @@ case "$1" in
     prepare)
         shift
         [ $# -ge 1 ] || usage
-        names=()
-        for rev in "$@"; do
+        revs=("$@") names=()
+        for rev in "${revs[@]}"; do
             git rev-parse -q --verify "$rev^{commit}" > /dev/null || { echo "not a revision: $rev" >&2; exit 1; }
             name=$(printf '%s' "$rev" | tr -c 'A-Za-z0-9._-' '-')
-            for n in "${names[@]}"; do
-                [ "$n" != "$name" ] || { echo "two revisions named $name" >&2; exit 1; }
-            done
+            # names hold no spaces, so a space-joined list tells a repeat
+            [[ " ${names[*]} " != *" $name "* ]] || { echo "two revisions named $name" >&2; exit 1; }
             [ "$name" != this ] || { echo "'this' names this tree; give the revision another way" >&2; exit 1; }
             names+=("$name")
         done
         rm -rf build-compare && mkdir -p build-compare || exit 1
-        for i in "${!names[@]}"; do
-            rev=${@:$((i + 1)):1} name=${names[$i]}
+        for i in "${!revs[@]}"; do
+            rev=${revs[$i]} name=${names[$i]}
             mkdir build-compare/src-$name || exit 1
             git archive --format=tar "$rev" | tar -x -C build-compare/src-$name || exit 1
             echo "$name" >> build-compare/order
