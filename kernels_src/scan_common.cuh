@@ -601,11 +601,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
 #pragma unroll
                 for (int q = 0; q < VE / 4; ++q) {
                     float4 y = sj_f4(yp + i * PS + col)[q];
-                    auto add = [](float4 a, float4 o) { return make_float4(a.x + o.x, a.y + o.y, a.z + o.z, a.w + o.w); };
+                    auto add = [](float4 a, float4 o) {
+                        return make_float4(a.x + o.x, a.y + o.y, a.z + o.z, a.w + o.w);
+                    };
                     if (sizeof(T) == 2 && G == 4) {
                         /* the three loads asked for before the first
                          * add: the loop waited on each in turn, and 16-bit
-                         * ran 1-4% faster so; f32 up to 1% slower
+                         * ran 1-4% faster so; f32 about 1% slower
                          * (bench/NOTES.md, "Scan shapes, round 20") */
                         const float4 o1 = sj_f4(yp + i * PS + BD + col)[q], o2 = sj_f4(yp + i * PS + 2 * BD + col)[q],
                                      o3 = sj_f4(yp + i * PS + 3 * BD + col)[q];
@@ -613,7 +615,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     } else {
                         /* a plain loop: ptxas unrolled it by 4 with a
                          * remainder, which cost the 8-state kernel 2% at
-                         * G = 2 (bench/NOTES.md) */
+                         * G = 2 (bench/NOTES.md), and G = 2 as one add
+                         * cost its f32 up to 24% ("Scan shapes, round 20") */
 #pragma unroll 1
                         for (int gg = 1; gg < G; ++gg)
                             y = add(y, sj_f4(yp + i * PS + gg * BD + col)[q]);
