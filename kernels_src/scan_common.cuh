@@ -371,11 +371,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * 4-state kernels store even a fast chunk's B and C on the general path:
      * with a second path there ptxas scheduled their f32 recurrence worse
      * (21% slower at D = 1536). */
+    /* whether fast chunks address items by one 32-bit offset (fast_item) */
+    constexpr bool FLAT = sizeof(T) == 2 && NS <= 8;
     const bool has_z = OUT && p.z;
     const sj_i64 smax = max(max(p.su, p.sdelta), max(max(p.sB, p.sC), max(has_z ? p.sz : 0, OUT ? p.sy : 0)));
     const bool fast_thr = d0 + BD <= p.D && nbase + Npad <= N && vu && vdelta && (!has_z || vz) &&
                           (!OUT || vy) && vbc && cnt_td <= NS / 4 && cnt_bc <= NS / 4 && smax < (1 << 26) &&
-                          (b + 1) * p.pitch < ((sj_i64)1 << 31) / max(smax, (sj_i64)1);
+                          (b + 1) * p.pitch < (((sj_i64)1 << 31) - (FLAT ? max(p.D, N) : 0)) / max(smax, (sj_i64)1);
     auto fast_chunk = [&](sj_i64 c) { return fast_thr && (c + 1) * TS <= p.L; };
     /* Element 0 of token c * TS of this batch row in a tensor.  Where the
      * block's rows lie within 2^31 elements of every tensor's start (a
@@ -384,20 +386,59 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 c) {
         return (const T *)x + ((int)b * (int)p.pitch + (int)c * TS) * (int)stride;
     };
+    /* An item `at` elements from token c * TS of this batch row (and from
+     * channel d0 where the tensor has channels, chan), as sj_load_group's
+     * and sj_store_group's base and offset.  The 16-bit 4- and 8-state
+     * kernels (FLAT) take the whole offset in 32 bits (with 2^31 less
+     * max(D, N) in fast_thr), widened once into the address: from the
+     * chunk base, d0 and the item in 64-bit adds a load took 18
+     * instructions ("Scan shapes, round 19"); so up to 2% faster in
+     * 16-bit at most rows, though the 8-state ones spill 4 bytes at their
+     * 128 registers.  The f32 kernels keep the 64-bit adds: with one
+     * offset they ran 7-22% slower at 8 states and from 1.4% faster to
+     * 1.7% slower at 4; the 16-state ones keep them too (round 22).
+     * Those keep the adds as they were written, in branches beside the
+     * FLAT ones: their machine code is then byte for byte the code timed,
+     * where even a load routed through a lambda moved ptxas's f32
+     * schedule, which round 14 saw cost 21%. */
+    struct fast_ref {
+        const T *base;
+        sj_i64 off;
+    };
+    auto fast_item = [&](const void *x, sj_i64 stride, sj_i64 c, bool chan, int at) {
+        return fast_ref{(const T *)x, ((int)b * (int)p.pitch + (int)c * TS) * (int)stride + (chan ? (int)d0 : 0) + at};
+    };
     auto load_td_fast = [&](sj_i64 c, int k) {
         const td_item it = td_at(k);
+        auto load = [&](const void *x, sj_i64 stride) {
+            const fast_ref r = fast_item(x, stride, c, true, it.i * (int)stride + it.col);
+            return sj_load_group<T, VE>(r.base, r.off, VE, true);
+        };
         sj_fwd_raw r = {};
-        r.u = sj_load_group<T, VE>(chunk_base(p.u, p.su, c) + d0, it.i * (int)p.su + it.col, VE, true);
-        r.delta =
-            sj_load_group<T, VE>(chunk_base(p.delta, p.sdelta, c) + d0, it.i * (int)p.sdelta + it.col, VE, true);
-        if (has_z)
-            r.z = sj_load_group<T, VE>(chunk_base(p.z, p.sz, c) + d0, it.i * (int)p.sz + it.col, VE, true);
+        if constexpr (FLAT) {
+            r.u = load(p.u, p.su);
+            r.delta = load(p.delta, p.sdelta);
+            if (has_z)
+                r.z = load(p.z, p.sz);
+        } else {
+            r.u = sj_load_group<T, VE>(chunk_base(p.u, p.su, c) + d0, it.i * (int)p.su + it.col, VE, true);
+            r.delta =
+                sj_load_group<T, VE>(chunk_base(p.delta, p.sdelta, c) + d0, it.i * (int)p.sdelta + it.col, VE, true);
+            if (has_z)
+                r.z = sj_load_group<T, VE>(chunk_base(p.z, p.sz, c) + d0, it.i * (int)p.sz + it.col, VE, true);
+        }
         return r;
     };
     auto load_bc_fast = [&](sj_i64 c, int k) {
         const bc_item &it = bc_held[k];
-        return it.isC ? sj_load_group<T, 4>(chunk_base(p.C, p.sC, c), it.i * (int)p.sC + (int)it.n, 4, true)
-                      : sj_load_group<T, 4>(chunk_base(p.B, p.sB, c), it.i * (int)p.sB + (int)it.n, 4, true);
+        if constexpr (FLAT) {
+            const fast_ref r = it.isC ? fast_item(p.C, p.sC, c, false, it.i * (int)p.sC + (int)it.n)
+                                      : fast_item(p.B, p.sB, c, false, it.i * (int)p.sB + (int)it.n);
+            return sj_load_group<T, 4>(r.base, r.off, 4, true);
+        } else {
+            return it.isC ? sj_load_group<T, 4>(chunk_base(p.C, p.sC, c), it.i * (int)p.sC + (int)it.n, 4, true)
+                          : sj_load_group<T, 4>(chunk_base(p.B, p.sB, c), it.i * (int)p.sB + (int)it.n, 4, true);
+        }
     };
     auto load_bc_item = [&](sj_i64 c, const bc_item &it) {
         const sj_i64 t = c * TS + it.i;
@@ -643,7 +684,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                     float yv[VE];
                     if (k < cnt_td) {
                         y_item(it.i, it.col, yv);
-                        sj_store_group<T, VE>(yb, it.i * (int)p.sy + it.col, VE, true, yv);
+                        const int at = it.i * (int)p.sy + it.col;
+                        if constexpr (FLAT) {
+                            const fast_ref r = fast_item(p.y, p.sy, c, true, at);
+                            sj_store_group<T, VE>((T *)r.base, r.off, VE, true, yv);
+                        } else {
+                            sj_store_group<T, VE>(yb, at, VE, true, yv);
+                        }
                     }
                 }
             } else {
