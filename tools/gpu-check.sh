@@ -83,4 +83,7 @@ if [ -n "$each" ]; then
     ! grep -Eqv "rc=0 \[(PASSED  |SKIPPED )\] 1 test" "$OUT/each.txt"
 else
     grep -E "^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" 2>/dev/null
+    # a failed test's own lines, here in the summary: the machine returns
+    # only so many files, and a failure seen once may not come again
+    grep -E -B4 "\[ +(ERROR|LINE|FAILED) +\]" "$OUT/test.log" 2>/dev/null | tail -40
 fi
