@@ -84,6 +84,13 @@ if [ -n "$each" ]; then
 else
     grep -E "^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" 2>/dev/null
     # a failed test's own lines, here in the summary: the machine returns
-    # only so many files, and a failure seen once may not come again
-    grep -E -B4 "\[ +(ERROR|LINE|FAILED) +\]" "$OUT/test.log" 2>/dev/null | tail -40
+    # only so many files, and a failure seen once may not come again; with
+    # them the random seed the test printed last (SSMJIT_TEST_SEED replays it)
+    awk '/^# random seed/ { seed = $0 }
+         { ring[NR % 5] = $0 }
+         /\[ +(ERROR|LINE|FAILED) +\]/ {
+             if (seed != shown) { print seed; shown = seed }
+             for (i = NR - 4; i <= NR; i++) if (i > done && i > 0) print ring[i % 5]
+             done = NR
+         }' "$OUT/test.log" 2>/dev/null | tail -40
 fi
