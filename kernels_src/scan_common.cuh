@@ -875,8 +875,8 @@ template <typename T, bool BWD> __device__ __forceinline__ void sj_scan_split_en
     /* In the backward a chunk wholly inside L (whole: every chunk but a
      * last one cut short) loads without asking whether each token is,
      * where each load's 64-bit bound check and branch had cost about as
-     * much as its address: the split backward 2.2-2.6% faster.  The
-     * forward, given the same, ran 1-5% slower, and so asks still
+     * much as its address: the split backward 1.2-2.6% faster.  The
+     * forward, given the same, ran 1.4-4.2% slower, and so asks still
      * (bench/NOTES.md, "Scan shapes, round 22"). */
     auto load_checked = [&](sj_i64 c, bool whole) {
 #pragma unroll
