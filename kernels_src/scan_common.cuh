@@ -386,9 +386,9 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     auto chunk_base = [&](const void *x, sj_i64 stride, sj_i64 c) {
         return (const T *)x + ((int)b * (int)p.pitch + (int)c * TS) * (int)stride;
     };
-    /* An item `at` elements from token c * TS of this batch row (and from
-     * channel d0 where the tensor has channels, chan), as sj_load_group's
-     * and sj_store_group's base and offset.  The 16-bit 4- and 8-state
+    /* The offset of an item `at` elements from token c * TS of this batch
+     * row (and from channel d0 where the tensor has channels, chan), from
+     * the tensor's start.  The 16-bit 4- and 8-state
      * kernels (FLAT) take the whole offset in 32 bits (with 2^31 less
      * max(D, N) in fast_thr), widened once into the address: from the
      * chunk base, d0 and the item in 64-bit adds a load took 18
@@ -401,18 +401,13 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
      * FLAT ones: their machine code is then byte for byte the code timed,
      * where even a load routed through a lambda moved ptxas's f32
      * schedule, which round 14 saw cost 21%. */
-    struct fast_ref {
-        const T *base;
-        sj_i64 off;
-    };
-    auto fast_item = [&](const void *x, sj_i64 stride, sj_i64 c, bool chan, int at) {
-        return fast_ref{(const T *)x, ((int)b * (int)p.pitch + (int)c * TS) * (int)stride + (chan ? (int)d0 : 0) + at};
+    auto fast_item = [&](sj_i64 stride, sj_i64 c, bool chan, int at) -> sj_i64 {
+        return ((int)b * (int)p.pitch + (int)c * TS) * (int)stride + (chan ? (int)d0 : 0) + at;
     };
     auto load_td_fast = [&](sj_i64 c, int k) {
         const td_item it = td_at(k);
         auto load = [&](const void *x, sj_i64 stride) {
-            const fast_ref r = fast_item(x, stride, c, true, it.i * (int)stride + it.col);
-            return sj_load_group<T, VE>(r.base, r.off, VE, true);
+            return sj_load_group<T, VE>(x, fast_item(stride, c, true, it.i * (int)stride + it.col), VE, true);
         };
         sj_fwd_raw r = {};
         if constexpr (FLAT) {
@@ -432,9 +427,8 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     auto load_bc_fast = [&](sj_i64 c, int k) {
         const bc_item &it = bc_held[k];
         if constexpr (FLAT) {
-            const fast_ref r = it.isC ? fast_item(p.C, p.sC, c, false, it.i * (int)p.sC + (int)it.n)
-                                      : fast_item(p.B, p.sB, c, false, it.i * (int)p.sB + (int)it.n);
-            return sj_load_group<T, 4>(r.base, r.off, 4, true);
+            return it.isC ? sj_load_group<T, 4>(p.C, fast_item(p.sC, c, false, it.i * (int)p.sC + (int)it.n), 4, true)
+                          : sj_load_group<T, 4>(p.B, fast_item(p.sB, c, false, it.i * (int)p.sB + (int)it.n), 4, true);
         } else {
             return it.isC ? sj_load_group<T, 4>(chunk_base(p.C, p.sC, c), it.i * (int)p.sC + (int)it.n, 4, true)
                           : sj_load_group<T, 4>(chunk_base(p.B, p.sB, c), it.i * (int)p.sB + (int)it.n, 4, true);
@@ -686,8 +680,7 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
                         y_item(it.i, it.col, yv);
                         const int at = it.i * (int)p.sy + it.col;
                         if constexpr (FLAT) {
-                            const fast_ref r = fast_item(p.y, p.sy, c, true, at);
-                            sj_store_group<T, VE>((T *)r.base, r.off, VE, true, yv);
+                            sj_store_group<T, VE>(p.y, fast_item(p.sy, c, true, at), VE, true, yv);
                         } else {
                             sj_store_group<T, VE>(yb, at, VE, true, yv);
                         }
