@@ -388,19 +388,18 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     };
     /* The offset of an item `at` elements from token c * TS of this batch
      * row (and from channel d0 where the tensor has channels, chan), from
-     * the tensor's start.  The 16-bit 4- and 8-state
-     * kernels (FLAT) take the whole offset in 32 bits (with 2^31 less
-     * max(D, N) in fast_thr), widened once into the address: from the
-     * chunk base, d0 and the item in 64-bit adds a load took 18
-     * instructions ("Scan shapes, round 19"); so up to 2% faster in
-     * 16-bit at most rows, though the 8-state ones spill 4 bytes at their
-     * 128 registers.  The f32 kernels keep the 64-bit adds: with one
-     * offset they ran 7-22% slower at 8 states and from 1.4% faster to
-     * 1.7% slower at 4; the 16-state ones keep them too (round 22).
-     * Those keep the adds as they were written, in branches beside the
-     * FLAT ones: their machine code is then byte for byte the code timed,
-     * where even a load routed through a lambda moved ptxas's f32
-     * schedule, which round 14 saw cost 21%. */
+     * the tensor's start.  The 16-bit 4- and 8-state kernels (FLAT) take
+     * the whole offset in 32 bits (with 2^31 less max(D, N) in fast_thr),
+     * widened once into the address: from the chunk base, d0 and the item
+     * in 64-bit adds a load took 18 instructions ("Scan shapes, round 19");
+     * so up to 2% faster in 16-bit at most rows, though the 8-state ones
+     * spill 4 bytes at their 128 registers.  The f32 kernels keep the
+     * 64-bit adds: with one offset they ran 7-22% slower at 8 states and
+     * from 1.4% faster to 1.7% slower at 4; the 16-state ones keep them too
+     * (round 22).  Those keep the adds as they were written, in branches
+     * beside the FLAT ones: their machine code is then byte for byte the
+     * code timed, where even a load routed through a lambda moved ptxas's
+     * f32 schedule, which round 14 saw cost 21%. */
     auto fast_item = [&](sj_i64 stride, sj_i64 c, bool chan, int at) -> sj_i64 {
         return ((int)b * (int)p.pitch + (int)c * TS) * (int)stride + (chan ? (int)d0 : 0) + at;
     };
