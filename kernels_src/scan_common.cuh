@@ -405,11 +405,11 @@ __device__ __forceinline__ void sj_scan_fwd(const sj_scan_params &p)
     };
     auto load_td_fast = [&](sj_i64 c, int k) {
         const td_item it = td_at(k);
-        auto load = [&](const void *x, sj_i64 stride) {
-            return sj_load_group<T, VE>(x, fast_item(stride, c, true, it.i * (int)stride + it.col), VE, true);
-        };
         sj_fwd_raw r = {};
         if constexpr (FLAT) {
+            auto load = [&](const void *x, sj_i64 stride) {
+                return sj_load_group<T, VE>(x, fast_item(stride, c, true, it.i * (int)stride + it.col), VE, true);
+            };
             r.u = load(p.u, p.su);
             r.delta = load(p.delta, p.sdelta);
             if (has_z)
